@@ -1,0 +1,105 @@
+"""`armada-bridge` (also installed as the kubectl plugin `kubectl-armada`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from armada_bridge.dev.kwok_cluster import ClusterError
+
+if TYPE_CHECKING:
+    from armada_bridge.dev.environment import ClusterStatus
+
+
+def _dev(args: argparse.Namespace) -> int:
+    from armada_bridge.dev.environment import Environment
+
+    env = Environment()
+    if args.dev_command == "up":
+        if args.provider == "kind":
+            from armada_bridge.dev.kind import require_docker
+
+            require_docker()
+        statuses = env.up(workers=args.workers, nodes=args.nodes)
+        _print_status(statuses)
+        return 0 if all(s.healthy for s in statuses) else 1
+    if args.dev_command == "down":
+        env.down()
+        return 0
+    if args.dev_command == "status":
+        statuses = env.status()
+        if not statuses:
+            print("no environment (run `armada-bridge dev up`)")
+            return 1
+        _print_status(statuses)
+        return 0 if all(s.healthy for s in statuses) else 1
+    if args.dev_command == "kubeconfig":
+        print(env.kubeconfig(args.name))
+        return 0
+    raise AssertionError(args.dev_command)
+
+
+def _print_status(statuses: Sequence[ClusterStatus]) -> None:
+    rows = [("CLUSTER", "HEALTHY", "NODES", "SERVER", "DETAIL")]
+    for s in statuses:
+        healthy = "yes" if s.healthy else "no"
+        rows.append((s.name, healthy, f"{s.nodes_ready}/{s.nodes_total}", s.server or "-", s.detail))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+
+
+def _simulate(argv: list[str]) -> int:
+    from extender.simulator.cli import main as simulate_main
+
+    return simulate_main(argv)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from armada_bridge.demo import run_demo
+
+    return run_demo()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="armada-bridge", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    dev = sub.add_parser("dev", help="local multi-cluster environment (front + remote-1..N)")
+    dsub = dev.add_subparsers(dest="dev_command", required=True)
+    up = dsub.add_parser("up", help="start (or reuse, or repair) the environment")
+    up.add_argument("--workers", type=int, default=2, help="number of remote clusters (default 2)")
+    up.add_argument("--nodes", type=int, default=4, help="KWOK nodes per remote cluster (default 4)")
+    up.add_argument("--provider", choices=["binary", "kind"], default="binary")
+    dsub.add_parser("down", help="stop everything and remove the state directory")
+    dsub.add_parser("status", help="list clusters and whether each is healthy")
+    kc = dsub.add_parser("kubeconfig", help="print the path of a cluster's kubeconfig")
+    kc.add_argument("name", help="front, remote-1, remote-2, ...")
+
+    sub.add_parser("simulate", help="run the scheduling core over Armada simulator input", add_help=False)
+    sub.add_parser("demo", help="run the demo on the local environment")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "simulate":
+        return _simulate(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "dev":
+            return _dev(args)
+        if args.command == "demo":
+            return _demo(args)
+    except (ClusterError, ValueError, RuntimeError) as e:
+        print(f"armada-bridge: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    raise AssertionError(args.command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""The local multi-cluster environment: cluster `front` and clusters `remote-1` … `remote-N`.
+
+Each cluster is real etcd + kube-apiserver + kube-controller-manager + kube-scheduler processes on
+loopback (kwokctl binary runtime); remote clusters get KWOK-simulated nodes. Everything lives under
+one state directory, so `down` can prove it left nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.rest import ApiException
+
+from armada_bridge import keys, versions
+from armada_bridge.dev import binaries as binaries_mod
+from armada_bridge.dev import nodes as nodes_mod
+from armada_bridge.dev.kwok_cluster import ClusterError, KwokCluster
+from armada_bridge.dev.procs import pids_under
+
+FRONT = "front"
+SCHEDULER_CONFIG_TEMPLATE = versions.REPO_ROOT / "manifests" / "scheduler" / "kube-scheduler-config.yaml"
+DEFAULT_WORKERS = 2
+DEFAULT_NODES = 4
+
+
+def default_state_dir() -> Path:
+    return Path(
+        os.environ.get("ARMADA_BRIDGE_STATE", Path.home() / ".local" / "state" / "armada-bridge" / "dev")
+    )
+
+
+def remote_name(i: int) -> str:
+    return f"remote-{i}"
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    name: str
+    healthy: bool
+    detail: str
+    server: str
+    nodes_ready: int
+    nodes_total: int
+
+
+def log(msg: str) -> None:
+    print(f"[dev] {msg}", file=sys.stderr, flush=True)
+
+
+def api_client(kubeconfig: Path) -> k8s.ApiClient:
+    return k8s_config.new_client_from_config(config_file=str(kubeconfig))
+
+
+class Environment:
+    def __init__(self, state_dir: Path | None = None) -> None:
+        self.state_dir = (state_dir or default_state_dir()).resolve()
+        self.kwok_workdir = self.state_dir / "kwok"
+        self.settings_file = self.state_dir / "environment.json"
+
+    # ---------------------------------------------------------------- layout
+    def settings(self) -> dict[str, Any]:
+        if self.settings_file.is_file():
+            return dict(json.loads(self.settings_file.read_text()))
+        return {}
+
+    def cluster_names(self) -> list[str]:
+        workers = int(self.settings().get("workers", 0))
+        names = [FRONT] + [remote_name(i) for i in range(1, workers + 1)]
+        # Clusters left over from an earlier, larger environment are still ours.
+        clusters_dir = self.kwok_workdir / "clusters"
+        if clusters_dir.is_dir():
+            names += sorted(p.name for p in clusters_dir.iterdir() if p.is_dir() and p.name not in names)
+        return names
+
+    def cluster(self, name: str, bins: binaries_mod.Binaries | None = None) -> KwokCluster:
+        bins = bins or binaries_mod.expected()
+        if name == FRONT:
+            return KwokCluster(
+                name=name,
+                kwok_workdir=self.kwok_workdir,
+                binaries=bins,
+                kube_scheduler_config=self.state_dir / "front-kube-scheduler-config.yaml",
+                # The front KWOK controller only fakes the small front node; virtual nodes are the
+                # vkubelet's, never KWOK's.
+                extra_args=[
+                    "kwok-controller=manage-all-nodes=false",
+                    f"kwok-controller=manage-nodes-with-annotation-selector="
+                    f"{keys.KWOK_NODE_ANNOTATION}={keys.KWOK_NODE_ANNOTATION_VALUE}",
+                ],
+            )
+        return KwokCluster(name=name, kwok_workdir=self.kwok_workdir, binaries=bins)
+
+    def kubeconfig(self, name: str) -> Path:
+        c = self.cluster(name)
+        if not c.kubeconfig.is_file():
+            known = ", ".join(self.cluster_names()) or "none (run `armada-bridge dev up`)"
+            raise ClusterError(f"no cluster named {name!r}; clusters: {known}")
+        return c.kubeconfig
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.state_dir / ".lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    # ---------------------------------------------------------------- up
+    def up(self, workers: int = DEFAULT_WORKERS, nodes: int = DEFAULT_NODES) -> list[ClusterStatus]:
+        if workers < 1 or nodes < 1:
+            raise ValueError("--workers and --nodes must be at least 1")
+        started = time.monotonic()
+        bins = binaries_mod.ensure()
+        with self._lock():
+            previous = self.settings()
+            wanted = [FRONT] + [remote_name(i) for i in range(1, workers + 1)]
+            for name in self.cluster_names():
+                if name not in wanted:
+                    log(f"{name}: not part of a {workers}-remote environment, deleting")
+                    self.cluster(name, bins).delete()
+            self.settings_file.write_text(json.dumps({"workers": workers, "nodes": nodes}))
+            self._write_scheduler_config()
+            if previous.get("nodes") not in (None, nodes):
+                log(f"node count changed {previous.get('nodes')} -> {nodes}: recreating remote clusters")
+                for name in wanted[1:]:
+                    self.cluster(name, bins).delete()
+
+            def bring_up(name: str) -> None:
+                c = self.cluster(name, bins)
+                ok, detail = c.health()
+                if ok:
+                    log(f"{name}: running, reused")
+                else:
+                    if c.exists() or c.pids():
+                        log(f"{name}: unhealthy ({detail}), recreating")
+                        c.delete()
+                    t0 = time.monotonic()
+                    log(
+                        f"{name}: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok"
+                    )
+                    c.create()
+                    c.wait_healthy(60)
+                    log(f"{name}: control plane ready in {time.monotonic() - t0:.1f}s")
+                manifests = nodes_mod.front_nodes() if name == FRONT else nodes_mod.remote_nodes(name, nodes)
+                self._ensure_nodes(c.kubeconfig, manifests)
+                log(f"{name}: {len(manifests)} node(s) Ready")
+
+            with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
+                for future in [pool.submit(bring_up, n) for n in wanted]:
+                    future.result()
+        log(f"environment up in {time.monotonic() - started:.1f}s (state: {self.state_dir})")
+        return self.status()
+
+    def _write_scheduler_config(self) -> None:
+        cfg = yaml.safe_load(SCHEDULER_CONFIG_TEMPLATE.read_text())
+        target = self.state_dir / "front-kube-scheduler-config.yaml"
+        text = yaml.safe_dump(cfg, sort_keys=False)
+        if not target.is_file() or target.read_text() != text:
+            target.write_text(text)
+
+    @staticmethod
+    def _ensure_nodes(kubeconfig: Path, manifests: list[dict[str, Any]], timeout: float = 60) -> None:
+        with api_client(kubeconfig) as api:
+            core = k8s.CoreV1Api(api)
+            for m in manifests:
+                try:
+                    core.create_node(m)
+                except ApiException as e:
+                    if e.status != 409:
+                        raise
+            names = {m["metadata"]["name"] for m in manifests}
+            deadline = time.monotonic() + timeout
+            while True:
+                ready = {n.metadata.name for n in core.list_node().items if _node_ready(n)}
+                if names <= ready:
+                    return
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"nodes not Ready after {timeout:.0f}s: {sorted(names - ready)}")
+                time.sleep(0.5)
+
+    # ---------------------------------------------------------------- status / down
+    def status(self) -> list[ClusterStatus]:
+        out = []
+        for name in self.cluster_names():
+            c = self.cluster(name)
+            ok, detail = c.health()
+            server, ready, total = "", 0, 0
+            if ok:
+                server = c.server()
+                try:
+                    with api_client(c.kubeconfig) as api:
+                        items = k8s.CoreV1Api(api).list_node(_request_timeout=5).items
+                    total, ready = len(items), sum(_node_ready(n) for n in items)
+                except Exception as e:
+                    ok, detail = False, f"listing nodes failed: {e}"
+            out.append(ClusterStatus(name, ok, detail, server, ready, total))
+        return out
+
+    def down(self) -> None:
+        with self._lock():
+            names = self.cluster_names()
+            with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+                list(pool.map(lambda n: self.cluster(n).delete(), names))
+                leftover = self.pids()
+            for pid in leftover:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, 9)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+        log(f"environment down; removed {self.state_dir}")
+
+    def pids(self) -> list[int]:
+        """Every live process whose command line names this environment's state directory."""
+        return pids_under(self.state_dir)
+
+
+def _node_ready(node: Any) -> bool:
+    for cond in node.status.conditions or []:
+        if cond.type == "Ready":
+            return bool(cond.status == "True")
+    return False

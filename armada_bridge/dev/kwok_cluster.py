@@ -1,0 +1,172 @@
+"""One local cluster made of real control-plane processes, managed through kwokctl's binary runtime.
+
+kwokctl starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and (optionally) the
+KWOK controller as plain processes under a work directory of ours; this class creates, checks and
+deletes one such cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import ssl
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from armada_bridge.dev.binaries import Binaries
+from armada_bridge.dev.procs import pids_under
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+@dataclass
+class KwokCluster:
+    name: str
+    kwok_workdir: Path
+    binaries: Binaries
+    kube_scheduler_config: Path | None = None
+    kwok_config: Path | None = None
+    kwok_controller: bool = True
+    extra_args: list[str] = field(default_factory=list)
+
+    @property
+    def workdir(self) -> Path:
+        return self.kwok_workdir / "clusters" / self.name
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "kubeconfig.yaml"
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["KWOK_WORKDIR"] = str(self.kwok_workdir)
+        env["KWOK_KUBECTL_BINARY"] = str(self.binaries.kubectl)
+        env["KWOK_KUBE_BINARY_PREFIX"] = str(self.binaries.kubernetes_dir)
+        return env
+
+    def _kwokctl(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self.binaries.kwokctl), *args, "--name", self.name]
+        try:
+            return subprocess.run(
+                cmd, env=self._env(), capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except subprocess.TimeoutExpired as e:
+            raise ClusterError(f"cluster {self.name}: `{' '.join(cmd[:3])}` took over {timeout:.0f}s") from e
+
+    def exists(self) -> bool:
+        return (self.workdir / "kwok.yaml").is_file()
+
+    def create(self, wait_seconds: int = 90) -> None:
+        b = self.binaries
+        args = [
+            "create",
+            "cluster",
+            "--runtime=binary",
+            "--kubeconfig=",
+            f"--wait={wait_seconds}s",
+            f"--kube-apiserver-binary={b.kube_apiserver}",
+            f"--kube-controller-manager-binary={b.kube_controller_manager}",
+            f"--kube-scheduler-binary={b.kube_scheduler}",
+            f"--etcd-binary={b.etcd}",
+            f"--kwok-controller-binary={b.kwok}",
+            "--disable-qps-limits",
+        ]
+        if not self.kwok_controller:
+            args.append("--disable=kwok-controller")
+        if self.kube_scheduler_config is not None:
+            args.append(f"--kube-scheduler-config={self.kube_scheduler_config}")
+        if self.kwok_config is not None:
+            args.append(f"--config={self.kwok_config}")
+        for extra in self.extra_args:
+            args.append(f"--extra-args={extra}")
+        result = self._kwokctl(*args, timeout=wait_seconds + 60)
+        if result.returncode != 0:
+            tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
+            raise ClusterError(
+                f"cluster {self.name}: kwokctl create failed (exit {result.returncode}):\n{tail}"
+            )
+
+    def delete(self) -> None:
+        """Stop every process of this cluster and remove its work directory."""
+        if self.exists():
+            self._kwokctl("delete", "cluster", timeout=60)
+        # kwokctl may leave a process behind when the cluster was half dead: finish the job.
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if self.workdir.exists():
+            subprocess.run(["rm", "-rf", str(self.workdir)], check=False)
+
+    def pids(self) -> list[int]:
+        """Live processes whose command line names this cluster's work directory."""
+        return pids_under(self.workdir)
+
+    def component_pids(self) -> dict[str, int | None]:
+        """Component name -> pid if that process is alive, from kwokctl's pid files."""
+        out: dict[str, int | None] = {}
+        for pid_file in sorted((self.workdir / "pids").glob("*.pid")):
+            try:
+                pid = int(pid_file.read_text().strip())
+                os.kill(pid, 0)
+                out[pid_file.stem] = pid
+            except (ValueError, ProcessLookupError, PermissionError):
+                out[pid_file.stem] = None
+        return out
+
+    def server(self) -> str:
+        cfg = yaml.safe_load(self.kubeconfig.read_text())
+        return str(cfg["clusters"][0]["cluster"]["server"])
+
+    def readyz(self, timeout: float = 3) -> tuple[bool, str]:
+        """Ask kube-apiserver /readyz with the admin credentials; (ok, detail)."""
+        if not self.kubeconfig.is_file():
+            return False, "no kubeconfig"
+        try:
+            cfg = yaml.safe_load(self.kubeconfig.read_text())
+            cluster = cfg["clusters"][0]["cluster"]
+            user = cfg["users"][0]["user"]
+            ctx = ssl.create_default_context(cafile=_abs(self.kubeconfig, cluster["certificate-authority"]))
+            ctx.load_cert_chain(
+                _abs(self.kubeconfig, user["client-certificate"]), _abs(self.kubeconfig, user["client-key"])
+            )
+            with urllib.request.urlopen(f"{cluster['server']}/readyz", context=ctx, timeout=timeout) as r:
+                body = r.read().decode()
+            return r.status == 200, body.strip()
+        except Exception as e:  # any failure means "not healthy"; the detail says why
+            return False, f"{type(e).__name__}: {e}"
+
+    def health(self) -> tuple[bool, str]:
+        comps = self.component_pids()
+        if not comps:
+            return False, "not created"
+        dead = [c for c, pid in comps.items() if pid is None]
+        if dead:
+            return False, f"dead: {', '.join(dead)}"
+        ok, detail = self.readyz()
+        return ok, "ok" if ok else f"apiserver not ready: {detail[:200]}"
+
+    def wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        detail = ""
+        while time.monotonic() < deadline:
+            ok, detail = self.health()
+            if ok:
+                return
+            time.sleep(0.5)
+        raise ClusterError(f"cluster {self.name} not healthy after {timeout:.0f}s: {detail}")
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "workdir": str(self.workdir), "pids": self.component_pids()}
+
+
+def _abs(kubeconfig: Path, path: str) -> str:
+    p = Path(path)
+    return str(p if p.is_absolute() else kubeconfig.parent / p)

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Builds the pinned Kubernetes control plane, kubectl, etcd, kwok and kwokctl from their Go modules
+# into a cache outside the repository, keyed by version. A second run finds them and does nothing.
+#
+#   hack/build-binaries.sh            build what is missing, print the bin directory
+#   ARMADA_BRIDGE_CACHE=/path ...     cache root (default ~/.cache/armada-bridge)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+cache=${ARMADA_BRIDGE_CACHE:-$HOME/.cache/armada-bridge}
+bin="$cache/bin"
+mkdir -p "$bin"
+export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+export GOFLAGS=${GOFLAGS:--buildvcs=false}
+
+step=""
+started=$(date +%s)
+trap 'rc=$?; if [ $rc -ne 0 ]; then echo "build-binaries: FAILED at step: ${step:-setup} (exit $rc); see the output above" >&2; fi' EXIT
+say() { printf '[build-binaries %4ss] %s\n' "$(( $(date +%s) - started ))" "$*" >&2; }
+logs="$cache/build/logs"
+mkdir -p "$logs"
+# run NAME CMD...: run quietly into $logs/NAME.log; on failure show its tail and where it is.
+run() {
+  local name=$1; shift
+  if ! "$@" >"$logs/$name.log" 2>&1; then
+    tail -n 40 "$logs/$name.log" >&2
+    echo "build-binaries: '$*' failed; full log: $logs/$name.log" >&2
+    return 1
+  fi
+}
+
+command -v go >/dev/null || { step="find go"; echo "build-binaries: go is not on PATH; install Go >= 1.26" >&2; exit 1; }
+
+# Each artefact lives in its own versioned folder; a stamp written last marks a complete build.
+have() { [ -f "$1/.complete" ]; }
+
+build_kubernetes() {
+  local v=$KUBERNETES_VERSION out="$bin/kubernetes-$KUBERNETES_VERSION"
+  if have "$out"; then say "kubernetes $v: cached in $out"; return; fi
+  local minor=${v#v1.}; local staging="v0.${minor}"
+  local mod="$cache/build/kubernetes-$v"
+  rm -rf "$mod"; mkdir -p "$mod" "$out"
+  step="download k8s.io/kubernetes@$v"; say "$step"
+  local dir
+  dir=$(cd "$mod" && go mod download -json "k8s.io/kubernetes@$v" 2>"$logs/kubernetes-download.log" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  [ -n "$dir" ] || { cat "$logs/kubernetes-download.log" >&2; echo "could not download k8s.io/kubernetes@$v" >&2; exit 1; }
+  step="write wrapper module for kubernetes $v (staging modules at $staging)"; say "$step"
+  {
+    echo "module armada-bridge.local/kubernetes-build"
+    echo
+    sed -n 's/^go \(.*\)$/go \1/p' "$dir/go.mod" | head -1
+    echo
+    echo "require k8s.io/kubernetes $v"
+    echo
+    echo "replace ("
+    sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"$staging"'#p' "$dir/go.mod"
+    echo ")"
+  } > "$mod/go.mod"
+  local pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+              k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+  local ld="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=${minor%%.*} -X $p.gitTreeState=clean"
+    ld+=" -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  step="resolve kubernetes $v dependencies"; say "$step (downloads a few hundred modules)"
+  (cd "$mod" && run kubernetes-get go get "${pkgs[@]/%/@$v}")
+  for p in "${pkgs[@]}"; do
+    step="compile $(basename "$p") $v"; say "$step (several minutes on 2 cores)"
+    (cd "$mod" && CGO_ENABLED=0 run "$(basename "$p")" go build -trimpath -ldflags "$ld" -o "$out/" "$p")
+  done
+  "$out/kube-apiserver" --version >&2
+  touch "$out/.complete"
+}
+
+build_etcd() {
+  local v=$ETCD_VERSION out="$bin/etcd-$ETCD_VERSION"
+  if have "$out"; then say "etcd $v: cached in $out"; return; fi
+  local mod="$cache/build/etcd-$v"
+  rm -rf "$mod"; mkdir -p "$mod" "$out"
+  step="write wrapper module for etcd $v"; say "$step"
+  cat > "$mod/go.mod" <<MOD
+module armada-bridge.local/etcd-build
+
+go 1.26.0
+
+require go.etcd.io/etcd/server/v3 $v
+
+replace (
+	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 $v
+	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 $v
+	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 $v
+	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 $v
+)
+MOD
+  step="resolve etcd $v dependencies"; say "$step"
+  (cd "$mod" && run etcd-get go get "go.etcd.io/etcd/server/v3@$v")
+  step="compile etcd $v"; say "$step"
+  (cd "$mod" && CGO_ENABLED=0 run etcd go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
+  "$out/etcd" --version | head -1 >&2
+  touch "$out/.complete"
+}
+
+build_kwok() {
+  local v=$KWOK_VERSION out="$bin/kwok-$KWOK_VERSION"
+  if have "$out"; then say "kwok $v: cached in $out"; return; fi
+  mkdir -p "$out"
+  for c in kwok kwokctl; do
+    step="compile $c $v"; say "$step"
+    GOBIN="$out" CGO_ENABLED=0 run "$c" go install -trimpath \
+      -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${KUBERNETES_VERSION#v}" \
+      "sigs.k8s.io/kwok/cmd/$c@$v"
+  done
+  touch "$out/.complete"
+}
+
+only=${1:-all}
+case "$only" in
+  all) build_etcd; build_kwok; build_kubernetes ;;
+  kubernetes) build_kubernetes ;;
+  etcd) build_etcd ;;
+  kwok) build_kwok ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok]" >&2; exit 2 ;;
+esac
+step=""
+say "done: binaries under $bin"
+echo "$bin"

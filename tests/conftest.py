@@ -1,0 +1,78 @@
+"""Test fixtures: the local multi-cluster environment, started once per run, and per-test namespaces."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by the folder it lives in (unit / integration / e2e)."""
+    for item in items:
+        rel = Path(str(item.fspath)).relative_to(TESTS)
+        kind = rel.parts[0] if len(rel.parts) > 1 else ""
+        if kind in ("unit", "integration", "e2e"):
+            item.add_marker(getattr(pytest.mark, kind))
+
+
+@pytest.fixture(scope="session")
+def dev_env() -> Iterator[object]:
+    """The environment of `armada-bridge dev up`: reused when healthy, started (and stopped) otherwise."""
+    from armada_bridge.dev.environment import Environment
+
+    env = Environment()
+    statuses = env.status()
+    healthy = len(statuses) >= 3 and all(s.healthy for s in statuses)
+    if not healthy:
+        env.up()
+    yield env
+    if not healthy and not os.environ.get("ARMADA_BRIDGE_KEEP_ENV"):
+        env.down()
+
+
+@pytest.fixture(scope="session")
+def cluster_api(dev_env: object) -> Iterator[Callable[[str], k8s.ApiClient]]:
+    """cluster name -> ApiClient (one per cluster, shared by the session)."""
+    from armada_bridge.dev.environment import Environment, api_client
+
+    assert isinstance(dev_env, Environment)
+    clients: dict[str, k8s.ApiClient] = {}
+
+    def get(name: str) -> k8s.ApiClient:
+        if name not in clients:
+            clients[name] = api_client(dev_env.kubeconfig(name))
+        return clients[name]
+
+    yield get
+    for c in clients.values():
+        c.close()
+
+
+@pytest.fixture
+def namespace(
+    request: pytest.FixtureRequest, dev_env: object, cluster_api: Callable[[str], k8s.ApiClient]
+) -> Iterator[str]:
+    """A fresh namespace of the same name in every cluster, deleted after the test."""
+    from armada_bridge.dev.environment import Environment
+
+    assert isinstance(dev_env, Environment)
+    base = request.node.name.lower().replace("_", "-")[:40].strip("-")
+    name = f"t-{base}-{uuid.uuid4().hex[:6]}"
+    names = [s for s in dev_env.cluster_names()]
+    for c in names:
+        k8s.CoreV1Api(cluster_api(c)).create_namespace({"metadata": {"name": name}})
+    yield name
+    for c in names:
+        try:
+            k8s.CoreV1Api(cluster_api(c)).delete_namespace(name)
+        except ApiException as e:
+            if e.status != 404:
+                raise

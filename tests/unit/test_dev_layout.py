@@ -1,0 +1,65 @@
+"""Pure pieces of the dev environment: node shapes, version pins, the CLI's argument handling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from armada_bridge import cli, keys, versions
+from armada_bridge.dev import binaries, nodes
+
+
+def test_remote_nodes_match_the_documented_shape() -> None:
+    ns = nodes.remote_nodes("remote-1", 4)
+    assert [n["metadata"]["name"] for n in ns] == [f"remote-1-node-{i}" for i in range(4)]
+    for n in ns:
+        alloc = n["status"]["allocatable"]
+        assert (alloc["cpu"], alloc["memory"], alloc["pods"]) == ("32", "128Gi", "110")
+        assert n["metadata"]["annotations"] == {keys.KWOK_NODE_ANNOTATION: keys.KWOK_NODE_ANNOTATION_VALUE}
+        assert n["status"]["capacity"] == alloc
+    assert [n["status"]["allocatable"].get(keys.GPU_RESOURCE) for n in ns] == [None, None, "4", "4"]
+
+
+@pytest.mark.parametrize(("count", "gpu_nodes"), [(1, 0), (2, 1), (3, 1), (5, 2)])
+def test_half_the_remote_nodes_have_gpus(count: int, gpu_nodes: int) -> None:
+    ns = nodes.remote_nodes("r", count)
+    assert sum(keys.GPU_RESOURCE in n["status"]["allocatable"] for n in ns) == gpu_nodes
+
+
+def test_versions_file_parses_and_binaries_are_keyed_by_version(tmp_path: Path) -> None:
+    f = tmp_path / "versions.env"
+    f.write_text("# c\nKUBERNETES_VERSION=v9.9.9\n\nETCD_VERSION=v1.2.3\nKWOK_VERSION=v0.0.1\n")
+    v = versions.load(f)
+    assert v == versions.Versions("v9.9.9", "v1.2.3", "v0.0.1")
+    b = binaries.expected(v)
+    assert b.kube_apiserver.parent.name == "kubernetes-v9.9.9"
+    assert b.etcd.parent.name == "etcd-v1.2.3"
+    assert b.kwokctl.parent.name == "kwok-v0.0.1"
+
+
+def test_versions_file_missing_key_is_a_clear_error(tmp_path: Path) -> None:
+    f = tmp_path / "versions.env"
+    f.write_text("KUBERNETES_VERSION=v1\n")
+    with pytest.raises(RuntimeError, match="missing ETCD_VERSION"):
+        versions.load(f)
+
+
+def test_pinned_kubernetes_is_recent() -> None:
+    major, minor = versions.load().kubernetes.lstrip("v").split(".")[:2]
+    assert (int(major), int(minor)) >= (1, 34)
+
+
+def test_cli_parses_dev_commands() -> None:
+    p = cli.build_parser()
+    a = p.parse_args(["dev", "up", "--workers", "3", "--nodes", "2"])
+    assert (a.dev_command, a.workers, a.nodes, a.provider) == ("up", 3, 2, "binary")
+    assert p.parse_args(["dev", "kubeconfig", "remote-2"]).name == "remote-2"
+    with pytest.raises(SystemExit):
+        p.parse_args(["dev", "up", "--workers", "many"])
+
+
+def test_cli_rejects_nonsense_sizes(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARMADA_BRIDGE_STATE", str(tmp_path / "state"))
+    assert cli.main(["dev", "up", "--workers", "0"]) == 1
+    assert "--workers and --nodes must be at least 1" in capsys.readouterr().err
