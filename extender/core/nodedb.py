@@ -1,0 +1,333 @@
+"""Indexed node database: best-fit placement on real nodes.
+
+Like Armada's NodeDb, nodes are kept ordered from least to most free of the indexed resources
+(``cpu`` first by default) and the first node that fits is taken, i.e. best-fit bin packing.
+Each (pool, cluster) has its own sorted index so a gang can be confined to one cluster, and a job
+for any cluster checks the head of every cluster's index. Finding a node is a binary search on
+the first indexed resource followed by a short forward scan, and binding re-keys a single node,
+so a placement costs O(log n) plus the scan instead of a pass over all nodes.
+
+Static compatibility (selectors, affinity, taints) is evaluated once per (node type, job
+requirements) pair; a node type is a distinct (labels, taints) combination.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from extender.core import resources as rs
+from extender.core.matching import RequirementsKey, requirements_key, static_mismatch
+from extender.core.model import Job, Node, Taint
+from extender.core.resources import Resources
+
+NodeKey = tuple[object, ...]
+
+
+@dataclass(eq=False)
+class NodeEntry:
+    node: Node
+    labels: dict[str, str]
+    type_id: int
+    free: Resources
+    #: job id -> (requests, priority) of every job bound to the node.
+    bound: dict[str, tuple[Resources, int]] = field(default_factory=dict)
+    key: NodeKey = ()
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def cluster(self) -> str:
+        return self.node.cluster
+
+    @property
+    def pool(self) -> str:
+        return self.node.pool
+
+    @property
+    def schedulable(self) -> bool:
+        return not self.node.unschedulable
+
+
+class SortedGroup:
+    """Nodes of one (pool, cluster), ordered by their best-fit key."""
+
+    __slots__ = ("entries", "keys")
+
+    def __init__(self) -> None:
+        self.keys: list[NodeKey] = []
+        self.entries: list[NodeEntry] = []
+
+    def insert(self, entry: NodeEntry) -> None:
+        i = bisect_left(self.keys, entry.key)
+        self.keys.insert(i, entry.key)
+        self.entries.insert(i, entry)
+
+    def remove(self, entry: NodeEntry) -> None:
+        i = bisect_left(self.keys, entry.key)
+        if i < len(self.keys) and self.entries[i] is entry:
+            del self.keys[i]
+            del self.entries[i]
+            return
+        # Fallback; keys are unique because they end with the node name.
+        j = self.entries.index(entry)
+        del self.keys[j]
+        del self.entries[j]
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+class NodeDb:
+    def __init__(self, indexed_resources: Iterable[str]) -> None:
+        self.indexed = tuple(indexed_resources) or ("cpu",)
+        self.entries: dict[str, NodeEntry] = {}
+        self.groups: dict[str, dict[str, SortedGroup]] = {}
+        #: pool -> index over all its clusters (single jobs may go to any cluster).
+        self.pool_index: dict[str, SortedGroup] = {}
+        self._types: dict[tuple[object, ...], int] = {}
+        self._type_info: list[tuple[dict[str, str], tuple[Taint, ...]]] = []
+        self._compat: dict[tuple[RequirementsKey, int], str | None] = {}
+        self._pool_total: dict[str, Resources] = {}
+        #: job id -> node name for every bound job.
+        self.node_of_job: dict[str, str] = {}
+        #: pool -> priority -> number of bound jobs (to skip hopeless urgency-preemption scans).
+        self._bound_by_priority: dict[str, dict[int, int]] = {}
+
+    # ------------------------------------------------------------------ nodes
+    def _key(self, free: Mapping[str, int], name: str) -> NodeKey:
+        return (*(free.get(r, 0) for r in self.indexed), name)
+
+    def _type_id(self, labels: dict[str, str], taints: tuple[Taint, ...]) -> int:
+        sig = (tuple(sorted(labels.items())), taints)
+        tid = self._types.get(sig)
+        if tid is None:
+            tid = len(self._type_info)
+            self._types[sig] = tid
+            self._type_info.append((labels, taints))
+        return tid
+
+    def upsert(self, node: Node) -> None:
+        old = self.entries.get(node.name)
+        bound = old.bound if old is not None else {}
+        if old is not None:
+            self._detach(old)
+            old_counts = self._bound_by_priority.get(old.pool, {})
+            new_counts = self._bound_by_priority.setdefault(node.pool, {})
+            for _req, prio in bound.values():
+                old_counts[prio] -= 1
+                new_counts[prio] = new_counts.get(prio, 0) + 1
+        labels = node.effective_labels()
+        free = dict(node.allocatable)
+        for req, _prio in bound.values():
+            rs.sub_into(free, req)
+        entry = NodeEntry(node=node, labels=labels, type_id=self._type_id(labels, node.taints), free=free)
+        entry.bound = bound
+        entry.key = self._key(free, node.name)
+        self.entries[node.name] = entry
+        self._attach(entry)
+
+    def remove(self, name: str) -> list[str]:
+        """Remove a node; returns the ids of the jobs that were bound to it."""
+        entry = self.entries.pop(name, None)
+        if entry is None:
+            return []
+        self._detach(entry)
+        counts = self._bound_by_priority.get(entry.pool, {})
+        for job_id, (_req, prio) in entry.bound.items():
+            self.node_of_job.pop(job_id, None)
+            counts[prio] -= 1
+        return sorted(entry.bound)
+
+    def _attach(self, entry: NodeEntry) -> None:
+        if entry.schedulable:
+            self.groups.setdefault(entry.pool, {}).setdefault(entry.cluster, SortedGroup()).insert(entry)
+            self.pool_index.setdefault(entry.pool, SortedGroup()).insert(entry)
+            rs.add_into(self._pool_total.setdefault(entry.pool, {}), entry.node.allocatable)
+
+    def _detach(self, entry: NodeEntry) -> None:
+        if entry.schedulable:
+            group = self.groups[entry.pool][entry.cluster]
+            group.remove(entry)
+            self.pool_index[entry.pool].remove(entry)
+            if not group:
+                del self.groups[entry.pool][entry.cluster]
+                if not self.groups[entry.pool]:
+                    del self.groups[entry.pool]
+                    del self.pool_index[entry.pool]
+            rs.sub_into(self._pool_total[entry.pool], entry.node.allocatable)
+
+    def has_bound_below(self, pool: str, priority: int) -> bool:
+        """Is any job bound in ``pool`` at a priority lower than ``priority``?"""
+        return any(n > 0 and p < priority for p, n in self._bound_by_priority.get(pool, {}).items())
+
+    def pools(self) -> list[str]:
+        return sorted(self.groups)
+
+    def clusters(self, pool: str) -> list[str]:
+        return sorted(self.groups.get(pool, {}))
+
+    def pool_total(self, pool: str) -> Resources:
+        return {k: v for k, v in self._pool_total.get(pool, {}).items() if v}
+
+    # --------------------------------------------------------------- binding
+    def bind(self, job_id: str, requests: Mapping[str, int], priority: int, node_name: str) -> None:
+        entry = self.entries[node_name]
+        grouped = entry.schedulable
+        if grouped:
+            self.groups[entry.pool][entry.cluster].remove(entry)
+            self.pool_index[entry.pool].remove(entry)
+        rs.sub_into(entry.free, requests)
+        entry.bound[job_id] = (dict(requests), priority)
+        counts = self._bound_by_priority.setdefault(entry.pool, {})
+        counts[priority] = counts.get(priority, 0) + 1
+        entry.key = self._key(entry.free, entry.name)
+        if grouped:
+            self.groups[entry.pool][entry.cluster].insert(entry)
+            self.pool_index[entry.pool].insert(entry)
+        self.node_of_job[job_id] = node_name
+
+    def unbind(self, job_id: str) -> str | None:
+        node_name = self.node_of_job.pop(job_id, None)
+        if node_name is None:
+            return None
+        entry = self.entries[node_name]
+        req, prio = entry.bound.pop(job_id)
+        self._bound_by_priority[entry.pool][prio] -= 1
+        grouped = entry.schedulable
+        if grouped:
+            self.groups[entry.pool][entry.cluster].remove(entry)
+            self.pool_index[entry.pool].remove(entry)
+        rs.add_into(entry.free, req)
+        entry.key = self._key(entry.free, entry.name)
+        if grouped:
+            self.groups[entry.pool][entry.cluster].insert(entry)
+            self.pool_index[entry.pool].insert(entry)
+        return node_name
+
+    # ------------------------------------------------------------ matching
+    def mismatch(self, job: Job, rkey: RequirementsKey, entry: NodeEntry) -> str | None:
+        ck = (rkey, entry.type_id)
+        try:
+            return self._compat[ck]
+        except KeyError:
+            labels, taints = self._type_info[entry.type_id]
+            reason = static_mismatch(job, labels, taints)
+            self._compat[ck] = reason
+            return reason
+
+    def compatible_anywhere(self, job: Job, pool: str) -> str | None:
+        """None if some node of the pool is statically compatible, else one mismatch reason."""
+        rkey = requirements_key(job)
+        reason: str | None = "no nodes in pool"
+        for group in self.groups.get(pool, {}).values():
+            for entry in group.entries:
+                r = self.mismatch(job, rkey, entry)
+                if r is None:
+                    return None
+                reason = r
+        return reason
+
+    def first_fit(
+        self,
+        job: Job,
+        rkey: RequirementsKey,
+        request: Mapping[str, int],
+        group: SortedGroup,
+        overlay: Mapping[str, Resources] | None = None,
+        label: tuple[str, str] | None = None,
+    ) -> NodeEntry | None:
+        """Best-fit node of ``group`` for ``request`` (least free first).
+
+        ``overlay`` holds tentative free vectors of nodes already used by a gang being placed;
+        those nodes are skipped here and considered separately by :meth:`best_fit`.
+        """
+        keys = group.keys
+        entries = group.entries
+        i = bisect_left(keys, (request.get(self.indexed[0], 0),))
+        n = len(keys)
+        mismatch = self.mismatch
+        while i < n:
+            entry = entries[i]
+            i += 1
+            if overlay is not None and entry.name in overlay:
+                continue
+            free = entry.free
+            ok = True
+            for k, v in request.items():
+                if v > free.get(k, 0):
+                    ok = False
+                    break
+            if not ok:
+                continue
+            if label is not None and entry.labels.get(label[0]) != label[1]:
+                continue
+            if mismatch(job, rkey, entry) is not None:
+                continue
+            return entry
+        return None
+
+    def best_fit(
+        self,
+        job: Job,
+        rkey: RequirementsKey,
+        request: Mapping[str, int],
+        groups: Iterable[SortedGroup],
+        overlay: dict[str, Resources] | None = None,
+        label: tuple[str, str] | None = None,
+    ) -> NodeEntry | None:
+        best: NodeEntry | None = None
+        best_key: NodeKey | None = None
+        for group in groups:
+            e = self.first_fit(job, rkey, request, group, overlay, label)
+            if e is not None and (best_key is None or e.key < best_key):
+                best, best_key = e, e.key
+        if overlay:
+            for name, free in overlay.items():
+                entry = self.entries[name]
+                if not rs.fits(request, free):
+                    continue
+                if label is not None and entry.labels.get(label[0]) != label[1]:
+                    continue
+                if self.mismatch(job, rkey, entry) is not None:
+                    continue
+                k = self._key(free, name)
+                if best_key is None or k < best_key:
+                    best, best_key = entry, k
+        return best
+
+    # ------------------------------------------------------------- reports
+    def iter_pool(self, pool: str, cluster: str | None = None) -> Iterator[NodeEntry]:
+        groups = self.groups.get(pool, {})
+        for c in sorted(groups):
+            if cluster is None or c == cluster:
+                yield from groups[c].entries
+
+    def label_values(self, pool: str, cluster: str, label: str) -> list[str]:
+        group = self.groups.get(pool, {}).get(cluster)
+        if group is None:
+            return []
+        return sorted({e.labels[label] for e in group.entries if e.labels.get(label)})
+
+    def largest_free_node(self, pool: str) -> NodeEntry | None:
+        """The node with the most of the first indexed resource free (tail of each index)."""
+        best: NodeEntry | None = None
+        for group in self.groups.get(pool, {}).values():
+            if group.entries:
+                e = group.entries[-1]
+                if best is None or e.key > best.key:
+                    best = e
+        return best
+
+    def cluster_free(self, pool: str, cluster: str, label: tuple[str, str] | None = None) -> Resources:
+        out: Resources = {}
+        group = self.groups.get(pool, {}).get(cluster)
+        if group is None:
+            return out
+        for e in group.entries:
+            if label is None or e.labels.get(label[0]) == label[1]:
+                rs.add_into(out, e.free)
+        return out

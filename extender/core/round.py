@@ -1,0 +1,564 @@
+"""One scheduling round over one pool (Armada's PreemptingQueueScheduler + QueueScheduler).
+
+1. Context: active queues (queued or running work in the pool), allocations, constrained demand,
+   fair shares.
+2. Fair-share eviction (:mod:`extender.core.preemption`).
+3. Scheduling pass: a heap of per-queue iterators ordered as Armada's
+   ``QueueCandidateGangIteratorPQ``: higher priority class of the head gang first, then the lowest
+   weighted DRF cost *including the head gang* (progressive filling), then queue name. Within a
+   queue, evicted gangs come first (in their original scheduling order), then queued jobs by
+   priority class, job priority, submit time and id; a gang is yielded once all its members are
+   present. Each candidate goes through the round and queue constraints, then placement
+   (:mod:`extender.core.gang`), then fair-share reclaim and urgency preemption if it fits nowhere.
+4. Evicted jobs that were not rescheduled are preempted.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+
+from extender.core import resources as rs
+from extender.core.constraints import cap_demand, would_exceed
+from extender.core.fairness import DominantResourceFairness, QueueShare, compute_fair_shares
+from extender.core.gang import (
+    Domain,
+    Plan,
+    better,
+    gang_domains,
+    plan_with_preemption,
+    plan_without_preemption,
+)
+from extender.core.model import CLUSTER_LABEL, JobState
+from extender.core.preemption import select_evictions, victim_policy
+from extender.core.result import Placement, QueueReport, RoundResult
+from extender.core.scheduler import Scheduler
+from extender.core.state import JobRecord
+
+Candidate = tuple[list[JobRecord], bool]  # members, evicted
+
+
+class QueueIterator:
+    """Yields a queue's candidate gangs for one pool, evicted ones first."""
+
+    def __init__(self, pr: PoolRound, queue: str, evicted: list[list[JobRecord]]) -> None:
+        self.pr = pr
+        self.queue = queue
+        self.evicted = evicted
+        self.evicted_pos = 0
+        qj = pr.s.queue_jobs.get(queue)
+        self.items = qj.ordered() if qj is not None else []
+        self.pos = 0
+        self.examined = 0
+        self.pending: dict[str, list[JobRecord]] = {}
+        self.evicted_only = False
+        self.stop_reason = ""
+        self.current: Candidate | None = None
+        self.advance()
+
+    def stop_new(self, reason: str) -> None:
+        if not self.evicted_only:
+            self.evicted_only = True
+            self.stop_reason = reason
+
+    def advance(self) -> None:
+        self.current = self._next()
+
+    def _next(self) -> Candidate | None:
+        if self.evicted_pos < len(self.evicted):
+            gang = self.evicted[self.evicted_pos]
+            self.evicted_pos += 1
+            return (gang, True)
+        if self.evicted_only:
+            return None
+        pr = self.pr
+        s = pr.s
+        pool = pr.pool
+        items = self.items
+        n = len(items)
+        lookback = s.config.max_queue_lookback
+        reasons = s.reasons
+        round_no = s.round_no
+        unfeasible = s.unfeasible
+        epochs = pr.epochs
+        gangs = s.gangs
+        queued = JobState.QUEUED
+        while self.pos < n:
+            rec = items[self.pos]
+            if rec.state is not queued or rec.seen_round == round_no:
+                self.pos += 1
+                continue
+            pools = rec.job.pools
+            if pools is not None and pool not in pools:
+                self.pos += 1
+                continue
+            if lookback and self.examined >= lookback:
+                self.stop_new(
+                    f"not examined: queue {self.queue} reached maxQueueLookback={lookback} this round"
+                )
+                return None
+            self.pos += 1
+            self.examined += 1
+            rec.seen_round = round_no
+            if rec.job.is_gang:
+                g = gangs[rec.gang_key]
+                if g.domain is not None:
+                    return ([rec], False)  # joins its admitted gang
+                if g.queued < g.cardinality:
+                    reasons[rec.id] = f"gang {g.present}/{g.cardinality} present"
+                    continue
+                members = self.pending.setdefault(rec.gang_key, [])
+                members.append(rec)
+                if len(members) >= g.queued:
+                    del self.pending[rec.gang_key]
+                    return (members, False)
+                continue
+            cached = unfeasible.get((pool, rec.skey))
+            if cached is not None and cached[0] == epochs:
+                reasons[rec.id] = cached[1]
+                continue
+            return ([rec], False)
+        for members in self.pending.values():
+            for rec in members:
+                reasons[rec.id] = "gang members not all eligible for this pool"
+        self.pending.clear()
+        return None
+
+    def remaining(self) -> Iterator[JobRecord]:
+        round_no = self.pr.s.round_no
+        pool = self.pr.pool
+        for rec in self.items[self.pos :]:
+            if rec.state is JobState.QUEUED and rec.seen_round != round_no:
+                pools = rec.job.pools
+                if pools is None or pool in pools:
+                    yield rec
+
+
+class PoolRound:
+    def __init__(self, s: Scheduler, pool: str, now: float, result: RoundResult) -> None:
+        self.s = s
+        self.pool = pool
+        self.now = now
+        self.result = result
+        self.config = s.config
+        self.total = s.nodedb.pool_total(pool)
+        self.drf = DominantResourceFairness(self.total, self.config.drf_resources)
+        self.alloc: dict[str, rs.Resources] = {}
+        self.alloc_pc: dict[str, dict[str, rs.Resources]] = {}
+        self.shares: dict[str, QueueShare] = {}
+        self.weights: dict[str, float] = {}
+        self.scheduled_new: rs.Resources = {}
+        self.scheduled_count = 0
+        self.reports: dict[str, QueueReport] = {}
+        self.rescheduled: set[str] = set()
+        self.evicted_nodes: dict[str, str] = {}
+        self.epochs = s.epochs()
+        self.round_stop = ""
+
+    # ------------------------------------------------------------ context
+    def _context(self) -> list[str]:
+        s = self.s
+        pool = self.pool
+        active: list[str] = []
+        wants_more: set[str] = set()
+        demand_shares: dict[str, float] = {}
+        running = s.alloc.running.get(pool, {})
+        for name in sorted(s.queues):
+            queue = s.queues[name]
+            any_demand = s.queued_demand.get(name, {})
+            pool_demand = s.queued_demand_pool.get((name, pool), {})
+            has_queued = any(v > 0 for v in any_demand.values()) or any(v > 0 for v in pool_demand.values())
+            if not has_queued and s.queued_count.get(name, 0) > 0:
+                has_queued = any(
+                    r.state is JobState.QUEUED and (r.job.pools is None or pool in r.job.pools)
+                    for r in s.queue_jobs.get(name, _EMPTY).items
+                )
+            if not has_queued and not running.get(name):
+                continue
+            active.append(name)
+            if has_queued:
+                wants_more.add(name)
+            alloc = dict(s.alloc.of(pool, name))
+            self.alloc[name] = alloc
+            self.alloc_pc[name] = {
+                pc: dict(v) for pc, v in s.alloc.by_pool_queue_pc.get(pool, {}).get(name, {}).items()
+            }
+            demand = rs.add(rs.add(alloc, any_demand), pool_demand)
+            capped = cap_demand(demand, self.total, queue.resource_limits)
+            demand_shares[name] = self.drf.cost(capped) if not self.drf.is_empty else 1.0
+            self.weights[name] = queue.weight
+        self.shares = compute_fair_shares(self.weights, demand_shares, self.config.fair_share_max_iterations)
+        self._wants_more = wants_more
+        return active
+
+    # -------------------------------------------------------------- round
+    def run(self) -> None:
+        active = self._context()
+        if not active:
+            return
+        for name in active:
+            sh = self.shares[name]
+            self.reports[name] = QueueReport(
+                pool=self.pool,
+                queue=name,
+                weight=sh.weight,
+                fair_share=sh.fair_share,
+                adjusted_fair_share=sh.adjusted_fair_share,
+                uncapped_adjusted_fair_share=sh.uncapped_adjusted_fair_share,
+                actual_share=0.0,
+                demand_share=sh.demand_share,
+            )
+        evictions = self._evict(active)
+        iterators = {name: QueueIterator(self, name, evictions.get(name, [])) for name in active}
+        heap: list[tuple[int, float, str]] = []
+        for it in iterators.values():
+            self._push(heap, it)
+        while heap:
+            _p, _c, name = heapq.heappop(heap)
+            it = iterators[name]
+            cand = it.current
+            if cand is None:
+                continue
+            self._consider(it, cand)
+            it.advance()
+            self._push(heap, it)
+        self._finish(iterators, evictions)
+
+    def _push(self, heap: list[tuple[int, float, str]], it: QueueIterator) -> None:
+        cand = it.current
+        if cand is None:
+            return
+        members, _evicted = cand
+        req = members[0].requests if len(members) == 1 else rs.total(m.requests for m in members)
+        g = self.s.gangs.get(members[0].gang_key)
+        if g is not None and g.min_resources and g.domain is None:
+            req = {k: max(v, g.min_resources.get(k, 0)) for k, v in rs.add(req, g.min_resources).items()}
+        cost = self.drf.cost_with(self.alloc[it.queue], req) / self.weights[it.queue]
+        heapq.heappush(heap, (-members[0].pc.priority, cost, it.queue))
+
+    # ----------------------------------------------------------- eviction
+    def _evict(self, active: list[str]) -> dict[str, list[list[JobRecord]]]:
+        s = self.s
+        actual = {q: self.drf.cost(self.alloc[q]) for q in active}
+        running = {q: ids for q, ids in s.alloc.running.get(self.pool, {}).items() if q in self.shares}
+        gang_members = {k: g.members for k, g in s.gangs.items()}
+        evictions = select_evictions(
+            self.config, self.shares, actual, self._wants_more, running, s.jobs, gang_members
+        )
+        for queue, gangs in evictions.items():
+            for gang in gangs:
+                for rec in gang:
+                    node = s.nodedb.unbind(rec.id)
+                    if node is None:
+                        continue
+                    self.evicted_nodes[rec.id] = node
+                    rs.sub_into(self.alloc[queue], rec.requests)
+                    rs.sub_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
+                    self.reports[queue].evicted += 1
+        if self.evicted_nodes:
+            s.capacity_epoch += 1
+            self.epochs = s.epochs()
+        return evictions
+
+    # ------------------------------------------------------------ consider
+    def _consider(self, it: QueueIterator, cand: Candidate) -> None:
+        members, evicted = cand
+        if evicted:
+            self._reschedule(it.queue, members)
+            return
+        s = self.s
+        queue = s.queues[it.queue]
+        if self.round_stop:
+            it.stop_new(self.round_stop)
+            self._wait(members, self.round_stop)
+            return
+        size = len(members)
+        # Round budget: checked before each new gang, so a round may overshoot by one gang.
+        limit = self.config.maximum_resource_fraction_to_schedule
+        if limit:
+            for name in sorted(limit):
+                if self.scheduled_new.get(name, 0) > limit[name] * self.total.get(name, 0):
+                    self.round_stop = (
+                        f"round budget exhausted (maximumResourceFractionToSchedule {name}={limit[name]})"
+                    )
+                    it.stop_new(self.round_stop)
+                    self._wait(members, self.round_stop)
+                    return
+        burst = self.config.maximum_scheduling_burst
+        if burst > 0 and size > burst:
+            self._wait(members, f"gang of {size} exceeds maximumSchedulingBurst={burst}")
+            return
+        if s.global_bucket.available(self.now) < size:
+            self.round_stop = "global scheduling rate limit reached (maximumSchedulingRate/Burst)"
+            it.stop_new(self.round_stop)
+            self._wait(members, self.round_stop)
+            return
+        if queue.cordoned:
+            reason = f"queue {queue.name} is cordoned"
+            it.stop_new(reason)
+            self._wait(members, reason)
+            return
+        qburst = self.config.maximum_per_queue_scheduling_burst
+        if qburst > 0 and size > qburst:
+            self._wait(members, f"gang of {size} exceeds maximumPerQueueSchedulingBurst={qburst}")
+            return
+        bucket = s.queue_bucket(queue.name)
+        if bucket.available(self.now) < size:
+            reason = (
+                f"queue {queue.name} reached its scheduling rate limit (maximumPerQueueSchedulingRate/Burst)"
+            )
+            it.stop_new(reason)
+            self._wait(members, reason)
+            return
+        reason = self._queue_limit(queue.name, members)
+        if reason:
+            it.stop_new(reason)
+            self._wait(members, reason)
+            return
+        single = size == 1 and not members[0].job.is_gang
+        if single:
+            cached = s.unfeasible.get((self.pool, members[0].skey))
+            if cached is not None and cached[0] == self.epochs:
+                self._wait(members, cached[1])
+                return
+        plan, why = self._plan(queue.name, members)
+        if plan is None:
+            share = self.shares[queue.name]
+            actual = self.drf.cost(self.alloc[queue.name])
+            if actual >= share.adjusted_fair_share - 1e-9 and share.adjusted_fair_share < share.demand_share:
+                why = (
+                    f"queue {queue.name} above its fair share (actual {actual:.3f} >= adjusted fair share "
+                    f"{share.adjusted_fair_share:.3f}); {why}"
+                )
+            self._wait(members, why)
+            if single:
+                s.unfeasible[(self.pool, members[0].skey)] = (self.epochs, why)
+            return
+        self._commit(queue.name, plan)
+        s.global_bucket.take(size)
+        bucket.take(size)
+
+    def _wait(self, members: list[JobRecord], reason: str) -> None:
+        reasons = self.s.reasons
+        for rec in members:
+            reasons[rec.id] = reason
+
+    def _queue_limit(self, queue: str, members: list[JobRecord]) -> str:
+        s = self.s
+        q = s.queues[queue]
+        req = rs.total(m.requests for m in members)
+        if q.resource_limits:
+            res = would_exceed(self.alloc[queue], req, self.total, q.resource_limits)
+            if res:
+                return (
+                    f"queue {queue} would exceed its limit of {q.resource_limits[res]:g} of the pool's {res}"
+                )
+        pc = members[0].pc
+        fractions = q.resource_limits_by_priority_class.get(pc.name, pc.maximum_resource_fraction_per_queue)
+        if fractions:
+            res = would_exceed(self.alloc_pc[queue].get(pc.name, {}), req, self.total, fractions)
+            if res:
+                return (
+                    f"queue {queue} would exceed its limit of {fractions[res]:g} of the pool's {res} "
+                    f"for priority class {pc.name}"
+                )
+        return ""
+
+    # ------------------------------------------------------------- placing
+    def _domains(self, members: list[JobRecord]) -> tuple[list[Domain], str]:
+        s = self.s
+        rec = members[0]
+        g = s.gangs.get(rec.gang_key) if rec.job.is_gang else None
+        if g is None:
+            return [(self.pool, None, None, None)], ""
+        if g.domain is not None:
+            pool, cluster, key, value = g.domain
+            if pool != self.pool:
+                return [], f"gang already admitted in pool {pool}"
+            return [(pool, cluster, key, value)], ""
+        label = g.uniformity_label or None
+        indexed = self.config.indexed_node_labels
+        if label is not None and label != CLUSTER_LABEL and indexed is not None and label not in indexed:
+            return [], f"uniformity label {label} is not indexed"
+        if label == CLUSTER_LABEL:
+            label = None
+        domains = gang_domains(s.nodedb, self.pool, label)
+        if not domains:
+            return [], f"no nodes with uniformity label {label}"
+        if g.min_resources:
+            need = rs.total(m.requests for m in members)
+            need = {k: max(need.get(k, 0), g.min_resources.get(k, 0)) for k in rs.add(need, g.min_resources)}
+            domains = [d for d in domains if rs.fits(need, self._domain_free(d))]
+            if not domains:
+                return [], (
+                    f"no remote cluster can reserve this gang's minimum resources ({rs.format_resources(need)}): "
+                    f"largest free is {self._largest_cluster_free()}"
+                )
+        return domains, ""
+
+    def _domain_free(self, d: Domain) -> rs.Resources:
+        label = (d[2], d[3]) if d[2] is not None and d[3] is not None else None
+        assert d[1] is not None
+        return self.s.nodedb.cluster_free(d[0], d[1], label)
+
+    def _largest_cluster_free(self) -> str:
+        nodedb = self.s.nodedb
+        best: tuple[tuple[int, ...], str, rs.Resources] | None = None
+        for cluster in nodedb.clusters(self.pool):
+            free = nodedb.cluster_free(self.pool, cluster)
+            k = tuple(free.get(r, 0) for r in nodedb.indexed)
+            if best is None or k > best[0]:
+                best = (k, cluster, free)
+        if best is None:
+            return "nothing"
+        return f"{rs.format_resources(best[2], _shown(best[2]))} in cluster {best[1]}"
+
+    def _plan(self, queue: str, members: list[JobRecord]) -> tuple[Plan | None, str]:
+        s = self.s
+        domains, why = self._domains(members)
+        if not domains:
+            return None, why
+        for d in domains:
+            plan = plan_without_preemption(s.nodedb, members, d)
+            if plan is not None:
+                return plan, ""
+        priority = members[0].pc.priority
+        urgency = self.config.enable_urgency_preemption and s.nodedb.has_bound_below(self.pool, priority)
+        if urgency or self.rescheduled:
+            policy = victim_policy(self.config, self.rescheduled, s.jobs, queue)
+            best: Plan | None = None
+            for d in domains:
+                plan = plan_with_preemption(s.nodedb, members, d, policy)
+                if plan is not None and better(plan, best):
+                    best = plan
+            if best is not None:
+                return best, ""
+        return None, self._no_fit_reason(members)
+
+    def _no_fit_reason(self, members: list[JobRecord]) -> str:
+        nodedb = self.s.nodedb
+        rec = members[0]
+        mismatch = nodedb.compatible_anywhere(rec.job, self.pool)
+        if mismatch is not None:
+            return f"no node in pool {self.pool} matches this job: {mismatch}"
+        if len(members) == 1 and not rec.job.is_gang:
+            node = nodedb.largest_free_node(self.pool)
+            if node is None:
+                return "no schedulable nodes"
+            return (
+                f"no node fits this job ({rs.format_resources(rec.requests)}): largest free node is "
+                f"{node.name} in cluster {node.cluster} with {rs.format_resources(node.free, _shown(rec.requests))}"
+            )
+        total = rs.total(m.requests for m in members)
+        return (
+            f"no remote cluster fits this gang of {len(members)} ({rs.format_resources(total)} in total): "
+            f"largest free is {self._largest_cluster_free()}"
+        )
+
+    def _commit(self, queue: str, plan: Plan) -> None:
+        s = self.s
+        report = self.reports[queue]
+        if plan.victims:
+            victims: set[str] = set()
+            for job_id in plan.victims:
+                rec = s.jobs.get(job_id)
+                if rec is None:
+                    continue
+                victims.add(job_id)
+                if rec.job.is_gang:
+                    g = s.gangs.get(rec.gang_key)
+                    if g is not None:
+                        victims.update(m for m in g.members if s.jobs[m].state is JobState.RUNNING)
+            preemptor = plan.assignments[0][0]
+            for job_id in sorted(victims):
+                self._preempt(
+                    s.jobs[job_id],
+                    f"preempted by job {preemptor.id} of queue {queue} "
+                    f"(priority class {preemptor.pc.name}, priority {preemptor.pc.priority})",
+                )
+        for rec, entry in plan.assignments:
+            s.bind(rec, entry.name, self.now)
+            rs.add_into(self.alloc[queue], rec.requests)
+            rs.add_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
+            rs.add_into(self.scheduled_new, rec.requests)
+            self.result.scheduled[rec.id] = Placement(cluster=entry.cluster, node=entry.name, pool=self.pool)
+            report.scheduled += 1
+        self.scheduled_count += len(plan.assignments)
+
+    def _preempt(self, rec: JobRecord, reason: str) -> None:
+        """Remove a running (or evicted) job from the state and report it."""
+        s = self.s
+        if rec.state is not JobState.RUNNING:
+            return
+        queue = rec.queue
+        pool = rec.pool
+        if rec.id in self.evicted_nodes:
+            # Evicted and not rescheduled: the round already took it out of the allocation.
+            del self.evicted_nodes[rec.id]
+        elif queue in self.alloc and pool == self.pool:
+            rs.sub_into(self.alloc[queue], rec.requests)
+            rs.sub_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
+        self.rescheduled.discard(rec.id)
+        s._drop(rec)  # nodedb.unbind is a no-op for a job the eviction already unbound
+        self.result.preempted[rec.id] = reason
+        if pool == self.pool and queue in self.reports:
+            self.reports[queue].preempted += 1
+
+    def _reschedule(self, queue: str, members: list[JobRecord]) -> None:
+        """An evicted gang may only go back onto its own nodes, all or nothing."""
+        s = self.s
+        nodedb = s.nodedb
+        need: dict[str, rs.Resources] = {}
+        for rec in members:
+            node = self.evicted_nodes.get(rec.id)
+            if node is None:
+                return
+            rs.add_into(need.setdefault(node, {}), rec.requests)
+        for node, req in need.items():
+            entry = nodedb.entries.get(node)
+            if entry is None or not rs.fits(req, entry.free):
+                return
+        for rec in members:
+            node = self.evicted_nodes[rec.id]
+            nodedb.bind(rec.id, rec.requests, rec.pc.priority, node)
+            rs.add_into(self.alloc[queue], rec.requests)
+            rs.add_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
+            self.rescheduled.add(rec.id)
+            del self.evicted_nodes[rec.id]
+
+    # -------------------------------------------------------------- finish
+    def _finish(
+        self, iterators: dict[str, QueueIterator], evictions: dict[str, list[list[JobRecord]]]
+    ) -> None:
+        s = self.s
+        # Evicted and not rescheduled -> preempted (their nodes are already free). Gangs go whole.
+        for queue in sorted(evictions):
+            share = self.shares[queue]
+            reason = (
+                f"preempted to restore fair share: queue {queue} was above {self.config.protected_fraction_of_fair_share:g} "
+                f"of its fair share (adjusted fair share {share.adjusted_fair_share:.3f}) and its job was not rescheduled"
+            )
+            for gang in evictions[queue]:
+                if any(r.id in self.evicted_nodes for r in gang):
+                    for rec in gang:
+                        self._preempt(rec, reason)
+        for it in iterators.values():
+            if it.stop_reason:
+                for rec in it.remaining():
+                    s.reasons[rec.id] = it.stop_reason
+        # Reports.
+        running = s.alloc.running.get(self.pool, {})
+        for name, report in self.reports.items():
+            report.actual_share = self.drf.cost(s.alloc.of(self.pool, name))
+            report.running = len(running.get(name, ()))
+            report.queued = s.queued_count.get(name, 0)
+        self.result.shares[self.pool] = self.reports
+
+
+_EMPTY = type("_Empty", (), {"items": []})()
+
+
+def _shown(vector: rs.Resources) -> list[str]:
+    names: list[str] = ["cpu", "memory"]
+    names += sorted(k for k in vector if k not in ("cpu", "memory"))
+    return names

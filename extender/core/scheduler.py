@@ -1,0 +1,301 @@
+"""The stateful scheduler the extender keeps: a snapshot maintained incrementally, rounds on demand.
+
+Usage::
+
+    s = Scheduler(SchedulingConfig())
+    s.upsert_node(Node("n1", cluster="remote-1", allocatable=parse_resources({"cpu": "32", "memory": "256Gi"})))
+    s.upsert_queue(Queue("team-a"))
+    s.add_job(Job("pod-uid", "team-a", parse_resources({"cpu": "1", "memory": "4Gi"})))
+    result = s.schedule_round(now=0.0)
+
+Decisions of a round are applied to the state: scheduled jobs become RUNNING on their node,
+preempted jobs leave the state (the caller deletes the pods; re-adding them queues them again).
+No I/O, no clocks, no randomness: the same snapshot and calls give the same results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from extender.core import resources as rs
+from extender.core.constraints import TokenBucket
+from extender.core.model import Job, JobState, Node, Queue, SchedulingConfig
+from extender.core.nodedb import NodeDb
+from extender.core.result import Placement, RoundResult
+from extender.core.state import Allocation, GangRecord, JobRecord, QueueJobs, make_record
+
+
+class SchedulerError(ValueError):
+    """A call that does not fit the scheduler's state (unknown job, duplicate id, ...)."""
+
+
+class Scheduler:
+    def __init__(self, config: SchedulingConfig | None = None) -> None:
+        self.config = config or SchedulingConfig()
+        self.nodedb = NodeDb(self.config.indexed_resources)
+        self.queues: dict[str, Queue] = {}
+        self.jobs: dict[str, JobRecord] = {}
+        self.gangs: dict[str, GangRecord] = {}
+        self.queue_jobs: dict[str, QueueJobs] = {}
+        self.alloc = Allocation()
+        #: queue -> demand of queued jobs eligible for any pool; (queue, pool) -> pinned ones.
+        self.queued_demand: dict[str, rs.Resources] = {}
+        self.queued_demand_pool: dict[tuple[str, str], rs.Resources] = {}
+        self.queued_count: dict[str, int] = {}
+        self.reasons: dict[str, str] = {}
+        self.round_no = 0
+        self._bind_seq = 0
+        #: bumped whenever capacity may have grown (node added/changed, job left a node).
+        self.capacity_epoch = 0
+        #: bumped whenever a job that a higher priority class could displace is bound.
+        self.low_bind_epoch = 0
+        self._max_priority = max((pc.priority for pc in self.config.priority_classes.values()), default=0)
+        #: (pool, scheduling key) -> ((capacity_epoch, low_bind_epoch), reason): shapes that fit nowhere.
+        self.unfeasible: dict[tuple[str, tuple[object, ...]], tuple[tuple[int, int], str]] = {}
+        self.global_bucket = TokenBucket(
+            self.config.maximum_scheduling_rate, self.config.maximum_scheduling_burst
+        )
+        self.queue_buckets: dict[str, TokenBucket] = {}
+
+    # ================================================================ nodes
+    def upsert_node(self, node: Node) -> None:
+        self.nodedb.upsert(node)
+        self.capacity_epoch += 1
+
+    def remove_node(self, name: str) -> list[str]:
+        """Remove a node. Jobs bound to it are lost: they leave the state and are returned."""
+        entry = self.nodedb.entries.get(name)
+        if entry is None:
+            return []
+        lost = sorted(entry.bound)
+        for job_id in lost:
+            rec = self.jobs.get(job_id)
+            if rec is not None:
+                self._drop(rec)
+        self.nodedb.remove(name)
+        self.capacity_epoch += 1
+        return lost
+
+    # =============================================================== queues
+    def upsert_queue(self, queue: Queue) -> None:
+        self.queues[queue.name] = queue
+
+    def remove_queue(self, name: str) -> None:
+        self.queues.pop(name, None)
+
+    # ================================================================= jobs
+    def add_job(self, job: Job) -> None:
+        if job.id in self.jobs:
+            raise SchedulerError(f"job {job.id} already exists")
+        if job.gang_cardinality < 1:
+            raise SchedulerError(f"job {job.id}: gang cardinality must be >= 1")
+        rec = make_record(job, self.config.priority_class_of(job))
+        self.jobs[job.id] = rec
+        if job.is_gang:
+            g = self.gangs.get(rec.gang_key)
+            if g is None:
+                g = GangRecord(
+                    key=rec.gang_key,
+                    queue=job.queue,
+                    cardinality=job.gang_cardinality,
+                    uniformity_label=job.gang_node_uniformity_label,
+                    min_resources=job.gang_min_resources,
+                )
+                self.gangs[rec.gang_key] = g
+            g.members.add(job.id)
+        self._enqueue(rec)
+
+    def add_jobs(self, jobs: Iterable[Job]) -> None:
+        for job in jobs:
+            self.add_job(job)
+
+    def update_job(self, job: Job) -> None:
+        """Replace a queued job's spec (a running job keeps its binding and only changes metadata)."""
+        rec = self._get(job.id)
+        if rec.state is JobState.QUEUED:
+            self.remove_job(job.id)
+            self.add_job(job)
+            return
+        if job.requests != rec.job.requests or job.queue != rec.job.queue:
+            raise SchedulerError(f"job {job.id} is running; its queue and requests cannot change")
+        rec.job = job
+
+    def remove_job(self, job_id: str) -> None:
+        """Forget a job in any state (deleted, finished, failed); frees its node."""
+        rec = self.jobs.get(job_id)
+        if rec is None:
+            return
+        self._drop(rec)
+
+    def mark_finished(self, job_id: str) -> None:
+        self.remove_job(job_id)
+
+    def mark_running(self, job_id: str, node: str, now: float = 0.0) -> None:
+        """Record a binding made outside a round (e.g. state rebuilt after a restart)."""
+        rec = self._get(job_id)
+        entry = self.nodedb.entries.get(node)
+        if entry is None:
+            raise SchedulerError(f"job {job_id}: unknown node {node}")
+        if rec.state is JobState.RUNNING:
+            if rec.node == node:
+                return
+            self._unbind(rec)
+            self._enqueue(rec)
+        self.bind(rec, node, now)
+
+    def state_of(self, job_id: str) -> JobState:
+        rec = self.jobs.get(job_id)
+        return rec.state if rec is not None else JobState.GONE
+
+    def placement_of(self, job_id: str) -> Placement | None:
+        rec = self.jobs.get(job_id)
+        if rec is None or rec.node is None or rec.cluster is None or rec.pool is None:
+            return None
+        return Placement(cluster=rec.cluster, node=rec.node, pool=rec.pool)
+
+    def reason_of(self, job_id: str) -> str | None:
+        return self.reasons.get(job_id)
+
+    # =============================================================== rounds
+    def schedule_round(self, now: float) -> RoundResult:
+        from extender.core.round import PoolRound
+
+        self.round_no += 1
+        result = RoundResult(time=now)
+        for pool in self.nodedb.pools():
+            PoolRound(self, pool, now, result).run()
+        result.waiting = self._waiting_reasons()
+        return result
+
+    def _waiting_reasons(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        reasons = self.reasons
+        for name in sorted(self.queue_jobs):
+            for rec in self.queue_jobs[name].items:
+                if rec.state is JobState.QUEUED:
+                    r = reasons.get(rec.id)
+                    if r is None:
+                        r = self._default_reason(rec)
+                        reasons[rec.id] = r
+                    out[rec.id] = r
+        return out
+
+    def _default_reason(self, rec: JobRecord) -> str:
+        if rec.queue not in self.queues:
+            return f"queue {rec.queue} does not exist"
+        if not self.nodedb.groups:
+            return "no schedulable nodes"
+        pools = rec.job.pools
+        if pools is not None and not any(p in self.nodedb.groups for p in pools):
+            return f"no schedulable nodes in pools {', '.join(pools)}"
+        return "not considered yet"
+
+    # ========================================================== internals
+    def _get(self, job_id: str) -> JobRecord:
+        rec = self.jobs.get(job_id)
+        if rec is None:
+            raise SchedulerError(f"unknown job {job_id}")
+        return rec
+
+    def _enqueue(self, rec: JobRecord) -> None:
+        rec.state = JobState.QUEUED
+        rec.node = rec.cluster = rec.pool = None
+        q = rec.queue
+        qj = self.queue_jobs.get(q)
+        if qj is None:
+            qj = self.queue_jobs[q] = QueueJobs()
+        qj.add(rec)
+        self._queued_demand(rec, +1)
+        g = self.gangs.get(rec.gang_key)
+        if g is not None:
+            g.queued += 1
+
+    def _queued_demand(self, rec: JobRecord, sign: int) -> None:
+        q = rec.queue
+        self.queued_count[q] = self.queued_count.get(q, 0) + sign
+        pools = rec.job.pools
+        targets = (
+            [self.queued_demand.setdefault(q, {})]
+            if pools is None
+            else [self.queued_demand_pool.setdefault((q, p), {}) for p in pools]
+        )
+        for acc in targets:
+            if sign > 0:
+                rs.add_into(acc, rec.requests)
+            else:
+                rs.sub_into(acc, rec.requests)
+
+    def _dequeue(self, rec: JobRecord) -> None:
+        self._queued_demand(rec, -1)
+        qj = self.queue_jobs.get(rec.queue)
+        if qj is not None:
+            qj.stale += 1
+        g = self.gangs.get(rec.gang_key)
+        if g is not None:
+            g.queued -= 1
+
+    def bind(self, rec: JobRecord, node_name: str, now: float) -> None:
+        """Queued -> running on ``node_name`` (nodes, allocations, gang domain)."""
+        entry = self.nodedb.entries[node_name]
+        self._dequeue(rec)
+        self.nodedb.bind(rec.id, rec.requests, rec.pc.priority, node_name)
+        rec.state = JobState.RUNNING
+        rec.node, rec.cluster, rec.pool = node_name, entry.cluster, entry.pool
+        self._bind_seq += 1
+        rec.bound_seq = self._bind_seq
+        rec.bound_at = now
+        self.alloc.add(rec, entry.pool)
+        self.reasons.pop(rec.id, None)
+        if rec.pc.priority < self._max_priority:
+            self.low_bind_epoch += 1
+        g = self.gangs.get(rec.gang_key)
+        if g is not None:
+            g.running += 1
+            if g.domain is None:
+                label = g.uniformity_label
+                g.domain = (entry.pool, entry.cluster, label, entry.labels.get(label) if label else None)
+
+    def _unbind(self, rec: JobRecord) -> None:
+        if rec.state is not JobState.RUNNING or rec.pool is None:
+            return
+        self.nodedb.unbind(rec.id)
+        self.alloc.remove(rec, rec.pool)
+        self.capacity_epoch += 1
+        g = self.gangs.get(rec.gang_key)
+        if g is not None:
+            g.running -= 1
+            if g.running == 0:
+                g.domain = None
+
+    def _drop(self, rec: JobRecord) -> None:
+        if rec.state is JobState.RUNNING:
+            self._unbind(rec)
+        elif rec.state is JobState.QUEUED:
+            self._dequeue(rec)
+        rec.state = JobState.GONE
+        rec.node = rec.cluster = rec.pool = None
+        self.jobs.pop(rec.id, None)
+        self.reasons.pop(rec.id, None)
+        g = self.gangs.get(rec.gang_key)
+        if g is not None:
+            g.members.discard(rec.id)
+            if not g.members:
+                del self.gangs[rec.gang_key]
+
+    def queue_bucket(self, name: str) -> TokenBucket:
+        b = self.queue_buckets.get(name)
+        if b is None:
+            b = TokenBucket(
+                self.config.maximum_per_queue_scheduling_rate, self.config.maximum_per_queue_scheduling_burst
+            )
+            self.queue_buckets[name] = b
+        return b
+
+    def epochs(self) -> tuple[int, int]:
+        return (self.capacity_epoch, self.low_bind_epoch)
+
+    def running_jobs(self) -> list[JobRecord]:
+        return [r for r in self.jobs.values() if r.state is JobState.RUNNING]
+
+    def queued_jobs(self) -> list[JobRecord]:
+        return [r for r in self.jobs.values() if r.state is JobState.QUEUED]
