@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Callable, Mapping, Set
 
 from extender.core.fairness import QueueShare
 from extender.core.gang import VictimPolicy
@@ -83,21 +83,41 @@ def select_evictions(
 
 
 def victim_policy(
-    config: SchedulingConfig, rescheduled: Set[str], jobs: Mapping[str, JobRecord], queue: str
+    config: SchedulingConfig,
+    evicted: Set[str],
+    rescheduled: Set[str],
+    jobs: Mapping[str, JobRecord],
+    queue: str,
+    fair_to_take: Callable[[JobRecord, bool], bool],
 ) -> VictimPolicy:
-    """Which bound jobs a new job may displace.
+    """Which bound jobs a new job may displace, and how much that costs (lower is preferred).
 
-    Jobs evicted and rescheduled earlier in this round may be displaced by a job of at least
-    their priority from another queue (Armada's fair-share step in the NodeDb: the rescheduling is
-    undone, last first); any job of strictly lower priority may be displaced when urgency preemption is on.
+    * Jobs evicted this round and not yet rescheduled: their room is reserved for them, but any
+      job reaching the front of the queue ordering before them may take it (Armada binds evicted
+      jobs at EvictedPriority, below every real priority).
+    * Jobs evicted and already rescheduled, from another queue, of at most the new job's priority:
+      the rescheduling is undone (Armada's fair-share step in the NodeDb).
+    * Any job of strictly lower priority, when urgency preemption is on.
+
+    The first two are fair-share moves: ``fair_to_take(victim, pending)`` must confirm that the
+    taking queue does not end up costlier than the queue it takes from (no preemption that does
+    not improve fairness).
     """
     urgency = config.enable_urgency_preemption
 
     def policy(job_id: str, bound_priority: int, priority: int) -> int | None:
-        if job_id in rescheduled and bound_priority <= priority and jobs[job_id].queue != queue:
-            return bound_priority - 1  # rank below urgency victims of the same priority
+        if job_id in evicted:
+            if fair_to_take(jobs[job_id], True):
+                return 2 * bound_priority - (1 << 40)
+        elif (
+            job_id in rescheduled
+            and bound_priority <= priority
+            and jobs[job_id].queue != queue
+            and fair_to_take(jobs[job_id], False)
+        ):
+            return 2 * bound_priority - 1
         if urgency and bound_priority < priority:
-            return bound_priority
+            return 2 * bound_priority
         return None
 
     return policy

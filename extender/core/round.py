@@ -115,7 +115,7 @@ class QueueIterator:
                 continue
             cached = unfeasible.get((pool, rec.skey))
             if cached is not None and cached[0] == epochs:
-                reasons[rec.id] = cached[1]
+                reasons[rec.id] = pr.reason_for(self.queue, cached[1])
                 continue
             return ([rec], False)
         for members in self.pending.values():
@@ -154,6 +154,8 @@ class PoolRound:
         self.evicted_nodes: dict[str, str] = {}
         self.epochs = s.epochs()
         self.round_stop = ""
+        self._reason_memo: dict[tuple[str, int, str], str] = {}
+        self._alloc_version: dict[str, int] = {}
 
     # ------------------------------------------------------------ context
     def _context(self) -> list[str]:
@@ -248,10 +250,9 @@ class PoolRound:
         for queue, gangs in evictions.items():
             for gang in gangs:
                 for rec in gang:
-                    node = s.nodedb.unbind(rec.id)
-                    if node is None:
-                        continue
-                    self.evicted_nodes[rec.id] = node
+                    # The job stays bound: its room is kept for it unless a job with a better claim
+                    # (lower queue cost, or higher priority) needs it (Armada's EvictedPriority).
+                    self.evicted_nodes[rec.id] = rec.node or ""
                     rs.sub_into(self.alloc[queue], rec.requests)
                     rs.sub_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
                     self.reports[queue].evicted += 1
@@ -319,24 +320,32 @@ class PoolRound:
         if single:
             cached = s.unfeasible.get((self.pool, members[0].skey))
             if cached is not None and cached[0] == self.epochs:
-                self._wait(members, cached[1])
+                self._wait(members, self.reason_for(queue.name, cached[1]))
                 return
         plan, why = self._plan(queue.name, members)
         if plan is None:
-            share = self.shares[queue.name]
-            actual = self.drf.cost(self.alloc[queue.name])
-            if actual >= share.adjusted_fair_share - 1e-9 and share.adjusted_fair_share < share.demand_share:
-                why = (
-                    f"queue {queue.name} above its fair share (actual {actual:.3f} >= adjusted fair share "
-                    f"{share.adjusted_fair_share:.3f}); {why}"
-                )
-            self._wait(members, why)
+            self._wait(members, self.reason_for(queue.name, why))
             if single:
                 s.unfeasible[(self.pool, members[0].skey)] = (self.epochs, why)
             return
         self._commit(queue.name, plan)
         s.global_bucket.take(size)
         bucket.take(size)
+
+    def reason_for(self, queue: str, why: str) -> str:
+        """A capacity reason, prefixed with the queue's fair-share position when that explains it."""
+        key = (queue, self._alloc_version.get(queue, 0), why)
+        out = self._reason_memo.get(key)
+        if out is None:
+            out = why
+            share = self.shares[queue]
+            actual = self.drf.cost(self.alloc[queue])
+            adjusted = share.adjusted_fair_share
+            if actual >= adjusted - 1e-9 and adjusted < share.demand_share:
+                where = "above" if actual > adjusted + 1e-9 else "at"
+                out = f"queue {queue} {where} its fair share (actual {actual:.3f}, adjusted fair share {adjusted:.3f}); {why}"
+            self._reason_memo[key] = out
+        return out
 
     def _wait(self, members: list[JobRecord], reason: str) -> None:
         reasons = self.s.reasons
@@ -424,8 +433,22 @@ class PoolRound:
                 return plan, ""
         priority = members[0].pc.priority
         urgency = self.config.enable_urgency_preemption and s.nodedb.has_bound_below(self.pool, priority)
-        if urgency or self.rescheduled:
-            policy = victim_policy(self.config, self.rescheduled, s.jobs, queue)
+        if urgency or self.rescheduled or self.evicted_nodes:
+            req = rs.total(m.requests for m in members)
+            proposed = self.drf.cost_with(self.alloc[queue], req) / self.weights[queue]
+
+            def fair_to_take(victim: JobRecord, pending: bool) -> bool:
+                q = victim.queue
+                held = (
+                    self.drf.cost_with(self.alloc[q], victim.requests)
+                    if pending
+                    else self.drf.cost(self.alloc[q])
+                )
+                return proposed <= held / self.weights[q] + 1e-12
+
+            policy = victim_policy(
+                self.config, self.evicted_nodes.keys(), self.rescheduled, s.jobs, queue, fair_to_take
+            )
             best: Plan | None = None
             for d in domains:
                 plan = plan_with_preemption(s.nodedb, members, d, policy)
@@ -471,11 +494,22 @@ class PoolRound:
                         victims.update(m for m in g.members if s.jobs[m].state is JobState.RUNNING)
             preemptor = plan.assignments[0][0]
             for job_id in sorted(victims):
-                self._preempt(
-                    s.jobs[job_id],
-                    f"preempted by job {preemptor.id} of queue {queue} "
-                    f"(priority class {preemptor.pc.name}, priority {preemptor.pc.priority})",
-                )
+                victim = s.jobs[job_id]
+                if victim.pc.priority < preemptor.pc.priority:
+                    reason = (
+                        f"preempted by job {preemptor.id} of queue {queue} "
+                        f"(priority class {preemptor.pc.name}, priority {preemptor.pc.priority})"
+                    )
+                else:
+                    share = self.shares.get(victim.queue)
+                    adjusted = f"{share.adjusted_fair_share:.3f}" if share is not None else "?"
+                    reason = (
+                        f"preempted to restore fair share: queue {victim.queue} was above "
+                        f"{self.config.protected_fraction_of_fair_share:g} of its fair share (adjusted fair "
+                        f"share {adjusted}); its room went to job {preemptor.id} of queue {queue}"
+                    )
+                self._preempt(victim, reason)
+        self._alloc_version[queue] = self._alloc_version.get(queue, 0) + 1
         for rec, entry in plan.assignments:
             s.bind(rec, entry.name, self.now)
             rs.add_into(self.alloc[queue], rec.requests)
@@ -505,22 +539,10 @@ class PoolRound:
             self.reports[queue].preempted += 1
 
     def _reschedule(self, queue: str, members: list[JobRecord]) -> None:
-        """An evicted gang may only go back onto its own nodes, all or nothing."""
-        s = self.s
-        nodedb = s.nodedb
-        need: dict[str, rs.Resources] = {}
+        """An evicted gang goes back onto its own nodes if nobody took its room, all or nothing."""
+        if not all(rec.id in self.evicted_nodes and rec.state is JobState.RUNNING for rec in members):
+            return
         for rec in members:
-            node = self.evicted_nodes.get(rec.id)
-            if node is None:
-                return
-            rs.add_into(need.setdefault(node, {}), rec.requests)
-        for node, req in need.items():
-            entry = nodedb.entries.get(node)
-            if entry is None or not rs.fits(req, entry.free):
-                return
-        for rec in members:
-            node = self.evicted_nodes[rec.id]
-            nodedb.bind(rec.id, rec.requests, rec.pc.priority, node)
             rs.add_into(self.alloc[queue], rec.requests)
             rs.add_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
             self.rescheduled.add(rec.id)
@@ -531,17 +553,12 @@ class PoolRound:
         self, iterators: dict[str, QueueIterator], evictions: dict[str, list[list[JobRecord]]]
     ) -> None:
         s = self.s
-        # Evicted and not rescheduled -> preempted (their nodes are already free). Gangs go whole.
-        for queue in sorted(evictions):
-            share = self.shares[queue]
-            reason = (
-                f"preempted to restore fair share: queue {queue} was above {self.config.protected_fraction_of_fair_share:g} "
-                f"of its fair share (adjusted fair share {share.adjusted_fair_share:.3f}) and its job was not rescheduled"
-            )
-            for gang in evictions[queue]:
-                if any(r.id in self.evicted_nodes for r in gang):
-                    for rec in gang:
-                        self._preempt(rec, reason)
+        # Every evicted gang was offered its room back; anything still pending kept it.
+        for job_id in sorted(self.evicted_nodes):
+            rec = s.jobs.get(job_id)
+            if rec is not None and rec.state is JobState.RUNNING:
+                rs.add_into(self.alloc[rec.queue], rec.requests)
+        self.evicted_nodes.clear()
         for it in iterators.values():
             if it.stop_reason:
                 for rec in it.remaining():

@@ -1,0 +1,201 @@
+"""Fair-share preemption (evict, reschedule, preempt the rest) and urgency preemption."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from extender.core.builders import gang, job, node
+from extender.core.model import JobState, PriorityClass, Queue, SchedulingConfig
+from extender.core.scheduler import Scheduler
+
+pytestmark = pytest.mark.unit
+
+# Armada's testfixtures.TestPriorityClasses: priority-0..2 preemptible, priority-3 not.
+PCS = {
+    "priority-0": PriorityClass("priority-0", 0, True),
+    "priority-1": PriorityClass("priority-1", 1, True),
+    "priority-2": PriorityClass("priority-2", 2, True),
+    "priority-3": PriorityClass("priority-3", 3, False),
+}
+
+
+def config(**kw: object) -> SchedulingConfig:
+    base: dict[str, object] = {
+        "priority_classes": PCS,
+        "default_priority_class": "priority-3",
+        "protected_fraction_of_fair_share": 0.0,
+    }
+    base.update(kw)
+    return SchedulingConfig(**base)  # type: ignore[arg-type]
+
+
+def cluster(n: int, cfg: SchedulingConfig | None = None) -> Scheduler:
+    s = Scheduler(cfg or config())
+    for i in range(n):
+        s.upsert_node(node(f"n{i}"))
+    for q in ("A", "B", "C"):
+        s.upsert_queue(Queue(q))
+    return s
+
+
+FULL = {"cpu": "32", "memory": "256Gi"}
+
+
+def test_fair_share_preemption_armada_simulator_case() -> None:
+    """simulator_test.go "Preemption": A holds both nodes, B submits one full-node job."""
+    s = cluster(2)
+    s.add_job(job("a0", "A", FULL, priority_class="priority-0"))
+    s.add_job(job("a1", "A", FULL, priority_class="priority-0", submit_time=1))
+    assert len(s.schedule_round(0).scheduled) == 2
+    s.add_job(job("b0", "B", FULL, priority_class="priority-0", submit_time=30))
+    result = s.schedule_round(30)
+    assert set(result.scheduled) == {"b0"}
+    assert list(result.preempted) == ["a1"]  # the later-scheduled job goes
+    assert "preempted to restore fair share" in result.preempted["a1"]
+    assert s.state_of("a1") is JobState.GONE
+    assert s.state_of("a0") is JobState.RUNNING
+    report = result.queue_shares()["A"]
+    assert (report.evicted, report.preempted, report.running) == (2, 1, 1)
+
+
+def test_reschedule_keeps_what_fits_and_preempts_the_rest() -> None:
+    s = cluster(2)
+    for i in range(64):
+        s.add_job(job(f"A-{i}", "A", priority_class="priority-0", submit_time=i))
+    s.schedule_round(0)
+    for i in range(40):
+        s.add_job(job(f"B-{i}", "B", priority_class="priority-0", submit_time=100 + i))
+    result = s.schedule_round(1)
+    running = Counter(r.queue for r in s.running_jobs())
+    assert running == {"A": 32, "B": 32}
+    assert len(result.preempted) == 32
+    assert all(p.startswith("A-") for p in result.preempted)
+    # Survivors stayed on their own nodes.
+    assert all(s.placement_of(r.id) is not None for r in s.running_jobs())
+
+
+def test_protected_fraction_of_fair_share() -> None:
+    s = cluster(2, config(protected_fraction_of_fair_share=2.0))
+    s.add_job(job("a0", "A", FULL, priority_class="priority-0"))
+    s.add_job(job("a1", "A", FULL, priority_class="priority-0", submit_time=1))
+    s.schedule_round(0)
+    s.add_job(job("b0", "B", FULL, priority_class="priority-0"))
+    # A holds 1.0 against a fair share of 0.5: 2.0 of its share, which is protected.
+    result = s.schedule_round(1)
+    assert not result.preempted and not result.scheduled
+
+
+def test_default_protected_fraction_one_still_preempts_above_fair_share() -> None:
+    s = cluster(2, config(protected_fraction_of_fair_share=1.0))
+    s.add_job(job("a0", "A", FULL, priority_class="priority-0"))
+    s.add_job(job("a1", "A", FULL, priority_class="priority-0", submit_time=1))
+    s.schedule_round(0)
+    s.add_job(job("b0", "B", FULL, priority_class="priority-0"))
+    assert set(s.schedule_round(1).preempted) == {"a1"}
+
+
+def test_non_preemptible_jobs_are_never_evicted() -> None:
+    s = cluster(1)
+    s.add_job(job("a0", "A", FULL, priority_class="priority-3"))
+    s.schedule_round(0)
+    s.add_job(job("b0", "B", FULL, priority_class="priority-3"))
+    result = s.schedule_round(1)
+    assert not result.preempted
+    assert "no node fits this job" in result.waiting["b0"]
+
+
+def test_no_preemption_without_a_queue_below_its_share() -> None:
+    s = cluster(2)
+    for i in range(64):
+        s.add_job(job(f"A-{i}", "A", priority_class="priority-0", submit_time=i))
+    s.schedule_round(0)
+    result = s.schedule_round(1)
+    assert not result.preempted
+    assert result.queue_shares()["A"].evicted == 0
+
+
+def test_no_preemption_for_a_queue_at_its_share() -> None:
+    s = cluster(1)
+    for i in range(16):
+        s.add_job(job(f"A-{i}", "A", priority_class="priority-0", submit_time=i))
+        s.add_job(job(f"B-{i}", "B", priority_class="priority-0", submit_time=i))
+    s.schedule_round(0)
+    s.add_job(job("B-more", "B", priority_class="priority-0", submit_time=99))
+    result = s.schedule_round(1)
+    assert not result.preempted
+    assert result.waiting["B-more"].startswith("queue B at its fair share")
+
+
+def test_fair_share_eviction_takes_gangs_whole() -> None:
+    s = cluster(2)
+    s.add_jobs(gang("ga", "A", 2, FULL, priority_class="priority-0"))
+    s.schedule_round(0)
+    s.add_job(job("b0", "B", FULL, priority_class="priority-0"))
+    result = s.schedule_round(1)
+    # The gang cannot be rescheduled half: both members go, B gets a node.
+    assert set(result.preempted) == {"ga-0", "ga-1"}
+    assert set(result.scheduled) == {"b0"}
+
+
+def test_urgency_preemption_by_priority() -> None:
+    s = cluster(1)
+    s.add_job(job("low", "A", FULL, priority_class="priority-1"))
+    s.schedule_round(0)
+    s.add_job(job("high", "A", FULL, priority_class="priority-3"))
+    result = s.schedule_round(1)
+    assert set(result.scheduled) == {"high"}
+    assert result.preempted == {
+        "low": "preempted by job high of queue A (priority class priority-3, priority 3)"
+    }
+
+
+def test_urgency_preemption_never_displaces_equal_or_higher_priority() -> None:
+    s = cluster(1)
+    s.add_job(job("first", "A", FULL, priority_class="priority-2"))
+    s.schedule_round(0)
+    s.add_job(job("same", "A", FULL, priority_class="priority-2", submit_time=1))
+    s.add_job(job("lower", "A", FULL, priority_class="priority-1", submit_time=1))
+    result = s.schedule_round(1)
+    assert not result.preempted and not result.scheduled
+
+
+def test_urgency_prefers_lowest_priority_victims() -> None:
+    s = cluster(2)
+    s.add_job(job("p0", "A", FULL, priority_class="priority-0"))
+    s.add_job(job("p2", "A", FULL, priority_class="priority-2", submit_time=1))
+    s.schedule_round(0)
+    s.add_job(job("p3", "B", FULL, priority_class="priority-3"))
+    result = s.schedule_round(1)
+    assert set(result.preempted) == {"p0"}
+
+
+def test_preempted_gang_job_armada_case() -> None:
+    """simulator_test.go "Preempted Gang Job": a PC3 job preempts a whole PC2 gang of 8."""
+    s = cluster(8)
+    s.add_jobs(gang("g", "A", 8, FULL, priority_class="priority-2"))
+    assert len(s.schedule_round(0).scheduled) == 8
+    s.add_job(job("vip", "A", FULL, priority_class="priority-3"))
+    result = s.schedule_round(1)
+    assert set(result.scheduled) == {"vip"}
+    assert set(result.preempted) == {f"g-{i}" for i in range(8)}
+    assert s.gangs.get("A/g") is None
+
+
+def test_preempted_jobs_can_be_resubmitted() -> None:
+    s = cluster(1)
+    s.add_job(job("low", "A", FULL, priority_class="priority-0"))
+    s.schedule_round(0)
+    s.add_job(job("high", "B", FULL, priority_class="priority-3"))
+    assert "low" in s.schedule_round(1).preempted
+    s.add_job(job("low", "A", FULL, priority_class="priority-0"))
+    assert s.schedule_round(2).waiting["low"].startswith("no node fits this job")
+
+
+def test_urgency_can_be_disabled() -> None:
+    s = cluster(1, config(enable_urgency_preemption=False))
+    s.add_job(job("low", "A", FULL, priority_class="priority-0"))
+    s.schedule_round(0)
+    s.add_job(job("high", "A", FULL, priority_class="priority-3"))
+    assert not s.schedule_round(1).preempted
