@@ -57,6 +57,40 @@ class Scheduler:
         )
         self.queue_buckets: dict[str, TokenBucket] = {}
 
+    @classmethod
+    def from_snapshot(
+        cls,
+        config: SchedulingConfig | None,
+        nodes: Iterable[Node],
+        queues: Iterable[Queue],
+        jobs: Iterable[Job],
+        bindings: Iterable[tuple[str, str]] = (),
+        now: float = 0.0,
+    ) -> Scheduler:
+        """Build a scheduler from a full snapshot (e.g. after a restart).
+
+        ``bindings`` are (job id, node name) of running jobs, oldest first: the order is the
+        order in which fair-share eviction reconsiders them.
+        """
+        s = cls(config)
+        for n in nodes:
+            s.upsert_node(n)
+        for q in queues:
+            s.upsert_queue(q)
+        for j in jobs:
+            s.add_job(j)
+        for job_id, node_name in bindings:
+            s.mark_running(job_id, node_name, now)
+        return s
+
+    def snapshot(self) -> tuple[list[Node], list[Queue], list[Job], list[tuple[str, str]]]:
+        """Nodes, queues, jobs and bindings (oldest first), as :meth:`from_snapshot` takes them."""
+        nodes = [e.node for _n, e in sorted(self.nodedb.entries.items())]
+        queues = [self.queues[q] for q in sorted(self.queues)]
+        recs = sorted(self.jobs.values(), key=lambda r: r.job.id)
+        running = sorted((r for r in recs if r.state is JobState.RUNNING), key=lambda r: r.bound_seq)
+        return nodes, queues, [r.job for r in recs], [(r.id, r.node or "") for r in running]
+
     # ================================================================ nodes
     def upsert_node(self, node: Node) -> None:
         self.nodedb.upsert(node)

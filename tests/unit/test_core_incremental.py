@@ -1,0 +1,168 @@
+"""The stateful scheduler: incremental rounds equal a full recompute; state changes between rounds."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from extender.core.builders import gang, job, node
+from extender.core.model import JobState, PriorityClass, Queue, SchedulingConfig
+from extender.core.result import RoundResult
+from extender.core.scheduler import Scheduler, SchedulerError
+
+pytestmark = pytest.mark.unit
+
+PCS = {
+    "low": PriorityClass("low", 0, True),
+    "mid": PriorityClass("mid", 1, True),
+    "high": PriorityClass("high", 2, False),
+}
+CONFIG = SchedulingConfig(
+    priority_classes=PCS, default_priority_class="mid", protected_fraction_of_fair_share=0.5
+)
+
+
+def comparable(result: RoundResult) -> tuple[object, ...]:
+    shares = {
+        pool: {
+            q: (r.fair_share, r.adjusted_fair_share, r.actual_share, r.running) for q, r in reports.items()
+        }
+        for pool, reports in result.shares.items()
+    }
+    return (result.scheduled, result.preempted, result.waiting, shares)
+
+
+def random_workload(seed: int) -> None:
+    rng = random.Random(seed)
+    live = Scheduler(CONFIG)
+    for c in ("r1", "r2"):
+        for i in range(4):
+            live.upsert_node(
+                node(f"{c}-{i}", c, {"cpu": "16", "memory": "64Gi"}, labels={"rack": f"k{i % 2}"})
+            )
+    for q, pf in (("A", 1.0), ("B", 2.0), ("C", 1.0)):
+        live.upsert_queue(Queue(q, priority_factor=pf))
+    serial = 0
+    for step in range(12):
+        now = float(step * 10)
+        # Arrivals.
+        for _ in range(rng.randint(0, 12)):
+            serial += 1
+            q = rng.choice("ABC")
+            pc = rng.choice(["low", "mid", "high", "mid"])
+            if rng.random() < 0.15:
+                live.add_jobs(
+                    gang(
+                        f"g{serial}",
+                        q,
+                        rng.randint(2, 3),
+                        {"cpu": str(rng.randint(2, 6))},
+                        priority_class=pc,
+                        gang_node_uniformity_label=rng.choice([None, "rack"]),
+                    )
+                )
+            else:
+                live.add_job(
+                    job(f"j{serial}", q, {"cpu": str(rng.randint(1, 8))}, priority_class=pc, submit_time=now)
+                )
+        # Departures.
+        for rec in sorted(live.running_jobs(), key=lambda r: r.id):
+            if rng.random() < 0.2:
+                live.mark_finished(rec.id)
+        fresh = Scheduler.from_snapshot(CONFIG, *live.snapshot())
+        a = live.schedule_round(now)
+        b = fresh.schedule_round(now)
+        assert comparable(a) == comparable(b), f"seed {seed} step {step}"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_incremental_rounds_equal_full_recompute(seed: int) -> None:
+    random_workload(seed)
+
+
+def test_cached_unfeasible_shapes_are_retried_when_capacity_frees() -> None:
+    s = Scheduler()
+    s.upsert_node(node("n", resources={"cpu": "4", "memory": "16Gi"}))
+    s.upsert_queue(Queue("A"))
+    for i in range(8):
+        s.add_job(job(f"A-{i}", "A", submit_time=i))
+    assert len(s.schedule_round(0).scheduled) == 4
+    second = s.schedule_round(1)
+    assert not second.scheduled
+    assert second.waiting["A-7"].startswith("queue A")
+    s.mark_finished("A-0")
+    assert set(s.schedule_round(2).scheduled) == {"A-4"}
+    s.upsert_node(node("m", resources={"cpu": "2", "memory": "16Gi"}))
+    assert set(s.schedule_round(3).scheduled) == {"A-5", "A-6"}
+
+
+def test_update_and_remove_jobs() -> None:
+    s = Scheduler()
+    s.upsert_node(node("n", resources={"cpu": "4", "memory": "16Gi"}))
+    s.upsert_node(node("m", resources={"cpu": "4", "memory": "16Gi"}))
+    s.upsert_queue(Queue("A"))
+    s.add_job(job("big", "A", {"cpu": "6"}))
+    assert "no node fits" in s.schedule_round(0).waiting["big"]
+    s.update_job(job("big", "A", {"cpu": "2"}))
+    assert set(s.schedule_round(1).scheduled) == {"big"}
+    with pytest.raises(SchedulerError):
+        s.update_job(job("big", "A", {"cpu": "3"}))
+    with pytest.raises(SchedulerError):
+        s.add_job(job("big", "A"))
+    s.remove_job("big")
+    assert s.state_of("big") is JobState.GONE
+    assert s.nodedb.entries["n"].free["cpu"] + s.nodedb.entries["m"].free["cpu"] == 8000
+
+
+def test_mark_running_and_remove_node() -> None:
+    s = Scheduler()
+    s.upsert_node(node("n1"))
+    s.upsert_node(node("n2"))
+    s.upsert_queue(Queue("A"))
+    s.add_job(job("x", "A", {"cpu": "30"}))
+    s.mark_running("x", "n1")
+    assert s.placement_of("x") is not None
+    s.add_job(job("y", "A", {"cpu": "30"}))
+    assert s.schedule_round(0).scheduled["y"].node == "n2"
+    assert s.remove_node("n1") == ["x"]
+    assert s.state_of("x") is JobState.GONE
+    with pytest.raises(SchedulerError):
+        s.mark_running("y", "n1")
+
+
+def test_node_update_keeps_bindings() -> None:
+    s = Scheduler()
+    s.upsert_node(node("n", resources={"cpu": "4", "memory": "16Gi"}))
+    s.upsert_queue(Queue("A"))
+    s.add_job(job("a", "A", {"cpu": "3"}))
+    s.schedule_round(0)
+    s.upsert_node(node("n", resources={"cpu": "8", "memory": "16Gi"}, labels={"new": "label"}))
+    assert s.nodedb.entries["n"].free["cpu"] == 5000
+    s.add_job(job("b", "A", {"cpu": "5"}))
+    assert set(s.schedule_round(1).scheduled) == {"b"}
+
+
+def test_gang_members_arriving_over_rounds() -> None:
+    s = Scheduler()
+    for i in range(4):
+        s.upsert_node(node(f"n{i}"))
+    s.upsert_queue(Queue("A"))
+    for i in range(4):
+        assert not s.schedule_round(float(i)).scheduled
+        s.add_job(job(f"g-{i}", "A", gang_id="g", gang_cardinality=4))
+    result = s.schedule_round(9)
+    assert len(result.scheduled) == 4
+
+
+def test_queue_changes_take_effect_next_round() -> None:
+    s = Scheduler()
+    s.upsert_node(node("n"))
+    s.upsert_queue(Queue("A", cordoned=True))
+    s.add_job(job("a", "A"))
+    assert s.schedule_round(0).waiting["a"] == "queue A is cordoned"
+    s.upsert_queue(Queue("A"))
+    assert set(s.schedule_round(1).scheduled) == {"a"}
+    s.remove_queue("A")
+    s.add_job(job("b", "A"))
+    assert s.schedule_round(2).waiting["b"] == "queue A does not exist"
