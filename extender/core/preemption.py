@@ -62,6 +62,8 @@ def select_evictions(
         ids = running[q]
         if not ids or q not in shares or protected(config, shares[q], actual.get(q, 0.0)):
             continue
+        if not any(b != q for b in beneficiaries):
+            continue  # evicting a queue's jobs for its own queued jobs changes nothing
         gangs: dict[str, list[JobRecord]] = {}
         for job_id in ids:
             rec = jobs[job_id]

@@ -83,6 +83,9 @@ class QueueIterator:
         epochs = pr.epochs
         gangs = s.gangs
         queued = JobState.QUEUED
+        # Shapes found unfeasible while this iterator was advancing: their reason, per key. The
+        # queue's cost does not change while skipping, so neither does the reason.
+        skipped: dict[tuple[object, ...], str] = {}
         while self.pos < n:
             rec = items[self.pos]
             if rec.state is not queued or rec.seen_round == round_no:
@@ -113,9 +116,16 @@ class QueueIterator:
                     del self.pending[rec.gang_key]
                     return (members, False)
                 continue
-            cached = unfeasible.get((pool, rec.skey))
+            skey = rec.skey
+            known = skipped.get(skey)
+            if known is not None:
+                reasons[rec.id] = known
+                continue
+            cached = unfeasible.get((pool, skey))
             if cached is not None and cached[0] == epochs:
-                reasons[rec.id] = pr.reason_for(self.queue, cached[1])
+                known = pr.reason_for(self.queue, cached[1])
+                skipped[skey] = known
+                reasons[rec.id] = known
                 continue
             return ([rec], False)
         for members in self.pending.values():

@@ -196,23 +196,26 @@ class Scheduler:
 
         self.round_no += 1
         result = RoundResult(time=now)
-        for pool in self.nodedb.pools():
+        pools = self.nodedb.pools()
+        for pool in pools:
             PoolRound(self, pool, now, result).run()
+        for name, qj in self.queue_jobs.items():
+            if name not in self.queues or not pools:
+                reason = f"queue {name} does not exist" if name not in self.queues else "no schedulable nodes"
+                for rec in qj.items:
+                    if rec.state is JobState.QUEUED:
+                        self.reasons[rec.id] = reason
         result.waiting = self._waiting_reasons()
         return result
 
     def _waiting_reasons(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        reasons = self.reasons
-        for name in sorted(self.queue_jobs):
-            for rec in self.queue_jobs[name].items:
-                if rec.state is JobState.QUEUED:
-                    r = reasons.get(rec.id)
-                    if r is None:
-                        r = self._default_reason(rec)
-                        reasons[rec.id] = r
-                    out[rec.id] = r
-        return out
+        # Every queued job has a reason from the moment it is queued (see _enqueue), and rounds
+        # update the ones they examine, so a copy of the dict is the complete picture.
+        return dict(self.reasons)
+
+    def waiting_reasons(self) -> dict[str, str]:
+        """Why each queued job is waiting, as of the last round (or since it was added)."""
+        return dict(self.reasons)
 
     def _default_reason(self, rec: JobRecord) -> str:
         if rec.queue not in self.queues:
@@ -240,6 +243,8 @@ class Scheduler:
             qj = self.queue_jobs[q] = QueueJobs()
         qj.add(rec)
         self._queued_demand(rec, +1)
+        if rec.id not in self.reasons:
+            self.reasons[rec.id] = self._default_reason(rec)
         g = self.gangs.get(rec.gang_key)
         if g is not None:
             g.queued += 1

@@ -20,6 +20,8 @@ OrderKey = tuple[int, int, float, str]
 
 @dataclass(eq=False)
 class JobRecord:
+    id: str
+    queue: str
     job: Job
     pc: PriorityClass
     rkey: RequirementsKey
@@ -36,14 +38,6 @@ class JobRecord:
     bound_at: float | None = None
     #: number of the last round that examined this job.
     seen_round: int = -1
-
-    @property
-    def id(self) -> str:
-        return self.job.id
-
-    @property
-    def queue(self) -> str:
-        return self.job.queue
 
     @property
     def requests(self) -> Resources:
@@ -105,6 +99,8 @@ def scheduling_key(job: Job, pc: PriorityClass, rkey: RequirementsKey) -> tuple[
 def make_record(job: Job, pc: PriorityClass) -> JobRecord:
     rkey = requirements_key(job)
     return JobRecord(
+        id=job.id,
+        queue=job.queue,
         job=job,
         pc=pc,
         rkey=rkey,
