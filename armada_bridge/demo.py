@@ -22,7 +22,10 @@ def _say(msg: str) -> None:
 
 
 def _job(name: str) -> dict[str, object]:
-    pod = {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox", "command": ["true"]}]}
+    pod = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "busybox", "command": ["true"]}],
+    }
     return {
         "metadata": {"name": name},
         "spec": {"completions": 3, "parallelism": 3, "template": {"spec": pod}},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -64,9 +65,9 @@ def namespace(
     from armada_bridge.dev.environment import Environment
 
     assert isinstance(dev_env, Environment)
-    base = request.node.name.lower().replace("_", "-")[:40].strip("-")
+    base = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-")
     name = f"t-{base}-{uuid.uuid4().hex[:6]}"
-    names = [s for s in dev_env.cluster_names()]
+    names = dev_env.cluster_names()
     for c in names:
         k8s.CoreV1Api(cluster_api(c)).create_namespace({"metadata": {"name": name}})
     yield name

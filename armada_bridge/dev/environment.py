@@ -29,7 +29,7 @@ from armada_bridge import keys, versions
 from armada_bridge.dev import binaries as binaries_mod
 from armada_bridge.dev import nodes as nodes_mod
 from armada_bridge.dev.kwok_cluster import ClusterError, KwokCluster
-from armada_bridge.dev.procs import pids_under
+from armada_bridge.dev.procs import kill_and_wait, pids_under
 
 FRONT = "front"
 SCHEDULER_CONFIG_TEMPLATE = versions.REPO_ROOT / "manifests" / "scheduler" / "kube-scheduler-config.yaml"
@@ -217,10 +217,9 @@ class Environment:
             names = self.cluster_names()
             with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
                 list(pool.map(lambda n: self.cluster(n).delete(), names))
-                leftover = self.pids()
-            for pid in leftover:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, 9)
+            stuck = kill_and_wait(self.pids())
+            if stuck:
+                raise ClusterError(f"processes {stuck} survived SIGKILL")
         shutil.rmtree(self.state_dir, ignore_errors=True)
         log(f"environment down; removed {self.state_dir}")
 

@@ -9,22 +9,50 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
+import socket
 import ssl
 import subprocess
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from armada_bridge.dev.binaries import Binaries
-from armada_bridge.dev.procs import pids_under
+from armada_bridge.dev.procs import kill_and_wait, pids_under
 
 
 class ClusterError(RuntimeError):
     pass
+
+
+# The ports kwokctl's binary runtime needs per cluster (KwokctlConfiguration option names).
+PORT_OPTIONS = (
+    "etcdPort",
+    "etcdPeerPort",
+    "kubeApiserverPort",
+    "kubeControllerManagerPort",
+    "kubeSchedulerPort",
+    "kwokControllerPort",
+)
+LOOPBACK = "127.0.0.1"
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports that are free right now (held together, so never repeated).
+
+    kwokctl would pick ports itself, but deterministically from 32767 down, so clusters created at
+    the same time collide; we choose them instead and create clusters in parallel.
+    """
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            s = stack.enter_context(socket.socket())
+            s.bind((LOOPBACK, 0))
+            ports.append(int(s.getsockname()[1]))
+        return ports
 
 
 @dataclass
@@ -33,9 +61,9 @@ class KwokCluster:
     kwok_workdir: Path
     binaries: Binaries
     kube_scheduler_config: Path | None = None
-    kwok_config: Path | None = None
     kwok_controller: bool = True
     extra_args: list[str] = field(default_factory=list)
+    extra_config: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def workdir(self) -> Path:
@@ -64,9 +92,27 @@ class KwokCluster:
     def exists(self) -> bool:
         return (self.workdir / "kwok.yaml").is_file()
 
-    def create(self, wait_seconds: int = 90) -> None:
+    @property
+    def config_file(self) -> Path:
+        return self.kwok_workdir / f"{self.name}.kwokctl.yaml"
+
+    def _write_config(self, port_numbers: list[int]) -> None:
+        """Our KwokctlConfiguration: loopback only, ports chosen by us; plus any extra documents."""
+        ports = dict(zip(PORT_OPTIONS, port_numbers, strict=True))
+        main = {
+            "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+            "kind": "KwokctlConfiguration",
+            "options": {"bindAddress": LOOPBACK, "kubeApiserverCertSANs": [LOOPBACK], **ports},
+        }
+        self.kwok_workdir.mkdir(parents=True, exist_ok=True)
+        self.config_file.write_text(yaml.safe_dump_all([main, *self.extra_config], sort_keys=False))
+
+    def create(self, ports: list[int] | None = None, wait_seconds: int = 90) -> None:
+        """Start the cluster; `ports` (len(PORT_OPTIONS) free loopback ports) default to fresh ones."""
         b = self.binaries
+        self._write_config(ports or free_ports(len(PORT_OPTIONS)))
         args = [
+            f"--config={self.config_file}",
             "create",
             "cluster",
             "--runtime=binary",
@@ -83,8 +129,6 @@ class KwokCluster:
             args.append("--disable=kwok-controller")
         if self.kube_scheduler_config is not None:
             args.append(f"--kube-scheduler-config={self.kube_scheduler_config}")
-        if self.kwok_config is not None:
-            args.append(f"--config={self.kwok_config}")
         for extra in self.extra_args:
             args.append(f"--extra-args={extra}")
         result = self._kwokctl(*args, timeout=wait_seconds + 60)
@@ -95,15 +139,18 @@ class KwokCluster:
             )
 
     def delete(self) -> None:
-        """Stop every process of this cluster and remove its work directory."""
+        """Stop every process of this cluster, wait until they are gone, remove its work directory."""
+        ours = self.pids()
         if self.exists():
             self._kwokctl("delete", "cluster", timeout=60)
-        # kwokctl may leave a process behind when the cluster was half dead: finish the job.
-        for pid in self.pids():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        # kwokctl may leave a process behind when the cluster was half dead: finish the job, and
+        # wait, so no port of ours is still open when this returns.
+        stuck = kill_and_wait(sorted(set(ours) | set(self.pids())))
+        if stuck:
+            raise ClusterError(f"cluster {self.name}: processes {stuck} survived SIGKILL")
         if self.workdir.exists():
             subprocess.run(["rm", "-rf", str(self.workdir)], check=False)
+        self.config_file.unlink(missing_ok=True)
 
     def pids(self) -> list[int]:
         """Live processes whose command line names this cluster's work directory."""

@@ -168,5 +168,6 @@ def test_up_repairs_and_down_leaves_nothing(tmp_path_factory: pytest.TempPathFac
     finally:
         env.down()
     assert env.pids() == []
-    assert not [p for p in ports if _listening(p)]
+    left = [p for p in ports if _listening(p)]
+    assert not left, subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
     assert not env.state_dir.exists()

@@ -59,7 +59,9 @@ def test_cli_parses_dev_commands() -> None:
         p.parse_args(["dev", "up", "--workers", "many"])
 
 
-def test_cli_rejects_nonsense_sizes(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_rejects_nonsense_sizes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ARMADA_BRIDGE_STATE", str(tmp_path / "state"))
     assert cli.main(["dev", "up", "--workers", "0"]) == 1
     assert "--workers and --nodes must be at least 1" in capsys.readouterr().err

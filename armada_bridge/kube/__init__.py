@@ -1,0 +1,32 @@
+"""A small asyncio Kubernetes client on aiohttp: REST calls, watches, informers."""
+
+from armada_bridge.kube.client import ApiError, Kube, KubeConfig, load_config
+from armada_bridge.kube.resources import (
+    CONFIGMAPS,
+    EVENTS,
+    LEASES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    SECRETS,
+    SERVICEACCOUNTS,
+    SERVICES,
+    Resource,
+)
+
+__all__ = [
+    "CONFIGMAPS",
+    "EVENTS",
+    "LEASES",
+    "NAMESPACES",
+    "NODES",
+    "PODS",
+    "SECRETS",
+    "SERVICEACCOUNTS",
+    "SERVICES",
+    "ApiError",
+    "Kube",
+    "KubeConfig",
+    "Resource",
+    "load_config",
+]

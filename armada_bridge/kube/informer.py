@@ -1,0 +1,133 @@
+"""List-then-watch caches (client-go's reflector + store, in small): level-triggered inputs for loops."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+
+from armada_bridge.kube.client import ApiError, Kube, Obj
+from armada_bridge.kube.resources import Resource
+
+log = logging.getLogger(__name__)
+
+# (event type "ADDED" | "MODIFIED" | "DELETED", the object; for DELETED its last known state)
+Handler = Callable[[str, Obj], None]
+
+
+def key_of(obj: Obj) -> str:
+    md = obj["metadata"]
+    ns = md.get("namespace")
+    return f"{ns}/{md['name']}" if ns else str(md["name"])
+
+
+class Informer:
+    """Keeps `cache` equal to the API server's view of one resource and calls handlers on changes."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        name: str = "",
+    ) -> None:
+        self.kube = kube
+        self.resource = resource
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.name = name or resource.plural
+        self.cache: dict[str, Obj] = {}
+        self.synced = asyncio.Event()
+        self.handlers: list[Handler] = []
+        self.healthy = False
+        self.last_error = ""
+
+    def add_handler(self, handler: Handler) -> None:
+        self.handlers.append(handler)
+
+    def get(self, name: str, namespace: str | None = None) -> Obj | None:
+        return self.cache.get(f"{namespace}/{name}" if namespace else name)
+
+    def items(self) -> list[Obj]:
+        return list(self.cache.values())
+
+    def _emit(self, kind: str, obj: Obj) -> None:
+        for h in self.handlers:
+            try:
+                h(kind, obj)
+            except Exception:  # one broken handler must not stop the informer
+                log.exception("%s informer handler failed on %s %s", self.name, kind, key_of(obj))
+
+    def _selectors(self) -> dict[str, Any]:
+        return {"labelSelector": self.label_selector, "fieldSelector": self.field_selector}
+
+    async def _relist(self) -> str:
+        listed = await self.kube.list(self.resource, self.namespace, **self._selectors())
+        fresh = {}
+        for item in listed.get("items", []):
+            item.setdefault("apiVersion", self.resource.api_version)
+            item.setdefault("kind", self.resource.kind)
+            fresh[key_of(item)] = item
+        old = self.cache
+        self.cache = fresh
+        for k, obj in fresh.items():
+            prev = old.get(k)
+            if prev is None:
+                self._emit("ADDED", obj)
+            elif prev["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
+                self._emit("MODIFIED", obj)
+        for k, obj in old.items():
+            if k not in fresh:
+                self._emit("DELETED", obj)
+        return str(listed["metadata"]["resourceVersion"])
+
+    async def run(self) -> None:
+        """Run until cancelled: relist on start, on 410 Gone and after errors (with backoff)."""
+        backoff = 0.2
+        rv = ""
+        while True:
+            try:
+                if not rv:
+                    rv = await self._relist()
+                    self.synced.set()
+                self.healthy = True
+                async for kind, obj in self.kube.watch(
+                    self.resource, self.namespace, resourceVersion=rv, **self._selectors()
+                ):
+                    rv = obj["metadata"].get("resourceVersion", rv)
+                    if kind == "BOOKMARK":
+                        continue
+                    k = key_of(obj)
+                    if kind == "DELETED":
+                        self.cache.pop(k, None)
+                    else:
+                        self.cache[k] = obj
+                    self._emit(kind, obj)
+                backoff = 0.2
+            except asyncio.CancelledError:
+                raise
+            except ApiError as e:
+                if e.gone:
+                    rv = ""
+                    continue
+                self._failed(str(e))
+                rv = ""
+            except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as e:
+                self._failed(f"{type(e).__name__}: {e}")
+                rv = ""
+            await asyncio.sleep(backoff * (1 + random.random()))
+            backoff = min(backoff * 2, 5.0)
+
+    def _failed(self, why: str) -> None:
+        if self.healthy or why != self.last_error:
+            log.warning("%s informer: %s", self.name, why)
+        self.healthy = False
+        self.last_error = why
