@@ -13,12 +13,24 @@ GANG_ID = "armadaproject.io/gangId"
 GANG_CARDINALITY = "armadaproject.io/gangCardinality"
 GANG_NODE_UNIFORMITY_LABEL = "armadaproject.io/gangNodeUniformityLabel"
 
-# Remote pods and mirrored objects.
+SYSTEM_NAMESPACE = "armada-bridge-system"
+
+# The extender's decision, written on the front pod (annotations): the remote cluster (the same key
+# as the virtual node's cluster label) and, when the core chose one, the node in that cluster.
+ASSIGNED_CLUSTER = f"{GROUP}/cluster"
+ASSIGNED_REMOTE_NODE = f"{GROUP}/remote-node"
+
+# Set aside by the admission webhook, restored remotely by the vkubelet: JSON object with the pod's
+# own nodeSelector, affinity, tolerations and topologySpreadConstraints (absent keys: none set).
+SCHEDULING_CONSTRAINTS = f"{GROUP}/scheduling-constraints"
+
+# Remote pods (label: selectable) and every object the bridge creates in a remote cluster.
 FRONT_UID = f"{GROUP}/front-uid"
-MANAGED_BY = f"{GROUP}/managed-by"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "armada-bridge"
 
 # Virtual nodes.
-NODE_TYPE_LABEL = "type"
+NODE_TYPE_LABEL = "type"  # also on KWOK nodes of the dev environment
 NODE_TYPE_VIRTUAL = "virtual-kubelet"
 CLUSTER_LABEL = f"{GROUP}/cluster"
 VIRTUAL_NODE_TAINT_KEY = "virtual-kubelet.io/provider"

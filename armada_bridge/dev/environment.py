@@ -27,11 +27,13 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys, versions
 from armada_bridge.dev import binaries as binaries_mod
+from armada_bridge.dev import bridge
 from armada_bridge.dev import nodes as nodes_mod
+from armada_bridge.dev.components import Supervisor
 from armada_bridge.dev.kwok_cluster import ClusterError, KwokCluster
+from armada_bridge.dev.names import FRONT, remote_name
 from armada_bridge.dev.procs import kill_and_wait, pids_under
 
-FRONT = "front"
 SCHEDULER_CONFIG_TEMPLATE = versions.REPO_ROOT / "manifests" / "scheduler" / "kube-scheduler-config.yaml"
 DEFAULT_WORKERS = 2
 DEFAULT_NODES = 4
@@ -41,10 +43,6 @@ def default_state_dir() -> Path:
     return Path(
         os.environ.get("ARMADA_BRIDGE_STATE", Path.home() / ".local" / "state" / "armada-bridge" / "dev")
     )
-
-
-def remote_name(i: int) -> str:
-    return f"remote-{i}"
 
 
 @dataclass(frozen=True)
@@ -70,6 +68,7 @@ class Environment:
         self.state_dir = (state_dir or default_state_dir()).resolve()
         self.kwok_workdir = self.state_dir / "kwok"
         self.settings_file = self.state_dir / "environment.json"
+        self.supervisor = Supervisor(self.state_dir)
 
     # ---------------------------------------------------------------- layout
     def settings(self) -> dict[str, Any]:
@@ -164,6 +163,7 @@ class Environment:
             with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
                 for future in [pool.submit(bring_up, n) for n in wanted]:
                     future.result()
+            bridge.install(self, bins)
         log(f"environment up in {time.monotonic() - started:.1f}s (state: {self.state_dir})")
         return self.status()
 
@@ -214,6 +214,7 @@ class Environment:
 
     def down(self) -> None:
         with self._lock():
+            self.supervisor.stop_all()
             names = self.cluster_names()
             with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
                 list(pool.map(lambda n: self.cluster(n).delete(), names))

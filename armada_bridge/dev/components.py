@@ -1,0 +1,117 @@
+"""The bridge's own processes in the dev environment (vkubelet, extender): started, kept, stopped.
+
+Each component has a pid file and a log file under `<state>/components/`; the command line of each
+names a path under the state directory, so `Environment.pids()` finds it too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import ssl
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from armada_bridge.dev.procs import alive, kill_and_wait
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    # Polled after start until it answers 200 (http or https; certificates are not checked here).
+    ready_url: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha1(json.dumps([self.argv, self.env], sort_keys=True).encode()).hexdigest()[:12]
+
+
+class Supervisor:
+    def __init__(self, state_dir: Path) -> None:
+        self.dir = state_dir / "components"
+
+    def _files(self, name: str) -> tuple[Path, Path]:
+        return self.dir / f"{name}.pid", self.dir / f"{name}.log"
+
+    def log_file(self, name: str) -> Path:
+        return self._files(name)[1]
+
+    def _running(self, name: str) -> tuple[int, str] | None:
+        """(pid, fingerprint) of the component's live process, from its pid file."""
+        try:
+            pid, fingerprint = self._files(name)[0].read_text().split()
+        except (OSError, ValueError):
+            return None
+        return (int(pid), fingerprint) if alive(int(pid)) else None
+
+    def pid(self, name: str) -> int | None:
+        running = self._running(name)
+        return running[0] if running else None
+
+    def ensure(self, c: Component) -> tuple[int, bool]:
+        """Start `c` unless the same command is already running; (pid, started)."""
+        running = self._running(c.name)
+        if running and running[1] == c.fingerprint:
+            return running[0], False
+        self.stop(c.name)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        pid_file, log_file = self._files(c.name)
+        with open(log_file, "ab") as log:
+            proc = subprocess.Popen(
+                c.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **c.env},
+                start_new_session=True,
+            )
+        pid_file.write_text(f"{proc.pid} {c.fingerprint}\n")
+        return proc.pid, True
+
+    def wait_ready(self, c: Component, timeout: float = 30) -> None:
+        """Wait for `c.ready_url`; if the process dies or never answers, fail with its log's tail."""
+        deadline = time.monotonic() + timeout
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        while True:
+            if self.pid(c.name) is None:
+                raise RuntimeError(f"{c.name} exited at start:\n{self.tail(c.name)}")
+            if c.ready_url is None:
+                return
+            try:
+                with urllib.request.urlopen(c.ready_url, timeout=2, context=insecure) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{c.name} not ready at {c.ready_url} after {timeout:.0f}s:\n{self.tail(c.name)}"
+                )
+            time.sleep(0.2)
+
+    def tail(self, name: str, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_file(name).read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, name: str) -> None:
+        pid = self.pid(name)
+        if pid is not None:
+            kill_and_wait([pid])
+        self._files(name)[0].unlink(missing_ok=True)
+
+    def names(self) -> list[str]:
+        return sorted(p.stem for p in self.dir.glob("*.pid"))
+
+    def stop_all(self) -> None:
+        for name in self.names():
+            self.stop(name)
