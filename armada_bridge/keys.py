@@ -17,7 +17,6 @@ SYSTEM_NAMESPACE = "armada-bridge-system"
 
 # The extender's decision, written on the front pod (annotations): the remote cluster (the same key
 # as the virtual node's cluster label) and, when the core chose one, the node in that cluster.
-ASSIGNED_CLUSTER = f"{GROUP}/cluster"
 ASSIGNED_REMOTE_NODE = f"{GROUP}/remote-node"
 
 # Set aside by the admission webhook, restored remotely by the vkubelet: JSON object with the pod's
@@ -33,6 +32,7 @@ MANAGED_BY_VALUE = "armada-bridge"
 NODE_TYPE_LABEL = "type"  # also on KWOK nodes of the dev environment
 NODE_TYPE_VIRTUAL = "virtual-kubelet"
 CLUSTER_LABEL = f"{GROUP}/cluster"
+ASSIGNED_CLUSTER = CLUSTER_LABEL  # the extender's decision on a front pod: the same key, as annotation
 VIRTUAL_NODE_TAINT_KEY = "virtual-kubelet.io/provider"
 VIRTUAL_NODE_TAINT_VALUE = "armada-bridge"
 VIRTUAL_NODE_TAINT_EFFECT = "NoSchedule"
