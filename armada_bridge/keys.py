@@ -42,3 +42,38 @@ KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_NODE_ANNOTATION_VALUE = "fake"
 DEV_NODE_TYPE_VALUE = "kwok"
 GPU_RESOURCE = "nvidia.com/gpu"
+
+# vkubelet
+# Front pod condition type the vkubelet sets once the remote pod exists: a remote pod that then goes
+# missing was deleted out of band (the front pod fails), never created again.
+REMOTE_POD_CONDITION = f"{GROUP}/RemotePod"
+# Virtual node annotation: the node is cordoned because its RemoteCluster says `cordoned: true`
+# (so uncordoning the spec uncordons the node, while `kubectl cordon` by hand is left alone).
+CORDONED_BY_SPEC = f"{GROUP}/cordoned-by-remotecluster"
+# RemoteCluster finalizer: remote pods and mirrors are cleaned up before the RemoteCluster goes.
+REMOTECLUSTER_FINALIZER = f"{GROUP}/vkubelet-cleanup"
+# Mirrored ConfigMaps/Secrets/Services/ServiceAccounts in a remote cluster: the front object's UID.
+FRONT_OBJECT_UID = f"{GROUP}/front-object-uid"
+# Default key of the kubeconfig in a RemoteCluster's Secret.
+KUBECONFIG_SECRET_KEY = "kubeconfig"
+
+# --- Gang and queue protocols other schedulers define (read by extender/intent.py; the bridge
+# --- also writes the Volcano group-name annotation on pods of auto-grouped batch/v1 Jobs).
+# Volcano (volcano-sh/apis pkg/apis/scheduling/v1beta1/labels.go): a pod's PodGroup (annotation).
+VOLCANO_GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+# Volcano: minMember of the PodGroup its controller auto-creates for a workload (owner annotation).
+VOLCANO_GROUP_MIN_MEMBER_ANNOTATION = "scheduling.volcano.sh/group-min-member"
+# Volcano: queue of an auto-created PodGroup (pod annotation).
+VOLCANO_QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+# Volcano queue label that KubeRay copies from the CR onto its pods.
+VOLCANO_QUEUE_NAME_LABEL = "volcano.sh/queue-name"
+# scheduler-plugins Coscheduling (apis/scheduling/v1alpha1 PodGroupLabel): a pod's PodGroup.
+COSCHEDULING_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+# Kueue plain-pod groups (pkg/controller/jobs/pod/constants) and the Kueue queue label.
+KUEUE_POD_GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
+KUEUE_POD_GROUP_TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
+KUEUE_QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+
+# Node taints the DefaultTolerationSeconds admission plugin tolerates by default (NoExecute, 300s).
+TAINT_NODE_NOT_READY = "node.kubernetes.io/not-ready"
+TAINT_NODE_UNREACHABLE = "node.kubernetes.io/unreachable"
