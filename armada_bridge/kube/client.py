@@ -61,11 +61,15 @@ class KubeConfig:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def load_config(kubeconfig: str | Path | None = None, context: str | None = None) -> KubeConfig:
-    """From a kubeconfig file, else $KUBECONFIG, else the in-cluster service account."""
+def load_config(
+    kubeconfig: str | Path | dict[str, Any] | None = None, context: str | None = None
+) -> KubeConfig:
+    """From a kubeconfig (a file, or its parsed content), else $KUBECONFIG, else in-cluster."""
     c = k8s_client.Configuration()
     path = kubeconfig or os.environ.get("KUBECONFIG")
-    if path:
+    if isinstance(path, dict):
+        k8s_config.load_kube_config_from_dict(path, context=context, client_configuration=c)
+    elif path:
         k8s_config.load_kube_config(config_file=str(path), context=context, client_configuration=c)
     else:
         k8s_config.load_incluster_config(client_configuration=c)

@@ -1,0 +1,113 @@
+"""`python -m extender`: the scheduler extender, admission webhook and scheduling loop."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import ssl
+import sys
+from pathlib import Path
+
+from aiohttp import web
+
+from armada_bridge import keys
+from armada_bridge.kube import Kube, load_config
+from armada_bridge.kube.leader import LeaderElector
+from extender.controller import Controller, Settings
+from extender.metrics import Metrics
+from extender.server import Api, make_app
+
+log = logging.getLogger("extender")
+
+
+def _hostport(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return host, int(port)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m extender", description=__doc__)
+    p.add_argument("--kubeconfig", help="front cluster kubeconfig (default: $KUBECONFIG, else in-cluster)")
+    p.add_argument("--listen", type=_hostport, default=("0.0.0.0", 8888), help="extender + metrics (HTTP)")
+    p.add_argument(
+        "--webhook-listen", type=_hostport, default=("0.0.0.0", 9443), help="admission webhook (HTTPS)"
+    )
+    p.add_argument("--tls-cert", type=Path, help="webhook serving certificate (PEM)")
+    p.add_argument("--tls-key", type=Path, help="webhook serving key (PEM)")
+    p.add_argument(
+        "--identity", default=f"{socket.gethostname()}-{os.getpid()}", help="leader election identity"
+    )
+    p.add_argument("--namespace", default=keys.SYSTEM_NAMESPACE, help="namespace of the leader Lease")
+    p.add_argument("--scheduler-name", help="point managed pods at this scheduler (managed Kubernetes)")
+    p.add_argument("--log-level", default="INFO")
+    return p.parse_args(argv)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    front = Kube(load_config(args.kubeconfig), user_agent="armada-bridge-extender")
+    metrics = Metrics()
+    controller = Controller(front, Settings(identity=args.identity), metrics)
+    api = Api(controller, scheduler_name=args.scheduler_name)
+    runner = web.AppRunner(make_app(api), access_log=None)
+    await runner.setup()
+    sites = [web.TCPSite(runner, *args.listen)]
+    if args.tls_cert and args.tls_key:
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        sites.append(web.TCPSite(runner, *args.webhook_listen, ssl_context=ctx))
+    for site in sites:
+        await site.start()
+    log.info("serving extender on %s:%d%s", *args.listen, " and webhook (TLS)" if len(sites) > 1 else "")
+
+    elector = LeaderElector(front, args.namespace, "armada-bridge-extender", args.identity)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    async def lead() -> None:
+        await elector.is_leader.wait()
+        metrics.leader.set(1)
+        await controller.run_rounds()
+
+    tasks = [
+        asyncio.create_task(controller.run_informers()),
+        asyncio.create_task(elector.run()),
+        asyncio.create_task(lead()),
+        asyncio.create_task(stop.wait()),
+    ]
+    done, _ = await asyncio.wait(
+        [tasks[1], tasks[2], tasks[3], tasks[0]], return_when=asyncio.FIRST_COMPLETED
+    )
+    for t in done:
+        if t is not tasks[3] and t.exception() is not None:
+            log.error("stopping: %s", t.exception())
+    if elector.lost.is_set():
+        log.error("lost leadership: exiting so a fresh process rebuilds its state")
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await elector.release()
+    await runner.cleanup()
+    await front.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

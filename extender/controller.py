@@ -1,0 +1,546 @@
+"""The extender's control loop: front objects and remote clusters in, core rounds, decisions out.
+
+Level-triggered: informer events only mark things dirty and wake the loop; each round brings the
+pure scheduling core up to date with what changed, runs it, and writes its decisions on the pods
+(annotations naming the remote cluster and node). Those annotations are the only record of a
+decision, so a restarted extender rebuilds exactly what it had decided.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from armada_bridge import keys
+from armada_bridge.kube import NAMESPACES, NODES, PODS, ApiError, Kube
+from armada_bridge.kube.client import Obj
+from armada_bridge.kube.informer import Informer, key_of
+from armada_bridge.kube.resources import COSCHEDULING_PODGROUPS, QUEUES, REMOTECLUSTERS, VOLCANO_PODGROUPS
+from extender import intent, podspec
+from extender.core import model
+from extender.core import resources as rs
+from extender.core.model import JobState
+from extender.core.result import RoundResult
+from extender.core.scheduler import Scheduler, SchedulerError
+from extender.events import EventRecorder
+from extender.metrics import Metrics
+from extender.owners import OwnerResolver, Root
+from extender.remotes import Remotes
+
+log = logging.getLogger(__name__)
+
+TERMINAL = ("Succeeded", "Failed")
+
+
+def core_node_name(cluster: str, node: str) -> str:
+    return f"{cluster}/{node}"
+
+
+def split_core_node(name: str) -> tuple[str, str]:
+    cluster, _, node = name.partition("/")
+    return cluster, node
+
+
+def _timestamp(value: str | None) -> float:
+    if not value:
+        return 0.0
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def queue_from_cr(q: Obj) -> model.Queue:
+    spec = q.get("spec", {})
+    limits: dict[str, float] = {}
+    for resource, limit in (spec.get("resourceLimits") or {}).items():
+        fraction = limit.get("fraction") if isinstance(limit, dict) else None
+        if fraction is not None:
+            limits[resource] = float(fraction)
+    return model.Queue(
+        name=q["metadata"]["name"],
+        priority_factor=float(spec.get("priorityFactor") or 1.0),
+        cordoned=bool(spec.get("cordoned")),
+        resource_limits=limits,
+    )
+
+
+@dataclass
+class Settings:
+    identity: str = "armada-bridge-extender"
+    coalesce_seconds: float = 0.05
+    status_interval: float = 2.0
+    scheduling: model.SchedulingConfig = field(default_factory=model.SchedulingConfig)
+
+
+@dataclass
+class PodInfo:
+    """What the shell knows of one managed front pod, beyond the core's job."""
+
+    key: str
+    uid: str
+    queue: str
+    gang: intent.GangSpec | None
+    root: Root | None
+    job: model.Job
+    placed: tuple[str, str] | None  # (cluster, remote node) from the pod's annotations
+
+
+class Controller:
+    def __init__(self, front: Kube, settings: Settings, metrics: Metrics) -> None:
+        self.front = front
+        self.settings = settings
+        self.metrics = metrics
+        self.core = Scheduler(settings.scheduling)
+        self.pods = Informer(front, PODS, name="front/pods")
+        self.namespaces = Informer(front, NAMESPACES, name="front/namespaces")
+        self.queues = Informer(front, QUEUES, name="front/queues")
+        self.volcano_pgs = Informer(front, VOLCANO_PODGROUPS, name="front/volcano-podgroups")
+        self.coscheduling_pgs = Informer(front, COSCHEDULING_PODGROUPS, name="front/coscheduling-podgroups")
+        self.remote_clusters = Informer(front, REMOTECLUSTERS, name="front/remoteclusters")
+        self.vnodes = Informer(
+            front,
+            NODES,
+            label_selector=f"{keys.NODE_TYPE_LABEL}={keys.NODE_TYPE_VIRTUAL}",
+            name="front/virtual-nodes",
+        )
+        self.remotes = Remotes(front, self._on_remote)
+        self.events = EventRecorder(front)
+        self.owners = OwnerResolver(front)
+
+        self._wake = asyncio.Event()
+        self._dirty_pods: set[str] = set()
+        self._dirty_nodes: set[tuple[str, str]] = set()
+        self._queues_dirty = True
+        self._clusters_dirty = True
+        self._pods_by_ns: dict[str, set[str]] = defaultdict(set)
+        #: (cluster, node) -> remote pod key -> requests of pods the bridge did not place there.
+        self._foreign: dict[tuple[str, str], dict[str, rs.Resources]] = defaultdict(dict)
+        self._core_nodes: dict[str, set[str]] = defaultdict(set)  # cluster -> core node names
+        #: managed pods in the core, by uid; and reasons the shell (not the core) keeps pods waiting.
+        self.managed: dict[str, PodInfo] = {}
+        self._uid_by_key: dict[str, str] = {}
+        self.shell_reasons: dict[str, str] = {}
+        self._posted: dict[str, str] = {}  # uid -> waiting reason last posted as an Event
+        self._root_members: dict[str, set[str]] = defaultdict(set)  # root uid -> member pod uids
+        self.last_result: RoundResult | None = None
+        self.rounds = 0
+
+        self.pods.add_handler(self._on_pod)
+        self.namespaces.add_handler(lambda _k, ns: self._dirty_namespace(ns["metadata"]["name"]))
+        for inf in (self.volcano_pgs, self.coscheduling_pgs):
+            inf.add_handler(lambda _k, pg: self._dirty_namespace(pg["metadata"]["namespace"]))
+        self.queues.add_handler(lambda _k, _q: self._set_dirty(queues=True))
+        self.remote_clusters.add_handler(lambda _k, _rc: self._set_dirty(clusters=True))
+
+    # ------------------------------------------------------------------ inputs
+    @property
+    def informers(self) -> list[Informer]:
+        return [
+            self.pods,
+            self.namespaces,
+            self.queues,
+            self.volcano_pgs,
+            self.coscheduling_pgs,
+            self.remote_clusters,
+            self.vnodes,
+        ]
+
+    def _set_dirty(self, *, queues: bool = False, clusters: bool = False) -> None:
+        self._queues_dirty |= queues
+        self._clusters_dirty |= clusters
+        self._wake.set()
+
+    def _on_pod(self, kind: str, pod: Obj) -> None:
+        k = key_of(pod)
+        ns = pod["metadata"]["namespace"]
+        if kind == "DELETED":
+            self._pods_by_ns[ns].discard(k)
+        else:
+            self._pods_by_ns[ns].add(k)
+        self._dirty_pods.add(k)
+        self._wake.set()
+
+    def _dirty_namespace(self, ns: str) -> None:
+        self._dirty_pods.update(self._pods_by_ns.get(ns, ()))
+        self._wake.set()
+
+    def _on_remote(self, cluster: str, what: str, kind: str, obj: Obj) -> None:
+        if what == "nodes":
+            self._dirty_nodes.add((cluster, obj["metadata"]["name"]))
+        else:
+            node = obj.get("spec", {}).get("nodeName")
+            if not node:
+                return
+            labels = obj["metadata"].get("labels") or {}
+            usage = self._foreign[(cluster, node)]
+            k = key_of(obj)
+            if kind == "DELETED" or keys.FRONT_UID in labels:
+                if usage.pop(k, None) is None:
+                    return
+            else:
+                usage[k] = podspec.pod_requests(obj)
+            self._dirty_nodes.add((cluster, node))
+        self._wake.set()
+
+    # ------------------------------------------------------------------ loop
+    async def run_informers(self) -> None:
+        """Keep every cache current (all replicas: the webhook and filter read them)."""
+        tasks = [asyncio.create_task(i.run()) for i in self.informers]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def wait_synced(self, timeout: float = 60) -> None:
+        essential = (self.pods, self.namespaces, self.remote_clusters, self.vnodes)
+        await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in essential)), timeout=timeout)
+
+    async def run_rounds(self) -> None:
+        """The leader's loop: a round whenever something changed (coalesced), statuses periodically."""
+        await self.wait_synced()
+        self._dirty_pods.update(key_of(p) for p in self.pods.items())
+        last_status = 0.0
+        try:
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=self.settings.status_interval)
+                await asyncio.sleep(self.settings.coalesce_seconds)
+                self._wake.clear()
+                try:
+                    await self.round()
+                except (ApiError, OSError, TimeoutError) as e:
+                    log.warning("round failed, retrying: %s", e)
+                    self._wake.set()
+                if time.monotonic() - last_status >= self.settings.status_interval:
+                    last_status = time.monotonic()
+                    await self.write_statuses()
+        finally:
+            await self.remotes.close()
+
+    async def round(self) -> RoundResult:
+        t0 = time.perf_counter()
+        await self._sync()
+        result = self.core.schedule_round(time.time())
+        self.metrics.round_seconds.observe(time.perf_counter() - t0)
+        self.rounds += 1
+        self.last_result = result
+        await self._apply(result)
+        return result
+
+    # ------------------------------------------------------------------ sync
+    async def _sync(self) -> None:
+        if self._clusters_dirty:
+            self._clusters_dirty = False
+            await self.remotes.sync(self.remote_clusters.items())
+            for cluster in list(self._core_nodes):
+                if cluster not in self.remotes.watchers:
+                    for name in list(self._core_nodes[cluster]):
+                        self._dirty_nodes.add(split_core_node(name))
+        if self._queues_dirty:
+            self._queues_dirty = False
+            wanted = {q["metadata"]["name"]: queue_from_cr(q) for q in self.queues.items()}
+            for name in list(self.core.queues):
+                if name not in wanted:
+                    self.core.remove_queue(name)
+            for q in wanted.values():
+                if self.core.queues.get(q.name) != q:
+                    self.core.upsert_queue(q)
+        if self._dirty_nodes:
+            dirty, self._dirty_nodes = self._dirty_nodes, set()
+            for cluster, name in dirty:
+                self._sync_node(cluster, name)
+        if self._dirty_pods:
+            dirty_pods, self._dirty_pods = self._dirty_pods, set()
+            for k in sorted(dirty_pods):
+                await self._sync_pod(k)
+
+    def _sync_node(self, cluster: str, name: str) -> None:
+        core_name = core_node_name(cluster, name)
+        watcher = self.remotes.watchers.get(cluster)
+        node = watcher.nodes.cache.get(name) if watcher else None
+        if node is None:
+            self._core_nodes[cluster].discard(core_name)
+            lost = self.core.remove_node(core_name)
+            for uid in lost:
+                info = self.managed.pop(uid, None)
+                if info is not None:
+                    self._dirty_pods.add(info.key)  # re-derived next round (placed pods stay out)
+            return
+        used = rs.total(self._foreign.get((cluster, name), {}).values())
+        self.core.upsert_node(podspec.node_from_remote(node, cluster, used, core_name=core_name))
+        self._core_nodes[cluster].add(core_name)
+
+    async def _sync_pod(self, k: str) -> None:
+        ns, _, name = k.partition("/")
+        pod = self.pods.get(name, ns)
+        known = self._uid_by_key.get(k)
+        if pod is None or (known is not None and known != pod["metadata"]["uid"]):
+            if known is not None:
+                self._forget(known)
+            if pod is None:
+                return
+        uid = pod["metadata"]["uid"]
+        info = await self._describe(pod)
+        old = self.managed.get(uid)
+        if info is None:
+            if old is not None:
+                self._forget(uid)
+            return
+        self._uid_by_key[k] = uid
+        if info.root is not None:
+            self._root_members[info.root.uid].add(uid)
+        hold = self._held_for_sibling(info)
+        if hold is not None:
+            if old is not None:
+                self.core.remove_job(uid)
+            self.managed[uid] = info
+            self.shell_reasons[uid] = hold
+            return
+        self.shell_reasons.pop(uid, None)
+        if (
+            old is not None
+            and old.job == info.job
+            and old.placed == info.placed
+            and self.core.state_of(uid) is not JobState.GONE
+        ):
+            return
+        self.managed[uid] = info
+        state = self.core.state_of(uid)
+        try:
+            if state is JobState.GONE:
+                self.core.add_job(info.job)
+            elif old is not None and old.job != info.job:
+                self.core.update_job(info.job)
+            if info.placed is not None:
+                self.core.mark_running(uid, core_node_name(*info.placed))
+        except SchedulerError as e:
+            # e.g. placed on a node the core does not know (yet): keep the pod out of the core
+            # rather than schedule it twice; it is re-derived when the node appears.
+            self.core.remove_job(uid)
+            self.shell_reasons[uid] = f"placed on {info.placed}, not known yet: {e}"
+
+    def _held_for_sibling(self, info: PodInfo) -> str | None:
+        """Why `info` must wait for a sibling (same root controller) to be placed first, if it must.
+
+        Pods of one controller stay in one cluster: the first of them (or its gang) is placed, and
+        the others follow where it went (see _pin_to_siblings). While it is not placed yet, the
+        others wait, so one round cannot spread them over several clusters.
+        """
+        if info.placed is not None or info.root is None or info.root.uid == info.uid:
+            return None
+        if model.CLUSTER_LABEL in info.job.node_selector:
+            return None  # already pinned to where a sibling went
+        mine = info.gang.key if info.gang else None
+        for sibling in sorted(self._root_members.get(info.root.uid, ())):
+            other = self.managed.get(sibling)
+            if other is None or sibling == info.uid or sibling in self.shell_reasons:
+                continue
+            if mine is not None and other.gang is not None and other.gang.key == mine:
+                continue
+            if self.core.state_of(sibling) is JobState.QUEUED:
+                return (
+                    f"waiting for {other.key} of {info.root} to be placed first "
+                    "(pods of one controller stay in one remote cluster)"
+                )
+        return None
+
+    def _forget(self, uid: str) -> None:
+        info = self.managed.pop(uid, None)
+        if info is not None:
+            self._uid_by_key.pop(info.key, None)
+        self.core.remove_job(uid)
+        self.shell_reasons.pop(uid, None)
+        self._posted.pop(uid, None)
+        self.events.forget(uid)
+        if info is not None and info.root is not None:
+            members = self._root_members.get(info.root.uid)
+            if members is not None:
+                members.discard(uid)
+                if not members:
+                    del self._root_members[info.root.uid]
+
+    def podgroups_of(self, pod: Obj) -> dict[str, Obj | None]:
+        ns = pod["metadata"]["namespace"]
+        refs = intent.podgroup_refs(pod)
+        return {
+            "volcano": self.volcano_pgs.get(refs.volcano, ns) if refs.volcano else None,
+            "coscheduling": self.coscheduling_pgs.get(refs.coscheduling, ns) if refs.coscheduling else None,
+        }
+
+    async def _describe(self, pod: Obj) -> PodInfo | None:
+        """The managed pod's job for the core, or None when the bridge does not manage it."""
+        md, spec, status = pod["metadata"], pod.get("spec", {}), pod.get("status", {})
+        uid = md["uid"]
+        if status.get("phase") in TERMINAL or md.get("deletionTimestamp"):
+            return None
+        annotations = md.get("annotations") or {}
+        node_name = spec.get("nodeName")
+        if node_name and keys.ASSIGNED_CLUSTER not in annotations:
+            return None  # bound by someone else (or to a real front node): not ours to account
+        pgs = self.podgroups_of(pod)
+        ns_obj = self.namespaces.get(md["namespace"])
+        ns_labels = (ns_obj or {}).get("metadata", {}).get("labels") or {}
+        queue, _source = intent.queue_of(pod, volcano_podgroup=pgs["volcano"], namespace_labels=ns_labels)
+        if queue is None:
+            return None
+        gang = intent.gang_of(
+            pod,
+            volcano_podgroup=pgs["volcano"],
+            coscheduling_podgroup=pgs["coscheduling"],
+            workload_podgroup=None,
+        )
+        root = await self.owners.root(pod)
+        job = podspec.job_from_pod(
+            pod, job_id=uid, queue=queue, gang=gang, submit_time=_timestamp(md.get("creationTimestamp"))
+        )
+        placed = None
+        cluster = annotations.get(keys.ASSIGNED_CLUSTER)
+        node = annotations.get(keys.ASSIGNED_REMOTE_NODE)
+        if cluster and node:
+            placed = (cluster, node)
+        info = PodInfo(md["namespace"] + "/" + md["name"], uid, queue, gang, root, job, placed)
+        if placed is None and root.uid != uid:
+            info.job = self._pin_to_siblings(info)
+        return info
+
+    def _pin_to_siblings(self, info: PodInfo) -> model.Job:
+        """Keep pods of one root controller in one cluster: where a sibling already went."""
+        assert info.root is not None
+        for sibling in self._root_members.get(info.root.uid, ()):
+            other = self.managed.get(sibling)
+            if other is not None and other.placed is not None:
+                selector = {**info.job.node_selector, model.CLUSTER_LABEL: other.placed[0]}
+                return replace(info.job, node_selector=selector)
+            placement = self.core.placement_of(sibling) if other is not None else None
+            if placement is not None:
+                selector = {**info.job.node_selector, model.CLUSTER_LABEL: placement.cluster}
+                return replace(info.job, node_selector=selector)
+        return info.job
+
+    # ------------------------------------------------------------------ outputs
+    async def _apply(self, result: RoundResult) -> None:
+        sem = asyncio.Semaphore(32)
+
+        async def bounded(coro: Any) -> None:
+            async with sem:
+                await coro
+
+        work = [bounded(self._admit(uid, p.node)) for uid, p in result.scheduled.items()]
+        work += [bounded(self._preempt(uid, why)) for uid, why in result.preempted.items()]
+        posted = 0
+        for uid, reason in result.waiting.items():
+            if self._posted.get(uid) != reason and posted < 200:
+                posted += 1
+                self._posted[uid] = reason
+                work.append(bounded(self._explain(uid, reason)))
+        await asyncio.gather(*work)
+        self.metrics.observe_round(result)
+
+    async def _admit(self, uid: str, core_node: str) -> None:
+        info = self.managed.get(uid)
+        if info is None:
+            return
+        cluster, node = split_core_node(core_node)
+        ns, _, name = info.key.partition("/")
+        patch = {
+            "metadata": {"annotations": {keys.ASSIGNED_CLUSTER: cluster, keys.ASSIGNED_REMOTE_NODE: node}}
+        }
+        try:
+            pod = await self.front.patch(PODS, name, patch, ns, params={"fieldManager": "armada-bridge"})
+        except ApiError as e:
+            log.info("pod %s: decision not written (%s); it is reconsidered", info.key, e)
+            self.core.remove_job(uid)
+            self.managed.pop(uid, None)
+            self._dirty_pods.add(info.key)
+            self._wake.set()
+            return
+        info.placed = (cluster, node)
+        self._posted.pop(uid, None)
+        if info.root is not None:  # siblings held for this one can follow it now
+            for sibling in self._root_members.get(info.root.uid, ()):
+                other = self.managed.get(sibling)
+                if other is not None and sibling in self.shell_reasons:
+                    self._dirty_pods.add(other.key)
+            self._wake.set()
+        gang = f" with gang {info.gang.key}" if info.gang else ""
+        await self.events.emit(
+            pod,
+            "ArmadaAdmitted",
+            f"admitted to remote cluster {cluster} (node {node}){gang}, queue {info.queue}",
+        )
+        self.metrics.admitted.labels(queue=info.queue).inc()
+
+    async def _explain(self, uid: str, reason: str) -> None:
+        info = self.managed.get(uid)
+        if info is None:
+            return
+        ns, _, name = info.key.partition("/")
+        pod = self.pods.get(name, ns)
+        if pod is not None:
+            await self.events.emit(pod, "ArmadaWaiting", reason)
+
+    async def _preempt(self, uid: str, why: str) -> None:
+        """Mark the front pod Failed/Preempted (as the kubelet does); the vkubelet removes the remote pod."""
+        info = self.managed.pop(uid, None)
+        if info is None:
+            return
+        ns, _, name = info.key.partition("/")
+        status = {
+            "status": {
+                "phase": "Failed",
+                "reason": "Preempted",
+                "message": f"preempted by armada-bridge: {why}",
+                "conditions": [
+                    {
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "reason": "PreemptionByScheduler",
+                        "message": f"armada-bridge: {why}",
+                    }
+                ],
+            }
+        }
+        try:
+            pod = await self.front.patch(PODS, name, status, ns, subresource="status", patch_type="strategic")
+            await self.events.emit(pod, "Preempted", f"preempted by armada-bridge: {why}", warning=True)
+            self.metrics.preempted.labels(queue=info.queue).inc()
+        except ApiError as e:
+            log.warning("pod %s: could not mark preempted: %s", info.key, e)
+
+    # ------------------------------------------------------------------ status
+    async def write_statuses(self) -> None:
+        from extender.status_writer import write_queue_statuses
+
+        await write_queue_statuses(self)
+
+    # ------------------------------------------------------------------ queries (filter, CLI)
+    def nudge(self, pod: Obj) -> None:
+        """The scheduler asked about a pod we may not have seen yet: look at it in the next round."""
+        uid = pod["metadata"].get("uid") or ""
+        if uid not in self.managed:
+            self._dirty_pods.add(f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}")
+            self._wake.set()
+
+    def reason_for(self, uid: str) -> str:
+        return (
+            self.shell_reasons.get(uid)
+            or self.core.reason_of(uid)
+            or (
+                "waiting for the next scheduling round"
+                if uid in self.managed
+                else "not known to armada-bridge yet"
+            )
+        )
+
+    def members_of(self, uids: Iterable[str]) -> list[PodInfo]:
+        return [self.managed[u] for u in uids if u in self.managed]

@@ -1,0 +1,71 @@
+"""Prometheus metrics of the extender (served on /metrics)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from extender.core.result import RoundResult
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.round_seconds = Histogram(
+            "armada_bridge_round_seconds",
+            "Duration of one scheduling round (sync + core + decisions)",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            registry=r,
+        )
+        self.request_seconds = Histogram(
+            "armada_bridge_extender_request_seconds",
+            "Latency of extender and webhook HTTP requests",
+            ["endpoint"],
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1),
+            registry=r,
+        )
+        self.request_errors = Counter(
+            "armada_bridge_extender_request_errors_total",
+            "Requests answered with an error (4xx/5xx)",
+            ["endpoint", "code"],
+            registry=r,
+        )
+        self.webhook_errors = Counter(
+            "armada_bridge_webhook_errors_total", "Admission reviews that could not be processed", registry=r
+        )
+        self.admitted = Counter(
+            "armada_bridge_pods_admitted_total", "Pods admitted to a remote cluster", ["queue"], registry=r
+        )
+        self.preempted = Counter(
+            "armada_bridge_pods_preempted_total", "Pods preempted", ["queue"], registry=r
+        )
+        self.gangs_queued = Gauge(
+            "armada_bridge_gangs_queued", "Gangs (or single pods) waiting", ["queue"], registry=r
+        )
+        self.gangs_running = Gauge(
+            "armada_bridge_gangs_running", "Gangs (or single pods) admitted or running", ["queue"], registry=r
+        )
+        self.fair_share = Gauge(
+            "armada_bridge_queue_fair_share", "Fair share of a queue", ["queue"], registry=r
+        )
+        self.adjusted_fair_share = Gauge(
+            "armada_bridge_queue_adjusted_fair_share",
+            "Demand-capped adjusted fair share",
+            ["queue"],
+            registry=r,
+        )
+        self.actual_share = Gauge(
+            "armada_bridge_queue_actual_share", "Actual share of a queue", ["queue"], registry=r
+        )
+        self.leader = Gauge("armada_bridge_extender_leader", "1 while this replica leads", registry=r)
+
+    def observe_round(self, result: RoundResult) -> None:
+        for report in result.queue_shares().values():
+            self.fair_share.labels(queue=report.queue).set(report.fair_share)
+            self.adjusted_fair_share.labels(queue=report.queue).set(report.adjusted_fair_share)
+            self.actual_share.labels(queue=report.queue).set(report.actual_share)
+
+    def observe_gangs(self, queued: dict[str, int], running: dict[str, int]) -> None:
+        for q in set(queued) | set(running):
+            self.gangs_queued.labels(queue=q).set(queued.get(q, 0))
+            self.gangs_running.labels(queue=q).set(running.get(q, 0))

@@ -1,0 +1,120 @@
+"""The extender's view of each remote cluster: its real nodes and the pods running there.
+
+One watcher per RemoteCluster, each with its own client and informers, so a broken cluster only
+marks itself unhealthy; adding or removing a RemoteCluster starts or stops its watcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import yaml
+
+from armada_bridge import keys
+from armada_bridge.kube import NODES, PODS, SECRETS, ApiError, Kube, load_config
+from armada_bridge.kube.client import Obj
+from armada_bridge.kube.informer import Informer
+
+log = logging.getLogger(__name__)
+
+# (cluster, "nodes" | "pods", event type, object)
+RemoteHandler = Callable[[str, str, str, Obj], None]
+
+
+def kubeconfig_secret_ref(rc: Obj) -> tuple[str, str, str]:
+    """(namespace, name, key) of the Secret that holds a RemoteCluster's kubeconfig."""
+    ref = rc.get("spec", {}).get("kubeconfigSecret", {})
+    return (
+        ref.get("namespace") or keys.SYSTEM_NAMESPACE,
+        ref.get("name") or f"{rc['metadata']['name']}-kubeconfig",
+        ref.get("key") or "kubeconfig",
+    )
+
+
+@dataclass
+class RemoteWatcher:
+    name: str
+    secret_version: str
+    kube: Kube
+    nodes: Informer
+    pods: Informer
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return self.nodes.healthy and self.pods.healthy and self.nodes.synced.is_set()
+
+    async def stop(self) -> None:
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.kube.close()
+
+
+class Remotes:
+    """Starts, replaces and stops one RemoteWatcher per RemoteCluster object."""
+
+    def __init__(self, front: Kube, on_event: RemoteHandler) -> None:
+        self.front = front
+        self.on_event = on_event
+        self.watchers: dict[str, RemoteWatcher] = {}
+        self.errors: dict[str, str] = {}
+
+    async def sync(self, remote_clusters: list[Obj]) -> None:
+        wanted = {rc["metadata"]["name"]: rc for rc in remote_clusters}
+        for name in list(self.watchers):
+            if name not in wanted:
+                await self._stop(name)
+        for name, rc in wanted.items():
+            try:
+                await self._ensure(name, rc)
+                self.errors.pop(name, None)
+            except (ApiError, ValueError, KeyError, OSError, yaml.YAMLError) as e:
+                if self.errors.get(name) != str(e):
+                    log.warning("remote cluster %s: %s", name, e)
+                self.errors[name] = str(e)
+
+    async def _ensure(self, name: str, rc: Obj) -> None:
+        ns, secret_name, key = kubeconfig_secret_ref(rc)
+        secret = await self.front.get(SECRETS, secret_name, ns)
+        version = str(secret["metadata"].get("resourceVersion"))
+        current = self.watchers.get(name)
+        if current is not None and current.secret_version == version:
+            return
+        if current is not None:
+            await self._stop(name)
+        data = secret.get("data", {}).get(key)
+        if not data:
+            raise KeyError(f"Secret {ns}/{secret_name} has no key {key!r}")
+        config = load_config(yaml.safe_load(base64.b64decode(data)))
+        kube = Kube(config, user_agent="armada-bridge-extender")
+        nodes = Informer(kube, NODES, name=f"{name}/nodes")
+        pods = Informer(
+            kube,
+            PODS,
+            field_selector="status.phase!=Succeeded,status.phase!=Failed",
+            name=f"{name}/pods",
+        )
+        nodes.add_handler(lambda kind, obj: self.on_event(name, "nodes", kind, obj))
+        pods.add_handler(lambda kind, obj: self.on_event(name, "pods", kind, obj))
+        w = RemoteWatcher(name, version, kube, nodes, pods)
+        w.tasks = [asyncio.create_task(nodes.run()), asyncio.create_task(pods.run())]
+        self.watchers[name] = w
+        log.info("remote cluster %s: watching %s", name, config.server)
+
+    async def _stop(self, name: str) -> None:
+        w = self.watchers.pop(name, None)
+        if w is None:
+            return
+        await w.stop()
+        for node in list(w.nodes.cache.values()):
+            self.on_event(name, "nodes", "DELETED", node)
+        log.info("remote cluster %s: stopped watching", name)
+
+    async def close(self) -> None:
+        for name in list(self.watchers):
+            await self._stop(name)

@@ -1,0 +1,214 @@
+"""HTTP endpoints: kube-scheduler extender verbs, the pod admission webhook, health and metrics.
+
+The extender's answer for a pod depends only on the pod as the scheduler sends it (the decision
+annotations the controller wrote) and on in-memory caches, so every call is a lookup: no API call,
+no scheduling work on the request path.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from armada_bridge import keys
+from extender import admission, intent
+from extender.controller import Controller
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 64 * 1024 * 1024  # a full node list of a large cluster still fits
+
+
+class _Meta(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str = Field(min_length=1)
+    namespace: str = ""
+    uid: str = ""
+    annotations: dict[str, str] | None = None
+    labels: dict[str, str] | None = None
+
+
+class _Pod(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    metadata: _Meta
+
+
+class _NodeMeta(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    metadata: _Meta
+
+
+class _NodeList(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    items: list[_NodeMeta] = Field(default_factory=list)
+
+
+class ExtenderArgs(BaseModel):
+    """kube-scheduler's ExtenderArgs (Go field names, no json tags: `Pod`, `Nodes`, `NodeNames`)."""
+
+    model_config = ConfigDict(extra="ignore")
+    Pod: _Pod
+    Nodes: _NodeList | None = None
+    NodeNames: list[str] | None = None
+
+
+class BadRequest(Exception):
+    pass
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+async def _json(request: web.Request) -> Any:
+    if request.content_type not in ("application/json", ""):
+        raise BadRequest(f"expected Content-Type application/json, got {request.content_type}")
+    try:
+        return await request.json(loads=json.loads)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BadRequest(f"body is not valid JSON: {e}") from None
+
+
+def _args(body: Any) -> ExtenderArgs:
+    try:
+        args = ExtenderArgs.model_validate(body)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise BadRequest(f"not an ExtenderArgs object: {where}: {first['msg']}") from None
+    if args.NodeNames is None and args.Nodes is None:
+        raise BadRequest("ExtenderArgs needs NodeNames (nodeCacheCapable) or Nodes")
+    return args
+
+
+class Api:
+    def __init__(self, controller: Controller, *, scheduler_name: str | None = None) -> None:
+        self.c = controller
+        self.scheduler_name = scheduler_name
+
+    # ------------------------------------------------------------------ helpers
+    def _virtual_nodes(self) -> dict[str, str]:
+        """virtual node name -> remote cluster name."""
+        out = {}
+        for n in self.c.vnodes.items():
+            labels = n["metadata"].get("labels") or {}
+            if labels.get(keys.NODE_TYPE_LABEL) == keys.NODE_TYPE_VIRTUAL:
+                out[n["metadata"]["name"]] = labels.get(keys.CLUSTER_LABEL, n["metadata"]["name"])
+        return out
+
+    def _managed(self, pod: dict[str, Any]) -> bool:
+        ns = pod["metadata"].get("namespace") or ""
+        pgs = self.c.podgroups_of(pod)
+        ns_obj = self.c.namespaces.get(ns)
+        ns_labels = (ns_obj or {}).get("metadata", {}).get("labels") or {}
+        queue, _ = intent.queue_of(pod, volcano_podgroup=pgs["volcano"], namespace_labels=ns_labels)
+        return queue is not None
+
+    def decide(self, pod: dict[str, Any], names: list[str]) -> tuple[list[str], dict[str, str]]:
+        """(nodes that pass, node -> why not) for one pod and the candidate node names."""
+        virtual = self._virtual_nodes()
+        if not self._managed(pod):
+            why = "armada-bridge: virtual nodes run only pods with a queue"
+            return [n for n in names if n not in virtual], {n: why for n in names if n in virtual}
+        annotations = pod["metadata"].get("annotations") or {}
+        cluster = annotations.get(keys.ASSIGNED_CLUSTER)
+        if cluster:
+            target = [n for n, c in virtual.items() if c == cluster]
+            passing = [n for n in names if n in target]
+            why = f"armada-bridge admitted this pod to remote cluster {cluster}"
+            failed = {n: why for n in names if n not in passing}
+            return passing, failed
+        uid = pod["metadata"].get("uid") or ""
+        self.c.nudge(pod)
+        why = f"armada-bridge: {self.c.reason_for(uid)}"
+        return [], {n: why for n in names}
+
+    # ------------------------------------------------------------------ routes
+    async def filter(self, request: web.Request) -> web.Response:
+        args = _args(await _json(request))
+        pod = args.Pod.model_dump(mode="json")
+        if args.NodeNames is not None:
+            passing, failed = self.decide(pod, args.NodeNames)
+            return web.json_response(
+                {"NodeNames": passing, "FailedNodes": {}, "FailedAndUnresolvableNodes": failed, "Error": ""}
+            )
+        assert args.Nodes is not None
+        nodes = {n.metadata.name: n.model_dump(mode="json") for n in args.Nodes.items}
+        passing, failed = self.decide(pod, list(nodes))
+        return web.json_response(
+            {
+                "Nodes": {"metadata": {}, "items": [nodes[n] for n in passing]},
+                "FailedNodes": {},
+                "FailedAndUnresolvableNodes": failed,
+                "Error": "",
+            }
+        )
+
+    async def prioritize(self, request: web.Request) -> web.Response:
+        args = _args(await _json(request))
+        pod = args.Pod.model_dump(mode="json")
+        names = args.NodeNames if args.NodeNames is not None else [n.metadata.name for n in args.Nodes.items]  # type: ignore[union-attr]
+        passing, _ = self.decide(pod, names)
+        return web.json_response([{"Host": n, "Score": 10 if n in passing else 0} for n in names])
+
+    async def mutate(self, request: web.Request) -> web.Response:
+        review = await _json(request)
+        try:
+            pod = admission.pod_of(review)
+            managed = pod is not None and self._managed(pod)
+            answer = admission.admission_response(review, managed=managed, scheduler_name=self.scheduler_name)
+        except admission.AdmissionError as e:
+            self.c.metrics.webhook_errors.inc()
+            raise BadRequest(str(e)) from None
+        return web.json_response(answer)
+
+    async def healthz(self, _request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(self, _request: web.Request) -> web.Response:
+        waiting = [i.name for i in self.c.informers if not i.synced.is_set()]
+        if waiting:
+            return web.Response(status=503, text=f"informers not synced: {', '.join(waiting)}")
+        return web.Response(text="ok")
+
+    async def metrics(self, _request: web.Request) -> web.Response:
+        body = generate_latest(self.c.metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _instrument(api: Api, name: str, handler: Handler) -> Handler:
+    async def wrapped(request: web.Request) -> web.StreamResponse:
+        t0 = time.perf_counter()
+        try:
+            return await handler(request)
+        except BadRequest as e:
+            api.c.metrics.request_errors.labels(endpoint=name, code="400").inc()
+            return _error(400, str(e))
+        except web.HTTPException as e:
+            api.c.metrics.request_errors.labels(endpoint=name, code=str(e.status)).inc()
+            return _error(e.status, e.reason)
+        finally:
+            api.c.metrics.request_seconds.labels(endpoint=name).observe(time.perf_counter() - t0)
+
+    return wrapped
+
+
+def make_app(api: Api) -> web.Application:
+    app = web.Application(client_max_size=MAX_BODY)
+    post: dict[str, Handler] = {"/filter": api.filter, "/prioritize": api.prioritize, "/mutate": api.mutate}
+    get: dict[str, Handler] = {"/healthz": api.healthz, "/readyz": api.readyz, "/metrics": api.metrics}
+    for path, h in post.items():
+        app.router.add_post(path, _instrument(api, path.strip("/"), h))
+    for path, h in get.items():
+        app.router.add_get(path, _instrument(api, path.strip("/"), h))
+    return app
