@@ -18,9 +18,12 @@ CRDS_DIR = versions.REPO_ROOT / "manifests" / "crds"
 DEV_MANIFESTS_DIR = versions.REPO_ROOT / "manifests" / "dev"
 
 
-def kubectl(bins: Binaries, kubeconfig: Path, *args: str, timeout: float = 60) -> str:
+def kubectl(
+    bins: Binaries, kubeconfig: Path, *args: str, timeout: float = 60, stdin: str | None = None
+) -> str:
     r = subprocess.run(
         [str(bins.kubectl), "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,

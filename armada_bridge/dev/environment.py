@@ -30,13 +30,16 @@ from armada_bridge.dev import binaries as binaries_mod
 from armada_bridge.dev import bridge
 from armada_bridge.dev import nodes as nodes_mod
 from armada_bridge.dev.components import Supervisor
-from armada_bridge.dev.kwok_cluster import ClusterError, KwokCluster
+from armada_bridge.dev.kwok_cluster import PORT_OPTIONS, ClusterError, KwokCluster, free_ports
 from armada_bridge.dev.names import FRONT, remote_name
 from armada_bridge.dev.procs import kill_and_wait, pids_under
 
 SCHEDULER_CONFIG_TEMPLATE = versions.REPO_ROOT / "manifests" / "scheduler" / "kube-scheduler-config.yaml"
 DEFAULT_WORKERS = 2
 DEFAULT_NODES = 4
+# Loopback ports of the bridge's processes, chosen once per environment: the front cluster's
+# scheduler configuration and webhook configuration name them.
+BRIDGE_PORTS = ("extender", "webhook", "kubelet")
 
 
 def default_state_dir() -> Path:
@@ -133,8 +136,15 @@ class Environment:
                 if name not in wanted:
                     log(f"{name}: not part of a {workers}-remote environment, deleting")
                     self.cluster(name, bins).delete()
-            self.settings_file.write_text(json.dumps({"workers": workers, "nodes": nodes}))
-            self._write_scheduler_config()
+            # Every port this run may need, drawn at once so no two are the same: the bridge's own
+            # (kept for the environment's life) and each cluster's, should it have to be (re)created.
+            fresh = iter(free_ports(len(BRIDGE_PORTS) + len(PORT_OPTIONS) * len(wanted)))
+            ports = previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
+            cluster_ports = {n: [next(fresh) for _ in PORT_OPTIONS] for n in wanted}
+            self.settings_file.write_text(json.dumps({"workers": workers, "nodes": nodes, "ports": ports}))
+            if self._write_scheduler_config(ports["extender"]) and self.cluster(FRONT, bins).exists():
+                log("front: kube-scheduler configuration changed, recreating the front cluster")
+                self.cluster(FRONT, bins).delete()
             if previous.get("nodes") not in (None, nodes):
                 log(f"node count changed {previous.get('nodes')} -> {nodes}: recreating remote clusters")
                 for name in wanted[1:]:
@@ -153,7 +163,7 @@ class Environment:
                     log(
                         f"{name}: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok"
                     )
-                    c.create()
+                    c.create(cluster_ports[name])
                     c.wait_healthy(60)
                     log(f"{name}: control plane ready in {time.monotonic() - t0:.1f}s")
                 manifests = nodes_mod.front_nodes() if name == FRONT else nodes_mod.remote_nodes(name, nodes)
@@ -167,12 +177,21 @@ class Environment:
         log(f"environment up in {time.monotonic() - started:.1f}s (state: {self.state_dir})")
         return self.status()
 
-    def _write_scheduler_config(self) -> None:
+    def _write_scheduler_config(self, extender_port: int) -> bool:
+        """The repo's front scheduler configuration, pointed at the local extender; True if it changed."""
         cfg = yaml.safe_load(SCHEDULER_CONFIG_TEMPLATE.read_text())
+        for ext in cfg.get("extenders", []):
+            ext["urlPrefix"] = f"http://127.0.0.1:{extender_port}"
         target = self.state_dir / "front-kube-scheduler-config.yaml"
         text = yaml.safe_dump(cfg, sort_keys=False)
-        if not target.is_file() or target.read_text() != text:
-            target.write_text(text)
+        if target.is_file() and target.read_text() == text:
+            return False
+        target.write_text(text)
+        return True
+
+    def port(self, name: str) -> int:
+        """A port of the bridge's own processes (BRIDGE_PORTS), fixed for the environment's life."""
+        return int(self.settings()["ports"][name])
 
     @staticmethod
     def _ensure_nodes(kubeconfig: Path, manifests: list[dict[str, Any]], timeout: float = 60) -> None:

@@ -1,0 +1,94 @@
+"""The extender in the dev environment: serving certificate, webhook registration, the process."""
+
+from __future__ import annotations
+
+import base64
+import sys
+from typing import TYPE_CHECKING
+
+import yaml
+
+from armada_bridge import keys
+from armada_bridge.dev.binaries import Binaries
+from armada_bridge.dev.certs import ensure_serving_cert
+from armada_bridge.dev.components import Component
+from armada_bridge.dev.names import FRONT
+
+if TYPE_CHECKING:
+    from armada_bridge.dev.environment import Environment
+
+WEBHOOK_NAME = "armada-bridge"
+
+
+def webhook_configuration(url: str, ca_pem: bytes) -> dict[str, object]:
+    """Pods are created as usual when the webhook is down (failurePolicy Ignore); the extender then
+    reports such managed pods, which it cannot run, with an Event."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": WEBHOOK_NAME},
+        "webhooks": [
+            {
+                "name": f"pods.{keys.GROUP}",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Ignore",
+                "reinvocationPolicy": "IfNeeded",
+                "timeoutSeconds": 5,
+                "clientConfig": {"url": url, "caBundle": base64.b64encode(ca_pem).decode()},
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                        "scope": "Namespaced",
+                    }
+                ],
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {
+                            "key": "kubernetes.io/metadata.name",
+                            "operator": "NotIn",
+                            "values": ["kube-system", keys.SYSTEM_NAMESPACE],
+                        }
+                    ]
+                },
+            }
+        ],
+    }
+
+
+def setup(env: Environment, bins: Binaries) -> None:
+    from armada_bridge.dev.bridge import kubectl
+
+    front = env.kubeconfig(FRONT)
+    cert = ensure_serving_cert(env.state_dir / "extender", "armada-bridge-extender")
+    port, webhook_port = env.port("extender"), env.port("webhook")
+    component = Component(
+        name="extender",
+        argv=[
+            sys.executable,
+            "-m",
+            "extender",
+            "--kubeconfig",
+            str(front),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--webhook-listen",
+            f"127.0.0.1:{webhook_port}",
+            "--tls-cert",
+            str(cert.cert),
+            "--tls-key",
+            str(cert.key),
+            "--identity",
+            "dev-extender",
+        ],
+        ready_url=f"http://127.0.0.1:{port}/readyz",
+    )
+    env.supervisor.ensure(component)
+    env.supervisor.wait_ready(component)
+    config = webhook_configuration(f"https://127.0.0.1:{webhook_port}/mutate", cert.ca.read_bytes())
+    kubectl(
+        bins, front, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump(config)
+    )
