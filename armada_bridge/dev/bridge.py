@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from armada_bridge import versions
+from armada_bridge.dev import vkubelet_setup
 from armada_bridge.dev.binaries import Binaries
 from armada_bridge.dev.names import FRONT
 
@@ -62,3 +63,4 @@ def install(env: Environment, bins: Binaries) -> None:
     front = env.kubeconfig(FRONT)
     install_crds(bins, front)
     apply_dir(bins, front, DEV_MANIFESTS_DIR)
+    vkubelet_setup.setup(env, bins)

@@ -1,0 +1,180 @@
+"""The vkubelet in the dev environment: remote clusters registered as RemoteClusters, the process,
+and the KWOK configuration that lets `kubectl logs` reach something in the remote clusters."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+from armada_bridge import keys, versions
+from armada_bridge.dev.binaries import Binaries
+from armada_bridge.dev.components import Component
+from armada_bridge.dev.kwok_cluster import free_ports
+from armada_bridge.dev.names import FRONT
+
+if TYPE_CHECKING:
+    from armada_bridge.dev.environment import Environment
+
+COMPONENT = "vkubelet"
+# What every simulated container of the remote clusters "printed" (CRI log format, as KWOK reads it).
+REMOTE_LOG_LINES = (
+    "hello from the remote cluster",
+    "armada-bridge vkubelet log line 2",
+    "armada-bridge vkubelet log line 3",
+)
+
+
+def remote_kwok_config(state_dir: Path) -> list[dict[str, Any]]:
+    """Extra kwokctl documents for remote clusters: a ClusterLogs for every pod (KWOK serves it
+    from its kubelet port, which the remote kube-apiserver proxies `pods/log` to)."""
+    log_file = state_dir / "vkubelet" / "remote-container.log"
+    if not log_file.is_file():
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        log_file.write_text(
+            "".join(
+                f"2026-01-01T00:00:0{i}.000000000Z stdout F {line}\n"
+                for i, line in enumerate(REMOTE_LOG_LINES)
+            )
+        )
+    return [
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterLogs",
+            "metadata": {"name": "armada-bridge-remote-logs"},
+            "spec": {
+                "logs": [{"logsFile": str(log_file), "previousLogsFile": str(log_file), "follow": True}]
+            },
+        }
+    ]
+
+
+def front_apiserver_args(front_workdir: Path) -> list[str]:
+    """kwokctl --extra-args for the front kube-apiserver: present a client certificate to kubelets
+    (kwokctl sets none), so the vkubelet's kubelet API can authenticate it."""
+    pki = front_workdir / "pki"
+    return [
+        f"kube-apiserver=kubelet-client-certificate={pki / 'admin.crt'}",
+        f"kube-apiserver=kubelet-client-key={pki / 'admin.key'}",
+    ]
+
+
+def inline_kubeconfig(path: Path) -> dict[str, Any]:
+    """The kubeconfig at `path` with certificate files replaced by their data (fit for a Secret)."""
+    cfg = yaml.safe_load(path.read_text())
+    pairs = (
+        ("clusters", "cluster", "certificate-authority"),
+        ("users", "user", "client-certificate"),
+        ("users", "user", "client-key"),
+    )
+    for section, inner, field in pairs:
+        for entry in cfg.get(section) or []:
+            body = entry.get(inner) or {}
+            file = body.pop(field, None)
+            if file:
+                p = Path(file) if Path(file).is_absolute() else path.parent / file
+                body[f"{field}-data"] = base64.b64encode(p.read_bytes()).decode()
+    return dict(cfg)
+
+
+def _upsert_secret(core: k8s.CoreV1Api, name: str, kubeconfig: dict[str, Any]) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": name,
+            "namespace": keys.SYSTEM_NAMESPACE,
+            "labels": {keys.MANAGED_BY_LABEL: keys.MANAGED_BY_VALUE},
+        },
+        "type": "Opaque",
+        "data": {keys.KUBECONFIG_SECRET_KEY: base64.b64encode(yaml.safe_dump(kubeconfig).encode()).decode()},
+    }
+    try:
+        current = core.read_namespaced_secret(name, keys.SYSTEM_NAMESPACE)
+        if (current.data or {}) != body["data"]:
+            core.replace_namespaced_secret(name, keys.SYSTEM_NAMESPACE, body)
+    except ApiException as e:
+        if e.status != 404:
+            raise
+        core.create_namespaced_secret(keys.SYSTEM_NAMESPACE, body)
+
+
+def _upsert_remote_cluster(custom: k8s.CustomObjectsApi, name: str, secret: str) -> None:
+    body = {
+        "apiVersion": keys.API_VERSION,
+        "kind": "RemoteCluster",
+        "metadata": {"name": name},
+        "spec": {"kubeconfigSecret": {"name": secret}},
+    }
+    try:
+        custom.create_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters", body)
+    except ApiException as e:
+        if e.status != 409:
+            raise
+
+
+def kubelet_port(env: Environment) -> int:
+    """The environment's port for the kubelet API (never 10250: a second environment may run)."""
+    try:
+        return env.port("kubelet")
+    except (KeyError, AttributeError):
+        pass
+    port_file = env.state_dir / "vkubelet" / "port"
+    if port_file.is_file():
+        return int(port_file.read_text())
+    port = free_ports(1)[0]
+    port_file.parent.mkdir(parents=True, exist_ok=True)
+    port_file.write_text(str(port))
+    return port
+
+
+def component(env: Environment) -> Component:
+    port = kubelet_port(env)
+    return Component(
+        name=COMPONENT,
+        argv=[
+            sys.executable,
+            "-m",
+            "vkubelet",
+            "--kubeconfig",
+            str(env.kubeconfig(FRONT)),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--node-address",
+            "127.0.0.1",
+            "--cert-dir",
+            str(env.state_dir / "vkubelet" / "certs"),
+        ],
+        env={"PYTHONPATH": str(versions.REPO_ROOT)},
+        ready_url=f"https://127.0.0.1:{port}/readyz",
+    )
+
+
+def setup(env: Environment, bins: Binaries) -> None:
+    """Register every remote cluster of `env` (Secret + RemoteCluster) and run the vkubelet."""
+    from armada_bridge.dev.environment import api_client
+
+    with api_client(env.kubeconfig(FRONT)) as api:
+        core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
+        for name in env.cluster_names():
+            if name == FRONT:
+                continue
+            kubeconfig = env.cluster(name, bins).kubeconfig
+            if not kubeconfig.is_file():
+                continue
+            secret = f"{name}-kubeconfig"
+            _upsert_secret(core, secret, inline_kubeconfig(kubeconfig))
+            _upsert_remote_cluster(custom, name, secret)
+    c = component(env)
+    env.supervisor.ensure(c)
+    env.supervisor.wait_ready(c)
+
+
+def describe(env: Environment) -> str:
+    return json.dumps({"port": kubelet_port(env), "pid": env.supervisor.pid(COMPONENT)})

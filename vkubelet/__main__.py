@@ -1,0 +1,137 @@
+"""`python -m vkubelet`: every RemoteCluster of the front cluster as a virtual node running its pods."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import tempfile
+from pathlib import Path
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from armada_bridge.kube import Kube, load_config
+from vkubelet import certs
+from vkubelet.agent import NodeEndpoint
+from vkubelet.kubelet_api import KubeletApi
+from vkubelet.manager import Manager
+from vkubelet.metrics import METRICS
+
+log = logging.getLogger("vkubelet")
+
+
+def _host_port(value: str, default_host: str = "0.0.0.0") -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    return host or default_host, int(port)
+
+
+def default_node_address() -> str:
+    """$VKUBELET_POD_IP (set from the downward API), else this host's address."""
+    ip = os.environ.get("VKUBELET_POD_IP")
+    if ip:
+        return ip
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m vkubelet", description=__doc__)
+    p.add_argument("--kubeconfig", help="front cluster kubeconfig (default: $KUBECONFIG, else in-cluster)")
+    p.add_argument("--listen", default="0.0.0.0:10250", help="kubelet API address (TLS) [%(default)s]")
+    p.add_argument(
+        "--node-address",
+        default=None,
+        help="InternalIP the virtual nodes publish; front's kube-apiserver dials it (default: $VKUBELET_POD_IP)",
+    )
+    p.add_argument(
+        "--tls-cert-file", type=Path, help="kubelet API serving certificate (default: self-signed)"
+    )
+    p.add_argument("--tls-private-key-file", type=Path)
+    p.add_argument("--cert-dir", type=Path, default=None, help="where the self-signed certificate is kept")
+    p.add_argument(
+        "--client-ca-file",
+        type=Path,
+        help="CA for client certificates (default: the front cluster's, from kube-system/extension-apiserver-authentication)",
+    )
+    p.add_argument(
+        "--metrics-listen", default="0.0.0.0:10255", help="plain HTTP /metrics and /healthz [%(default)s]"
+    )
+    p.add_argument(
+        "--workers", type=int, default=16, help="concurrent pod reconciles per remote cluster [%(default)s]"
+    )
+    p.add_argument("--log-level", default="INFO")
+    return p.parse_args(argv)
+
+
+async def _metrics_app() -> web.Application:
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(
+            body=generate_latest(METRICS.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+async def run(args: argparse.Namespace) -> None:
+    front = Kube(load_config(args.kubeconfig), timeout=30, user_agent="armada-bridge-vkubelet")
+    host, port = _host_port(args.listen)
+    address = args.node_address or default_node_address()
+    manager = Manager(front, NodeEndpoint(address, port), workers=args.workers)
+
+    if args.tls_cert_file and args.tls_private_key_file:
+        cert, key = args.tls_cert_file, args.tls_private_key_file
+    else:
+        cert_dir = args.cert_dir or Path(tempfile.gettempdir()) / "armada-bridge-vkubelet"
+        cert, key = certs.self_signed(cert_dir, "vkubelet", [address, "localhost", socket.gethostname()])
+    client_ca = args.client_ca_file.read_text() if args.client_ca_file else await certs.front_client_ca(front)
+    ssl_ctx = certs.server_context(cert, key, client_ca)
+
+    api = KubeletApi(front, manager, ready=manager.clusters.synced.is_set)
+    kubelet = web.AppRunner(api.app(), access_log=None)
+    await kubelet.setup()
+    await web.TCPSite(kubelet, host, port, ssl_context=ssl_ctx).start()
+    runners = [kubelet]
+    if args.metrics_listen:
+        mhost, mport = _host_port(args.metrics_listen)
+        metrics = web.AppRunner(await _metrics_app(), access_log=None)
+        await metrics.setup()
+        await web.TCPSite(metrics, mhost, mport).start()
+        runners.append(metrics)
+    log.info("kubelet API on https://%s:%d (node address %s)", host, port, address)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    task = asyncio.create_task(manager.run())
+    try:
+        await asyncio.wait([task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            task.result()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        for runner in runners:
+            await runner.cleanup()
+        await front.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,362 @@
+"""Everything the vkubelet does for one RemoteCluster: its own remote client and informers, its
+virtual node, its pods, mirrors and events. Agents share nothing that one broken cluster could
+block: each runs in its own tasks and fails alone."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from armada_bridge import keys
+from armada_bridge.kube import (
+    CONFIGMAPS,
+    NAMESPACES,
+    NODES,
+    PODS,
+    SECRETS,
+    SERVICEACCOUNTS,
+    SERVICES,
+    ApiError,
+    Kube,
+    load_config,
+)
+from armada_bridge.kube.informer import Informer
+from armada_bridge.kube.resources import CORE_EVENTS
+from vkubelet import deps
+from vkubelet.events import Recorder, pod_ref
+from vkubelet.metrics import METRICS
+from vkubelet.mirror import FrontObjects, Mirrors
+from vkubelet.node import Capacity, NodeClient, node_status, now, remote_capacity, rfc3339, status_differs
+from vkubelet.pods import PodController
+from vkubelet.remotecluster import REMOTECLUSTERS, RemoteClusterSpec
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+PING_SECONDS = 5.0
+PING_TIMEOUT = 5.0
+FAILED_PINGS_BEFORE_NOT_READY = 2
+LEASE_RENEW_SECONDS = 10.0
+STATUS_REFRESH_SECONDS = 60.0
+CLUSTER_STATUS_REFRESH_SECONDS = 30.0
+MIRROR_RESYNC_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class NodeEndpoint:
+    address: str
+    port: int
+
+
+class ClusterAgent:
+    def __init__(
+        self,
+        name: str,
+        spec: RemoteClusterSpec,
+        generation: int,
+        front: Kube,
+        front_objects: FrontObjects,
+        endpoint: NodeEndpoint,
+        workers: int,
+    ) -> None:
+        self.name = name
+        self.spec = spec
+        self.generation = generation
+        self.front = front
+        self.front_objects = front_objects
+        self.endpoint = endpoint
+        self.workers = workers
+        self.node = NodeClient(front, name)
+        self.recorder = Recorder(front, name)
+        self.remote: Kube | None = None
+        self.pods: PodController | None = None
+        self.mirror_dirty = asyncio.Event()
+        self.reachable = False
+        self.problem = ("Starting", "connecting to the remote cluster")
+        self._failed_pings = 0
+        self._informers: list[Informer] = []
+        self._event_tasks: set[asyncio.Task[None]] = set()
+
+    # ---------------------------------------------------------------- entry
+    async def run(self) -> None:
+        tasks = [asyncio.create_task(self._node_loop(), name=f"{self.name}/node")]
+        try:
+            while True:
+                try:
+                    await self._run_remote()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:
+                    self.reachable = False
+                    self.problem = ("RemoteError", f"{type(e).__name__}: {e}")
+                    log.exception("%s: agent failed; restarting in 10s", self.name)
+                finally:
+                    if self.remote is not None:
+                        await self.remote.close()
+                        self.remote = None
+                await asyncio.sleep(10)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def on_remote_error(self, op: str) -> None:
+        METRICS.remote_errors.labels(self.name, op).inc()
+
+    async def _load_remote(self) -> Kube:
+        ref = self.spec.kubeconfig_secret
+        try:
+            secret = await self.front.get(SECRETS, ref.name, ref.namespace)
+        except ApiError as e:
+            raise RuntimeError(f"Secret {ref.namespace}/{ref.name}: {e.message}") from e
+        raw = (secret.get("data") or {}).get(ref.key)
+        if not raw:
+            raise RuntimeError(f"Secret {ref.namespace}/{ref.name} has no key {ref.key!r}")
+        config = yaml.safe_load(base64.b64decode(raw))
+        return Kube(load_config(config), timeout=30, user_agent=f"armada-bridge-vkubelet/{self.name}")
+
+    async def _run_remote(self) -> None:
+        try:
+            self.remote = await self._load_remote()
+        except Exception as e:
+            self.problem = ("KubeconfigError", str(e))
+            raise
+        remote = self.remote
+        ns = None
+        front_pods = Informer(
+            self.front, PODS, field_selector=f"spec.nodeName={self.name}", name=f"{self.name}/front-pods"
+        )
+        remote_pods = Informer(remote, PODS, label_selector=keys.FRONT_UID, name=f"{self.name}/pods")
+        foreign_pods = Informer(
+            remote,
+            PODS,
+            label_selector=f"!{keys.FRONT_UID}",
+            field_selector="status.phase!=Succeeded,status.phase!=Failed",
+            name=f"{self.name}/foreign-pods",
+        )
+        nodes = Informer(remote, NODES, name=f"{self.name}/nodes")
+        namespaces = Informer(remote, NAMESPACES, name=f"{self.name}/namespaces")
+        events = Informer(
+            remote, CORE_EVENTS, ns, field_selector="involvedObject.kind=Pod", name=f"{self.name}/events"
+        )
+        managed_selector = f"{keys.MANAGED_BY_LABEL}={keys.MANAGED_BY_VALUE}"
+        managed = {
+            kind: Informer(remote, r, label_selector=managed_selector, name=f"{self.name}/{r.plural}")
+            for kind, r in (
+                (deps.CONFIGMAP, CONFIGMAPS),
+                (deps.SECRET, SECRETS),
+                (deps.SERVICEACCOUNT, SERVICEACCOUNTS),
+                (deps.SERVICE, SERVICES),
+            )
+        }
+        mirrors = Mirrors(self.name, remote, self.front_objects, managed, namespaces, self.on_remote_error)
+        pods = PodController(
+            self.name,
+            self.spec,
+            self.front,
+            remote,
+            front_pods,
+            remote_pods,
+            mirrors,
+            self.recorder,
+            self.on_remote_error,
+        )
+        self.pods = pods
+        self.mirrors = mirrors
+        self.nodes, self.foreign_pods, self.remote_pods = nodes, foreign_pods, remote_pods
+        self._informers = [
+            front_pods,
+            remote_pods,
+            foreign_pods,
+            nodes,
+            namespaces,
+            events,
+            *managed.values(),
+        ]
+        events.add_handler(self._on_remote_event)
+        front_pods.add_handler(lambda kind, pod: self.mirror_dirty.set() if kind != "ADDED" else None)
+        tasks = [asyncio.create_task(i.run(), name=i.name) for i in self._informers]
+        try:
+            await asyncio.gather(*(i.synced.wait() for i in self._informers))
+            log.info(
+                "%s: informers synced (%d remote nodes, %d bridge pods)",
+                self.name,
+                len(nodes.cache),
+                len(remote_pods.cache),
+            )
+            tasks.append(asyncio.create_task(pods.run(self.workers), name=f"{self.name}/pods"))
+            tasks.append(asyncio.create_task(self._mirror_loop(), name=f"{self.name}/mirrors"))
+            # Any task ending means something broke: let run() restart the remote side.
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                t.result()
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self.pods = None
+
+    # ---------------------------------------------------------------- mirrors
+    async def _mirror_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.mirror_dirty.wait(), MIRROR_RESYNC_SECONDS)
+            self.mirror_dirty.clear()
+            await asyncio.sleep(0.2)  # let a burst of changes settle
+            if self.pods is None or not self.reachable:
+                continue
+            try:
+                await self.mirrors.sync(self.pods.live_front_pods())
+            except (ApiError, OSError, TimeoutError) as e:
+                self.on_remote_error("mirror")
+                log.warning("%s: mirror sync: %s", self.name, e)
+                await asyncio.sleep(1)
+                self.mirror_dirty.set()
+
+    # ---------------------------------------------------------------- events
+    def _on_remote_event(self, kind: str, event: Obj, attempt: int = 0) -> None:
+        if kind == "DELETED" or self.pods is None:
+            return
+        inv = event.get("involvedObject") or {}
+        pod = self.pods.remote_pods.get(inv.get("name", ""), inv.get("namespace"))
+        if pod is None or (inv.get("uid") and pod["metadata"]["uid"] != inv.get("uid")):
+            if attempt < 3:  # the Event may come before the pod reaches our cache
+                asyncio.get_running_loop().call_later(1.0, self._on_remote_event, kind, event, attempt + 1)
+            return
+        uid = (pod["metadata"].get("labels") or {}).get(keys.FRONT_UID)
+        front = self.pods.front_pod(uid) if uid else None
+        if front is None:
+            return
+        task = asyncio.create_task(self._reflect(event, pod_ref(front)))
+        self._event_tasks.add(task)
+        task.add_done_callback(self._event_tasks.discard)
+
+    async def _reflect(self, event: Obj, ref: Obj) -> None:
+        try:
+            await self.recorder.reflect(event, ref)
+        except (ApiError, OSError, TimeoutError) as e:
+            log.debug("%s: reflecting event: %s", self.name, e)
+
+    # ---------------------------------------------------------------- node
+    async def _ping(self) -> bool:
+        if self.remote is None:
+            return False
+        try:
+            await self.remote.request("GET", "/version", timeout=PING_TIMEOUT)
+            if self.pods is None:
+                self.problem = ("Syncing", "listing the remote cluster's nodes and pods")
+                return False
+            return True
+        except (ApiError, OSError, TimeoutError) as e:
+            self.on_remote_error("ping")
+            self.problem = ("RemoteUnreachable", f"the remote API does not answer: {type(e).__name__}: {e}")
+            return False
+
+    def _capacity(self) -> Capacity:
+        if self.pods is None:
+            return Capacity({}, {}, 0)
+        return remote_capacity(self.nodes.items(), self.foreign_pods.items())
+
+    async def _node_loop(self) -> None:
+        node: Obj | None = None
+        last_lease = 0.0
+        last_status = 0.0
+        last_cluster_status = 0.0
+        cluster_status: Obj = {}
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                ok = await self._ping()
+                self._failed_pings = 0 if ok else self._failed_pings + 1
+                was = self.reachable
+                self.reachable = ok or (self.reachable and self._failed_pings < FAILED_PINGS_BEFORE_NOT_READY)
+                if self.reachable and not was:
+                    log.info("%s: remote cluster reachable", self.name)
+                    if self.pods is not None:
+                        self.pods.enqueue_all()
+                        self.mirror_dirty.set()
+                elif was and not self.reachable:
+                    log.warning("%s: remote cluster unreachable: %s", self.name, self.problem[1])
+                METRICS.cluster_ready.labels(self.name).set(1 if self.reachable else 0)
+                if node is None or loop.time() - last_status > STATUS_REFRESH_SECONDS:
+                    node = await self.node.ensure(self.spec)
+                capacity = self._capacity()
+                reason, message = (
+                    ("RemoteClusterReady", f"remote cluster {self.name} answers")
+                    if self.reachable
+                    else self.problem
+                )
+                want = node_status(
+                    ready=self.reachable,
+                    reason=reason,
+                    message=message,
+                    capacity=capacity,
+                    address=self.endpoint.address,
+                    port=self.endpoint.port,
+                    heartbeat=now(),
+                    previous=node,
+                )
+                t = loop.time()
+                if status_differs(node.get("status") or {}, want) or t - last_status > STATUS_REFRESH_SECONDS:
+                    node = await self.node.update_status(want)
+                    last_status = t
+                if self.reachable and t - last_lease > LEASE_RENEW_SECONDS:
+                    await self.node.renew_lease(node["metadata"]["uid"])
+                    last_lease = t
+                pods = self.pods.report() if self.pods is not None else 0
+                cs = self._cluster_status(reason, message, capacity, pods)
+                if cs != cluster_status or t - last_cluster_status > CLUSTER_STATUS_REFRESH_SECONDS:
+                    await self._write_cluster_status(cs)
+                    cluster_status, last_cluster_status = cs, t
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.warning("%s: node update failed: %s: %s", self.name, type(e).__name__, e)
+                node = None
+            await asyncio.sleep(PING_SECONDS)
+
+    def _cluster_status(self, reason: str, message: str, capacity: Capacity, pods: int) -> Obj:
+        return {
+            "ready": self.reachable,
+            "reason": reason,
+            "message": message,
+            "capacity": capacity.capacity,
+            "allocatable": capacity.allocatable,
+            "nodeCount": capacity.nodes,
+            "pods": pods,
+        }
+
+    async def _write_cluster_status(self, cs: Obj) -> None:
+        t = rfc3339(now())
+        status: Obj = {
+            "observedGeneration": self.generation,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if cs["ready"] else "False",
+                    "reason": cs["reason"],
+                    "message": cs["message"][:1000],
+                    "lastTransitionTime": t,
+                    "observedGeneration": self.generation,
+                }
+            ],
+            "capacity": cs["capacity"],
+            "allocatable": cs["allocatable"],
+            "nodeCount": cs["nodeCount"],
+            "pods": cs["pods"],
+        }
+        if cs["ready"]:
+            status["lastSyncTime"] = t
+        current = await self.front.get_or_none(REMOTECLUSTERS, self.name)
+        if current is None:
+            return
+        for c in (current.get("status") or {}).get("conditions") or []:
+            if c.get("type") == "Ready" and c.get("status") == status["conditions"][0]["status"]:
+                status["conditions"][0]["lastTransitionTime"] = c.get("lastTransitionTime", t)
+        await self.front.patch(REMOTECLUSTERS, self.name, {"status": status}, subresource="status")

@@ -1,0 +1,99 @@
+"""Events on front pods: the vkubelet's own, and the remote pod's Events reflected."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from armada_bridge.kube import ApiError, Kube
+from armada_bridge.kube.resources import CORE_EVENTS
+from vkubelet.node import now, rfc3339
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+COMPONENT = "armada-bridge-vkubelet"
+
+
+def pod_ref(pod: Obj) -> Obj:
+    md = pod["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": md["name"],
+        "namespace": md["namespace"],
+        "uid": md["uid"],
+        "resourceVersion": md.get("resourceVersion", ""),
+    }
+
+
+class Recorder:
+    """Writes core/v1 Events to the front cluster (best effort: a failed Event never fails a sync)."""
+
+    def __init__(self, front: Kube, cluster: str) -> None:
+        self.front = front
+        self.cluster = cluster
+
+    async def pod_event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
+        md = pod["metadata"]
+        t = rfc3339(now())
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{md['name']}.{uuid.uuid4().hex[:16]}", "namespace": md["namespace"]},
+            "involvedObject": pod_ref(pod),
+            "type": type_,
+            "reason": reason,
+            "message": message,
+            "source": {"component": COMPONENT, "host": self.cluster},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.cluster,
+            "firstTimestamp": t,
+            "lastTimestamp": t,
+            "count": 1,
+        }
+        try:
+            await self.front.create(CORE_EVENTS, body)
+        except ApiError as e:
+            log.warning("event %s on %s/%s: %s", reason, md["namespace"], md["name"], e)
+
+    async def reflect(self, remote_event: Obj, front_pod_ref: Obj) -> None:
+        """Create or update the front copy of a remote pod's Event."""
+        md = remote_event["metadata"]
+        name = f"{md['name']}.{self.cluster}"[:253]
+        src = remote_event.get("source") or {}
+        first = remote_event.get("firstTimestamp") or remote_event.get("eventTime") or rfc3339(now())
+        last = remote_event.get("lastTimestamp") or first
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": front_pod_ref["namespace"]},
+            "involvedObject": {
+                **front_pod_ref,
+                "fieldPath": (remote_event.get("involvedObject") or {}).get("fieldPath", ""),
+            },
+            "type": remote_event.get("type", "Normal"),
+            "reason": remote_event.get("reason", ""),
+            "message": f"{remote_event.get('message', '')} (remote cluster {self.cluster})",
+            "source": {
+                "component": src.get("component") or remote_event.get("reportingComponent") or "remote",
+                "host": self.cluster,
+            },
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.cluster,
+            "firstTimestamp": first[:19] + "Z" if len(first) > 20 else first,
+            "lastTimestamp": last[:19] + "Z" if len(last) > 20 else last,
+            "count": remote_event.get("count") or 1,
+        }
+        try:
+            await self.front.create(CORE_EVENTS, body)
+        except ApiError as e:
+            if not e.conflict:
+                raise
+            await self.front.patch(
+                CORE_EVENTS,
+                name,
+                {"count": body["count"], "lastTimestamp": body["lastTimestamp"], "message": body["message"]},
+                front_pod_ref["namespace"],
+            )

@@ -1,0 +1,306 @@
+"""The virtual node of one remote cluster: its object, capacity, conditions and Lease heartbeat.
+
+As the kubelet does: the Lease is renewed only while the remote API answers; when it stops
+answering the node's Ready condition turns False at once (the front node lifecycle controller's
+grace period would take minutes), and both recover when it answers again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from armada_bridge import keys
+from armada_bridge.kube import LEASES, NODES, ApiError, Kube
+from extender.core.resources import QuantityError, parse_quantity
+from vkubelet.remotecluster import RemoteClusterSpec
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+LEASE_NAMESPACE = "kube-node-lease"
+LEASE_SECONDS = 40
+KUBELET_VERSION = "v1.37.2-armada-bridge"
+_MILLI = 1000
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def rfc3339(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def micro_time(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def format_quantity(milli: int, name: str = "") -> str:
+    if milli % _MILLI:
+        return f"{milli}m"
+    units = milli // _MILLI
+    if name == "memory" or name == "ephemeral-storage" or name.startswith("hugepages-"):
+        for suffix, factor in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if units and units % factor == 0:
+                return f"{units // factor}{suffix}"
+    return str(units)
+
+
+def _quantities(values: dict[str, Any] | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for k, v in (values or {}).items():
+        try:
+            out[k] = parse_quantity(v)
+        except QuantityError:
+            continue
+    return out
+
+
+def pod_requests(pod: Obj) -> dict[str, int]:
+    """Effective requests as the scheduler counts them: max(sum of containers, each init) + overhead."""
+    spec = pod.get("spec") or {}
+    total: dict[str, int] = {}
+    for c in spec.get("containers") or []:
+        for k, v in _quantities((c.get("resources") or {}).get("requests")).items():
+            total[k] = total.get(k, 0) + v
+    for c in spec.get("initContainers") or []:
+        for k, v in _quantities((c.get("resources") or {}).get("requests")).items():
+            total[k] = max(total.get(k, 0), v)
+    for k, v in _quantities(spec.get("overhead")).items():
+        total[k] = total.get(k, 0) + v
+    total["pods"] = _MILLI
+    return total
+
+
+def node_usable(node: Obj) -> bool:
+    """Ready, schedulable and not itself a virtual node."""
+    if (node["metadata"].get("labels") or {}).get(keys.NODE_TYPE_LABEL) == keys.NODE_TYPE_VIRTUAL:
+        return False
+    if (node.get("spec") or {}).get("unschedulable"):
+        return False
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return bool(c.get("status") == "True")
+    return False
+
+
+@dataclass(frozen=True)
+class Capacity:
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    nodes: int
+
+
+def remote_capacity(nodes: Iterable[Obj], foreign_pods: Iterable[Obj]) -> Capacity:
+    """Capacity of the usable remote nodes; allocatable minus what pods the bridge did not place use."""
+    usable = [n for n in nodes if node_usable(n)]
+    names = {n["metadata"]["name"] for n in usable}
+    cap: dict[str, int] = {}
+    alloc: dict[str, int] = {}
+    for n in usable:
+        for k, v in _quantities(n["status"].get("capacity")).items():
+            cap[k] = cap.get(k, 0) + v
+        for k, v in _quantities(n["status"].get("allocatable")).items():
+            alloc[k] = alloc.get(k, 0) + v
+    for p in foreign_pods:
+        if (p.get("spec") or {}).get("nodeName") not in names:
+            continue
+        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        if keys.FRONT_UID in (p["metadata"].get("labels") or {}):
+            continue
+        for k, v in pod_requests(p).items():
+            if k in alloc:
+                alloc[k] = max(0, alloc[k] - v)
+    return Capacity(
+        {k: format_quantity(v, k) for k, v in sorted(cap.items())},
+        {k: format_quantity(v, k) for k, v in sorted(alloc.items())},
+        len(usable),
+    )
+
+
+def node_labels(name: str, spec: RemoteClusterSpec) -> dict[str, str]:
+    return {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/role": "agent",
+        "node.kubernetes.io/exclude-from-external-load-balancers": "true",
+        **spec.node_labels,
+        keys.NODE_TYPE_LABEL: keys.NODE_TYPE_VIRTUAL,
+        keys.CLUSTER_LABEL: name,
+    }
+
+
+def bridge_taint() -> Obj:
+    return {
+        "key": keys.VIRTUAL_NODE_TAINT_KEY,
+        "value": keys.VIRTUAL_NODE_TAINT_VALUE,
+        "effect": keys.VIRTUAL_NODE_TAINT_EFFECT,
+    }
+
+
+def node_manifest(name: str, spec: RemoteClusterSpec) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": node_labels(name, spec)},
+        "spec": {"taints": [bridge_taint()], "unschedulable": spec.cordoned},
+    }
+
+
+def spec_patch(node: Obj, name: str, spec: RemoteClusterSpec) -> Obj | None:
+    """A merge patch bringing labels, taint and cordon in line with the spec (None: nothing to do).
+    Taints and a manual `kubectl cordon` that others own are kept."""
+    md = node["metadata"]
+    patch: Obj = {}
+    want_labels = node_labels(name, spec)
+    have_labels = md.get("labels") or {}
+    if any(have_labels.get(k) != v for k, v in want_labels.items()):
+        patch.setdefault("metadata", {})["labels"] = want_labels
+    taints = (node.get("spec") or {}).get("taints") or []
+    if bridge_taint() not in taints:
+        others = [t for t in taints if t.get("key") != keys.VIRTUAL_NODE_TAINT_KEY]
+        patch.setdefault("spec", {})["taints"] = [*others, bridge_taint()]
+    annotations = md.get("annotations") or {}
+    unschedulable = bool((node.get("spec") or {}).get("unschedulable"))
+    if spec.cordoned and (not unschedulable or keys.CORDONED_BY_SPEC not in annotations):
+        patch.setdefault("spec", {})["unschedulable"] = True
+        patch.setdefault("metadata", {})["annotations"] = {keys.CORDONED_BY_SPEC: "true"}
+    elif not spec.cordoned and keys.CORDONED_BY_SPEC in annotations:
+        patch.setdefault("spec", {})["unschedulable"] = False
+        patch.setdefault("metadata", {})["annotations"] = {keys.CORDONED_BY_SPEC: None}
+    return patch or None
+
+
+def node_status(
+    *,
+    ready: bool,
+    reason: str,
+    message: str,
+    capacity: Capacity,
+    address: str,
+    port: int,
+    heartbeat: dt.datetime,
+    previous: Obj | None,
+) -> Obj:
+    """The node's status; a condition keeps its lastTransitionTime while its status is unchanged."""
+    before = {c["type"]: c for c in ((previous or {}).get("status") or {}).get("conditions") or []}
+    stamp = rfc3339(heartbeat)
+
+    def cond(type_: str, status: str, reason_: str, message_: str) -> Obj:
+        prev = before.get(type_)
+        since = prev.get("lastTransitionTime") if prev and prev.get("status") == status else stamp
+        return {
+            "type": type_,
+            "status": status,
+            "reason": reason_,
+            "message": message_,
+            "lastHeartbeatTime": stamp,
+            "lastTransitionTime": since,
+        }
+
+    conditions = [
+        cond("Ready", "True" if ready else "False", reason, message),
+        cond("MemoryPressure", "False", "RemoteClusterManaged", "the remote cluster handles memory pressure"),
+        cond("DiskPressure", "False", "RemoteClusterManaged", "the remote cluster handles disk pressure"),
+        cond("PIDPressure", "False", "RemoteClusterManaged", "the remote cluster handles PID pressure"),
+        cond("NetworkUnavailable", "False", "RemoteClusterManaged", "pods use the remote cluster's network"),
+    ]
+    # With no usable remote node the node still exists, with nothing to offer.
+    allocatable = capacity.allocatable or {"cpu": "0", "memory": "0", "pods": "0"}
+    return {
+        "conditions": conditions,
+        "capacity": capacity.capacity or allocatable,
+        "allocatable": allocatable,
+        "addresses": [{"type": "InternalIP", "address": address}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
+        "nodeInfo": {
+            "architecture": "amd64",
+            "operatingSystem": "linux",
+            "kubeletVersion": KUBELET_VERSION,
+            "kubeProxyVersion": "",
+            "containerRuntimeVersion": "armada-bridge://remote-cluster",
+            "osImage": "remote cluster",
+            "kernelVersion": "",
+            "machineID": "",
+            "systemUUID": "",
+            "bootID": "",
+        },
+    }
+
+
+def status_differs(have: Obj, want: Obj) -> bool:
+    """True when anything but heartbeat times changed."""
+
+    def strip(status: Obj) -> Obj:
+        s = dict(status)
+        s["conditions"] = sorted(
+            ({k: v for k, v in c.items() if k != "lastHeartbeatTime"} for c in s.get("conditions") or []),
+            key=lambda c: str(c.get("type")),
+        )
+        return {
+            k: s.get(k) for k in ("conditions", "capacity", "allocatable", "addresses", "daemonEndpoints")
+        }
+
+    return strip(have) != strip(want)
+
+
+class NodeClient:
+    """Writes the virtual node, its status and its Lease to the front cluster."""
+
+    def __init__(self, front: Kube, name: str) -> None:
+        self.front = front
+        self.name = name
+
+    async def ensure(self, spec: RemoteClusterSpec) -> Obj:
+        node = await self.front.get_or_none(NODES, self.name)
+        if node is None:
+            try:
+                node = await self.front.create(NODES, node_manifest(self.name, spec))
+                log.info("%s: virtual node created", self.name)
+            except ApiError as e:
+                if not e.conflict:
+                    raise
+                node = await self.front.get(NODES, self.name)
+        patch = spec_patch(node, self.name, spec)
+        if patch:
+            node = await self.front.patch(NODES, self.name, patch)
+        return node
+
+    async def update_status(self, status: Obj) -> Obj:
+        return await self.front.patch(NODES, self.name, {"status": status}, subresource="status")
+
+    async def renew_lease(self, node_uid: str) -> None:
+        t = micro_time(now())
+        spec = {"holderIdentity": self.name, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": t}
+        try:
+            await self.front.patch(LEASES, self.name, {"spec": spec}, LEASE_NAMESPACE)
+        except ApiError as e:
+            if not e.not_found:
+                raise
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {
+                    "name": self.name,
+                    "namespace": LEASE_NAMESPACE,
+                    "ownerReferences": [
+                        {"apiVersion": "v1", "kind": "Node", "name": self.name, "uid": node_uid}
+                    ],
+                },
+                "spec": {**spec, "acquireTime": t},
+            }
+            try:
+                await self.front.create(LEASES, body)
+            except ApiError as e2:
+                if not e2.conflict:
+                    raise
+
+    async def delete(self) -> None:
+        await self.front.delete(NODES, self.name)
+        await self.front.delete(LEASES, self.name, LEASE_NAMESPACE)

@@ -1,0 +1,333 @@
+"""Front pods bound to a virtual node, run as pods of the remote cluster.
+
+One level-triggered reconcile per front pod UID: it looks at the front pod and the remote pod that
+carries its UID (both from informer caches) and does the one next step. Running it twice creates
+nothing twice; it keeps no state a restart would lose.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from typing import Any
+
+from armada_bridge import keys
+from armada_bridge.kube import PODS, ApiError, Kube
+from armada_bridge.kube.informer import Informer, key_of
+from vkubelet import podspec
+from vkubelet import status as pod_status
+from vkubelet.events import Recorder
+from vkubelet.metrics import METRICS
+from vkubelet.mirror import Mirrors
+from vkubelet.node import now, rfc3339
+from vkubelet.remotecluster import HostAccess, RemoteClusterSpec
+from vkubelet.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+RETRY_WAITING = 5.0  # seconds before retrying a pod whose dependencies are missing
+
+
+def _uid(obj: Obj) -> str:
+    return str(obj["metadata"]["uid"])
+
+
+def _front_uid_label(obj: Obj) -> str | None:
+    return (obj["metadata"].get("labels") or {}).get(keys.FRONT_UID)
+
+
+def _deleting(obj: Obj) -> bool:
+    return bool(obj["metadata"].get("deletionTimestamp"))
+
+
+def _owned_by_daemonset(pod: Obj) -> bool:
+    return any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or [])
+
+
+class PodController:
+    def __init__(
+        self,
+        cluster: str,
+        spec: RemoteClusterSpec,
+        front: Kube,
+        remote: Kube,
+        front_pods: Informer,
+        remote_pods: Informer,
+        mirrors: Mirrors,
+        recorder: Recorder,
+        on_error: Any,
+    ) -> None:
+        self.cluster = cluster
+        self.spec = spec
+        self.front = front
+        self.remote = remote
+        self.front_pods = front_pods
+        self.remote_pods = remote_pods
+        self.mirrors = mirrors
+        self.recorder = recorder
+        self.on_error = on_error
+        self.queue = WorkQueue(f"pods/{cluster}")
+        self.front_key: dict[str, str] = {}  # front pod UID -> namespace/name
+        self.remote_key: dict[str, str] = {}  # front pod UID -> namespace/name of its remote pod
+        self.last_remote: dict[str, Obj] = {}  # front pod UID -> last state of a deleted remote pod
+        self._warned: dict[str, str] = {}  # front pod UID -> last waiting message (one Event per change)
+        front_pods.add_handler(self._on_front)
+        remote_pods.add_handler(self._on_remote)
+
+    # ---------------------------------------------------------------- triggers
+    def _on_front(self, kind: str, pod: Obj) -> None:
+        uid = _uid(pod)
+        if kind == "DELETED":
+            self.front_key.pop(uid, None)
+        else:
+            self.front_key[uid] = key_of(pod)
+        self.queue.add(uid)
+
+    def _on_remote(self, kind: str, pod: Obj) -> None:
+        uid = _front_uid_label(pod)
+        if not uid:
+            return
+        if kind == "DELETED":
+            if self.remote_key.get(uid) == key_of(pod):
+                self.remote_key.pop(uid, None)
+            self.last_remote[uid] = pod
+        else:
+            self.remote_key[uid] = key_of(pod)
+        self.queue.add(uid)
+
+    def enqueue_all(self) -> None:
+        for uid in list(self.front_key) + list(self.remote_key):
+            self.queue.add(uid)
+
+    async def run(self, workers: int) -> None:
+        await self.queue.run(self._sync, workers)
+
+    # ---------------------------------------------------------------- lookups
+    def front_pod(self, uid: str) -> Obj | None:
+        key = self.front_key.get(uid)
+        pod = self.front_pods.cache.get(key) if key else None
+        return pod if pod is not None and _uid(pod) == uid else None
+
+    def remote_pod(self, uid: str) -> Obj | None:
+        key = self.remote_key.get(uid)
+        pod = self.remote_pods.cache.get(key) if key else None
+        return pod if pod is not None and _front_uid_label(pod) == uid else None
+
+    def live_front_pods(self) -> list[Obj]:
+        """Front pods whose remote pod exists and that still run (their mirrors are needed)."""
+        return [
+            p
+            for uid, key in list(self.front_key.items())
+            if (p := self.front_pods.cache.get(key)) is not None
+            and not pod_status.is_terminal(p)
+            and uid in self.remote_key
+        ]
+
+    # ---------------------------------------------------------------- reconcile
+    async def _sync(self, uid: str) -> None:
+        t0 = time.perf_counter()
+        try:
+            await self.reconcile(uid)
+            self.queue.forget(uid)
+        except ApiError as e:
+            self.on_error("pod")
+            log.warning("%s: pod %s: %s", self.cluster, self.front_key.get(uid, uid), e)
+            self.queue.retry(uid)
+        except (OSError, TimeoutError) as e:
+            self.on_error("pod")
+            log.warning("%s: pod %s: %s: %s", self.cluster, self.front_key.get(uid, uid), type(e).__name__, e)
+            self.queue.retry(uid)
+        finally:
+            METRICS.sync_seconds.labels(self.cluster).observe(time.perf_counter() - t0)
+            METRICS.queue_depth.labels(self.cluster).set(len(self.queue))
+
+    async def reconcile(self, uid: str) -> None:
+        front = self.front_pod(uid)
+        remote = self.remote_pod(uid)
+
+        if front is None:
+            # Gone from the front (or force-deleted): its remote pod goes too.
+            self._warned.pop(uid, None)
+            self.last_remote.pop(uid, None)
+            if remote is not None and not _deleting(remote):
+                await self._delete_remote(remote, None)
+            return
+
+        if _deleting(front):
+            if remote is not None:
+                if not _deleting(remote):
+                    await self._delete_remote(remote, front["metadata"].get("deletionGracePeriodSeconds"))
+                return  # the remote pod's deletion brings us back here
+            await self._finish_front_deletion(front)
+            return
+
+        if pod_status.is_terminal(front):
+            return  # Succeeded and Failed pods are never started again
+
+        if remote is not None:
+            if _deleting(remote):
+                await self._fail(front, "RemotePodDeleted", self._gone_message(remote, "is being deleted"))
+                return
+            await self._sync_status(front, remote)
+            return
+
+        if pod_status.has_marker(front):
+            last = self.last_remote.pop(uid, None)
+            reason = (
+                "RemotePodEvicted"
+                if last and (last.get("status") or {}).get("reason") == "Evicted"
+                else "RemotePodDeleted"
+            )
+            await self._fail(front, reason, self._gone_message(last, "was deleted"))
+            return
+
+        await self._create(front)
+
+    # ---------------------------------------------------------------- steps
+    def _gone_message(self, remote: Obj | None, what: str) -> str:
+        why = ""
+        if remote is not None:
+            st = remote.get("status") or {}
+            if st.get("reason") or st.get("message"):
+                why = f": {st.get('reason', '')} {st.get('message', '')}".rstrip()
+        return f"the remote pod in cluster {self.cluster} {what} outside the bridge{why}; it is not recreated"
+
+    async def _delete_remote(self, remote: Obj, grace: int | None) -> None:
+        md = remote["metadata"]
+        body: Obj = {"preconditions": {"uid": md["uid"]}}
+        if grace is not None:
+            body["gracePeriodSeconds"] = grace
+        try:
+            await self.remote.delete(PODS, md["name"], md["namespace"], body=body)
+        except ApiError as e:
+            if not e.conflict:  # conflict: a different pod by now, nothing of ours to delete
+                raise
+
+    async def _finish_front_deletion(self, front: Obj) -> None:
+        md = front["metadata"]
+        try:
+            await self.front.delete(
+                PODS,
+                md["name"],
+                md["namespace"],
+                body={"gracePeriodSeconds": 0, "preconditions": {"uid": md["uid"]}},
+            )
+        except ApiError as e:
+            if not e.conflict:
+                raise
+
+    async def _fail(self, front: Obj, reason: str, message: str) -> None:
+        md = front["metadata"]
+        log.info("%s: %s/%s failed: %s: %s", self.cluster, md["namespace"], md["name"], reason, message)
+        patch = pod_status.failed_patch(front, reason, message, rfc3339(now()))
+        await self.front.patch(PODS, md["name"], patch, md["namespace"], subresource="status")
+        await self.recorder.pod_event(front, "Warning", reason, message)
+
+    async def _wait(self, front: Obj, reason: str, message: str) -> None:
+        """The pod cannot be created yet: say why once (an Event), try again later."""
+        uid = _uid(front)
+        if self._warned.get(uid) != message:
+            self._warned[uid] = message
+            await self.recorder.pod_event(front, "Warning", reason, message)
+        self.queue.add_after(uid, RETRY_WAITING)
+
+    async def _sync_status(self, front: Obj, remote: Obj) -> None:
+        patch = pod_status.status_patch(front, remote, self.cluster)
+        if patch is None:
+            return
+        md = front["metadata"]
+        updated = await self.front.patch(PODS, md["name"], patch, md["namespace"], subresource="status")
+        if patch["status"].get("phase") == "Running":
+            self._observe_running(updated)
+
+    def _observe_running(self, pod: Obj) -> None:
+        for c in (pod.get("status") or {}).get("conditions") or []:
+            if c.get("type") == "PodScheduled" and c.get("lastTransitionTime"):
+                try:
+                    since = dt.datetime.fromisoformat(str(c["lastTransitionTime"]).replace("Z", "+00:00"))
+                except ValueError:
+                    return
+                METRICS.bind_to_running_seconds.labels(self.cluster).observe(
+                    max(0.0, (now() - since).total_seconds())
+                )
+                return
+
+    async def _create(self, front: Obj) -> None:
+        md = front["metadata"]
+        uid = md["uid"]
+        if _owned_by_daemonset(front):
+            await self._wait(
+                front, "DaemonSetPodNotRun", f"DaemonSet pods are not run in remote cluster {self.cluster}"
+            )
+            return
+        asks = podspec.host_access(front)
+        if asks and self.spec.host_access == HostAccess.DENY:
+            await self._fail(
+                front,
+                "HostAccessRefused",
+                f"remote cluster {self.cluster} does not run pods that ask for host access "
+                f"({', '.join(asks)}); set spec.hostAccess: Allow on RemoteCluster {self.cluster} to allow it",
+            )
+            return
+        await self.mirrors.ensure_namespace(md["namespace"])
+        problems = await self.mirrors.ensure(self.mirrors.needed_for(front))
+        if problems:
+            await self._wait(front, "MirrorWaiting", f"waiting for {', '.join(problems)} (front cluster)")
+            return
+        body = podspec.remote_pod(front)
+        try:
+            created = await self.remote.create(PODS, body)
+        except ApiError as e:
+            if e.conflict:
+                await self._name_taken(front)
+                return
+            if e.status in (400, 422):
+                await self._fail(
+                    front, "RemoteRejected", f"remote cluster {self.cluster} rejected the pod: {e.message}"
+                )
+                return
+            if e.status == 403:
+                await self._wait(front, "RemoteForbidden", f"remote cluster {self.cluster}: {e.message}")
+                return
+            raise
+        self._warned.pop(uid, None)
+        self.remote_key[uid] = key_of(created)
+        self.remote_pods.cache.setdefault(key_of(created), created)
+        await self._sync_status(front, created)
+
+    async def _name_taken(self, front: Obj) -> None:
+        """A remote pod of that name exists: ours (informer lag), a stale one of ours, or not ours."""
+        md = front["metadata"]
+        existing = await self.remote.get_or_none(PODS, md["name"], md["namespace"])
+        if existing is None:
+            self.queue.add(md["uid"])
+            return
+        owner = _front_uid_label(existing)
+        if owner == md["uid"]:
+            self.remote_key[md["uid"]] = key_of(existing)
+            self.remote_pods.cache.setdefault(key_of(existing), existing)
+            await self._sync_status(front, existing)
+            return
+        if owner is not None and self.front_pod(owner) is None:
+            # Left over from an earlier front pod of the same name: remove it, then create ours.
+            if not _deleting(existing):
+                await self._delete_remote(existing, 0)
+            self.queue.add_after(md["uid"], 1.0)
+            return
+        await self._wait(
+            front,
+            "RemoteNameTaken",
+            f"remote cluster {self.cluster} already has pod {md['namespace']}/{md['name']} that the bridge does not manage",
+        )
+
+    # ---------------------------------------------------------------- gauges
+    def report(self) -> int:
+        counts: dict[str, int] = {"Pending": 0, "Running": 0, "Succeeded": 0, "Failed": 0, "Unknown": 0}
+        for p in self.front_pods.items():
+            phase = (p.get("status") or {}).get("phase") or "Pending"
+            counts[phase] = counts.get(phase, 0) + 1
+        for phase, n in counts.items():
+            METRICS.pods.labels(self.cluster, phase).set(n)
+        return sum(counts.values())

@@ -1,0 +1,49 @@
+"""The RemoteCluster custom resource: its spec (validated at the boundary) and status writes."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from armada_bridge import keys
+from armada_bridge.kube import Resource
+
+REMOTECLUSTERS = Resource(keys.GROUP, "v1alpha1", "remoteclusters", "RemoteCluster", namespaced=False)
+
+
+class HostAccess(enum.StrEnum):
+    """What to do with a pod that asks for host access (hostPath, hostNetwork/PID/IPC, privileged)."""
+
+    DENY = "Deny"  # the pod fails with reason HostAccessRefused and an Event
+    ALLOW = "Allow"
+
+
+class SecretRef(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str = ""  # default: "<cluster>-kubeconfig"
+    namespace: str = keys.SYSTEM_NAMESPACE
+    key: str = keys.KUBECONFIG_SECRET_KEY
+
+
+class RemoteClusterSpec(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    kubeconfig_secret: SecretRef = Field(default_factory=SecretRef, alias="kubeconfigSecret")
+    node_labels: dict[str, str] = Field(default_factory=dict, alias="nodeLabels")
+    cordoned: bool = False
+    host_access: HostAccess = Field(default=HostAccess.DENY, alias="hostAccess")
+
+
+def parse_spec(obj: dict[str, Any]) -> RemoteClusterSpec:
+    """The spec of a RemoteCluster object; ValueError with a readable message when it is invalid."""
+    try:
+        spec = RemoteClusterSpec.model_validate(obj.get("spec") or {})
+        if not spec.kubeconfig_secret.name:
+            spec.kubeconfig_secret.name = f"{obj['metadata']['name']}-kubeconfig"
+        return spec
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
+        raise ValueError(f"invalid spec: {problems}") from e

@@ -1,0 +1,102 @@
+"""Remote pod status to front pod status (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from armada_bridge import keys
+
+Obj = dict[str, Any]
+
+TERMINAL = frozenset({"Succeeded", "Failed"})
+
+# The fields of the remote pod's status the front pod shows.
+COPIED = (
+    "phase",
+    "reason",
+    "message",
+    "containerStatuses",
+    "initContainerStatuses",
+    "podIP",
+    "podIPs",
+    "hostIP",
+    "hostIPs",
+    "startTime",
+    "qosClass",
+)
+
+
+def is_terminal(pod: Obj) -> bool:
+    return pod.get("status", {}).get("phase") in TERMINAL
+
+
+def marker(cluster: str, created: str) -> Obj:
+    """The front pod condition saying the remote pod exists (created at `created`)."""
+    return {
+        "type": keys.REMOTE_POD_CONDITION,
+        "status": "True",
+        "reason": "Created",
+        "message": f"running as a pod of remote cluster {cluster}",
+        "lastTransitionTime": created,
+    }
+
+
+def has_marker(front: Obj) -> bool:
+    return any(
+        c.get("type") == keys.REMOTE_POD_CONDITION for c in front.get("status", {}).get("conditions") or []
+    )
+
+
+def front_status(remote: Obj, cluster: str) -> Obj:
+    """The status the front pod should show for `remote` (only the fields the vkubelet owns)."""
+    rs = remote.get("status") or {}
+    out: Obj = {f: rs.get(f) for f in COPIED}
+    conditions = [c for c in rs.get("conditions") or [] if c.get("type") != keys.REMOTE_POD_CONDITION]
+    conditions.append(marker(cluster, remote["metadata"].get("creationTimestamp", "")))
+    out["conditions"] = conditions
+    if not out["phase"]:
+        out["phase"] = "Pending"
+    return out
+
+
+def status_patch(front: Obj, remote: Obj, cluster: str) -> Obj | None:
+    """A merge patch for the front pod's status subresource, None when it already matches."""
+    want = front_status(remote, cluster)
+    have = front.get("status") or {}
+    changed = {k: v for k, v in want.items() if have.get(k) != v}
+    if not changed:
+        return None
+    return {"status": changed}
+
+
+def failed_patch(front: Obj, reason: str, message: str, now: str) -> Obj:
+    """Mark the front pod Failed (terminal: the vkubelet never starts it again)."""
+    statuses = []
+    for cs in front.get("status", {}).get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        if "terminated" not in state:
+            cs = {
+                **cs,
+                "ready": False,
+                "started": False,
+                "state": {
+                    "terminated": {
+                        "exitCode": 137,
+                        "reason": reason,
+                        "message": message,
+                        "startedAt": (state.get("running") or {}).get("startedAt"),
+                        "finishedAt": now,
+                    }
+                },
+            }
+        statuses.append(cs)
+    conditions = [
+        {**c, "status": "False", "reason": reason, "lastTransitionTime": now}
+        if c.get("type") in ("Ready", "ContainersReady") and c.get("status") == "True"
+        else c
+        for c in front.get("status", {}).get("conditions") or []
+    ]
+    patch: Obj = {"phase": "Failed", "reason": reason, "message": message, "conditions": conditions}
+    if statuses:
+        patch["containerStatuses"] = statuses
+    return {"status": patch}
