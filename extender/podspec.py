@@ -289,7 +289,7 @@ def node_from_remote(
 ) -> Node:
     """A remote cluster's real node for the core: allocatable minus what non-bridge pods use
     (never below zero); unschedulable when cordoned or not Ready; its taints and labels (plus
-    :data:`NODE_NAME_FIELD`). ``core_name`` defaults to ``<cluster>/<node>`` (unique across clusters).
+    :data:`NODE_NAME_FIELD` and the virtual nodes' ``keys.CLUSTER_LABEL``). ``core_name`` defaults to ``<cluster>/<node>`` (unique across clusters).
     """
     md = node.get("metadata") or {}
     name = str(md.get("name") or "")
@@ -309,6 +309,9 @@ def node_from_remote(
     )
     labels = {str(k): str(v) for k, v in (md.get("labels") or {}).items()}
     labels[NODE_NAME_FIELD] = name
+    # The virtual node's cluster label, so a pod pinned to a cluster the way it would pin to a
+    # virtual node (nodeSelector bridge.armadaproject.io/cluster=<name>) is placed there.
+    labels.setdefault(keys.CLUSTER_LABEL, cluster)
     return Node(
         name=core_name or f"{cluster}/{name}",
         cluster=cluster,
