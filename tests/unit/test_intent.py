@@ -378,9 +378,9 @@ def test_malformed_podgroups() -> None:
     p = pod(annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "pg"})
     with pytest.raises(IntentError, match=r"spec.minResources\[cpu\]"):
         gang(p, volcano=volcano_pg("pg", minMember=2, minResources={"cpu": "lots"}))
-    with pytest.raises(IntentError, match="spec.minMember"):
+    with pytest.raises(IntentError, match=r"spec\.minMember"):
         gang(p, volcano=volcano_pg("pg", minMember="two"))
-    with pytest.raises(IntentError, match="expected apiVersion scheduling.volcano.sh"):
+    with pytest.raises(IntentError, match=r"expected apiVersion scheduling\.volcano\.sh"):
         gang(p, volcano=cosched_pg("pg", minMember=2))
     q = pod(spec={"containers": [], "schedulingGroup": {"podGroupName": "np"}})
     with pytest.raises(IntentError, match="minCount"):

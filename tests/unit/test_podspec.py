@@ -262,7 +262,7 @@ def test_match_fields_other_than_name_rejected() -> None:
             }
         }
     }
-    with pytest.raises(PodSpecError, match="only metadata.name"):
+    with pytest.raises(PodSpecError, match=r"only metadata\.name"):
         podspec.node_affinity_terms(affinity)
 
 
@@ -361,7 +361,7 @@ def test_node_name_field_matches_match_fields() -> None:
 
 
 def test_node_from_remote_malformed() -> None:
-    with pytest.raises(PodSpecError, match="no metadata.name"):
+    with pytest.raises(PodSpecError, match=r"no metadata\.name"):
         podspec.node_from_remote({"metadata": {}}, "r", {})
     with pytest.raises(PodSpecError, match=r"status.allocatable\[cpu\]"):
         podspec.node_from_remote(remote_node(status={"allocatable": {"cpu": "many"}}), "r", {})
