@@ -27,7 +27,7 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys, versions
 from armada_bridge.dev import binaries as binaries_mod
-from armada_bridge.dev import bridge
+from armada_bridge.dev import bridge, vkubelet_setup
 from armada_bridge.dev import nodes as nodes_mod
 from armada_bridge.dev.components import Supervisor
 from armada_bridge.dev.kwok_cluster import PORT_OPTIONS, ClusterError, KwokCluster, free_ports
@@ -102,9 +102,17 @@ class Environment:
                     "kwok-controller=manage-all-nodes=false",
                     f"kwok-controller=manage-nodes-with-annotation-selector="
                     f"{keys.KWOK_NODE_ANNOTATION}={keys.KWOK_NODE_ANNOTATION_VALUE}",
+                    # kube-apiserver authenticates to the vkubelet's kubelet API (kubectl logs).
+                    *vkubelet_setup.front_apiserver_args(self.kwok_workdir / "clusters" / FRONT),
                 ],
             )
-        return KwokCluster(name=name, kwok_workdir=self.kwok_workdir, binaries=bins)
+        # Remote clusters: KWOK serves container logs, so `kubectl logs` on front pods shows some.
+        return KwokCluster(
+            name=name,
+            kwok_workdir=self.kwok_workdir,
+            binaries=bins,
+            extra_config=vkubelet_setup.remote_kwok_config(self.state_dir),
+        )
 
     def kubeconfig(self, name: str) -> Path:
         c = self.cluster(name)
