@@ -147,7 +147,9 @@ def _condition(
     if message:
         cond["message"] = message
     old = next((c for c in previous if c.get("type") == ctype), None)
-    if old is not None and all(old.get(k) == cond.get(k) for k in ("status", "reason", "message")):
+    if old is not None and all(
+        (old.get(k) or "") == (cond.get(k) or "") for k in ("status", "reason", "message")
+    ):
         cond["lastTransitionTime"] = old.get("lastTransitionTime") or now
         if old.get("transitionID"):
             cond["transitionID"] = old["transitionID"]
