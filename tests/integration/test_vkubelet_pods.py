@@ -1,0 +1,463 @@
+"""The vkubelet against the shared dev environment: virtual nodes, pods, mirrors, status, deletion."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import signal
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+from armada_bridge import keys
+from armada_bridge.dev import binaries, bridge, vkubelet_setup
+from armada_bridge.dev.environment import Environment
+from tests.support import wait_for
+
+
+def bound_pod(name: str, node: str, **spec: Any) -> dict[str, Any]:
+    """A pod bound straight to a virtual node (as kube-scheduler would after the extender's answer)."""
+    labels = spec.pop("labels", {"app": "vk-test"})
+    annotations = spec.pop("annotations", {})
+    containers = spec.pop(
+        "containers",
+        [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
+    )
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": {
+            "nodeName": node,
+            "tolerations": [
+                {"key": keys.VIRTUAL_NODE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+            ],
+            "containers": containers,
+            "terminationGracePeriodSeconds": 5,
+            **spec,
+        },
+    }
+
+
+def phases(core: k8s.CoreV1Api, namespace: str) -> dict[str, str]:
+    return {p.metadata.name: p.status.phase for p in core.list_namespaced_pod(namespace).items}
+
+
+def remote_pods(core: k8s.CoreV1Api, namespace: str) -> list[Any]:
+    return list(core.list_namespaced_pod(namespace, label_selector=keys.FRONT_UID).items)
+
+
+def exists(read: Any, *args: Any) -> bool:
+    try:
+        read(*args)
+        return True
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise
+
+
+Api = Callable[[str], k8s.ApiClient]
+
+
+@pytest.fixture(scope="module")
+def vkubelet(dev_env: Environment) -> Environment:
+    """The shared environment with the RemoteCluster CRD, its RemoteClusters and the vkubelet."""
+    bins = binaries.expected()
+    bridge.install_crds(bins, dev_env.kubeconfig("front"))
+    vkubelet_setup.setup(dev_env, bins)
+    return dev_env
+
+
+@pytest.fixture
+def front(vkubelet: Environment, cluster_api: Api) -> k8s.CoreV1Api:
+    return k8s.CoreV1Api(cluster_api("front"))
+
+
+@pytest.fixture
+def remote1(cluster_api: Api) -> k8s.CoreV1Api:
+    return k8s.CoreV1Api(cluster_api("remote-1"))
+
+
+@pytest.fixture
+def remote2(cluster_api: Api) -> k8s.CoreV1Api:
+    return k8s.CoreV1Api(cluster_api("remote-2"))
+
+
+def node_ready(core: k8s.CoreV1Api, name: str) -> bool:
+    try:
+        node = core.read_node(name)
+    except ApiException:
+        return False
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+
+def test_virtual_node_per_remote_cluster(front: k8s.CoreV1Api, cluster_api: Api) -> None:
+    for name in ("remote-1", "remote-2"):
+        wait_for(f"{name} Ready", lambda n=name: node_ready(front, n), timeout=30)
+        node = front.read_node(name)
+        assert node.metadata.labels[keys.NODE_TYPE_LABEL] == keys.NODE_TYPE_VIRTUAL
+        assert node.metadata.labels[keys.CLUSTER_LABEL] == name
+        taint = k8s.V1Taint(
+            key=keys.VIRTUAL_NODE_TAINT_KEY,
+            value=keys.VIRTUAL_NODE_TAINT_VALUE,
+            effect=keys.VIRTUAL_NODE_TAINT_EFFECT,
+        )
+        assert taint in node.spec.taints
+        # 4 nodes of 32 CPU, half with 4 GPUs, minus what non-bridge pods request there.
+        assert node.status.capacity["cpu"] == "128"
+        assert node.status.capacity[keys.GPU_RESOURCE] == "8"
+        assert node.status.addresses[0].type == "InternalIP"
+        assert node.status.daemon_endpoints.kubelet_endpoint.port > 0
+        lease = k8s.CoordinationV1Api(cluster_api("front")).read_namespaced_lease(name, "kube-node-lease")
+        assert lease.spec.holder_identity == name
+        rc = k8s.CustomObjectsApi(cluster_api("front")).get_cluster_custom_object(
+            keys.GROUP, "v1alpha1", "remoteclusters", name
+        )
+        ready = next(c for c in rc["status"]["conditions"] if c["type"] == "Ready")
+        assert ready["status"] == "True"
+        assert rc["status"]["nodeCount"] == 4
+
+
+def test_pod_runs_remotely_with_constraints_restored(
+    front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
+) -> None:
+    constraints = '{"nodeSelector": {"topology.kubernetes.io/zone": "remote-1-zone-b"}}'
+    pod = bound_pod(
+        "pinned",
+        "remote-1",
+        annotations={keys.SCHEDULING_CONSTRAINTS: constraints, keys.ASSIGNED_REMOTE_NODE: "remote-1-node-1"},
+    )
+    front.create_namespaced_pod(namespace, pod)
+    wait_for("front pod Running", lambda: phases(front, namespace).get("pinned") == "Running", timeout=30)
+    remote = remote1.read_namespaced_pod("pinned", namespace)
+    fp = front.read_namespaced_pod("pinned", namespace)
+    assert remote.metadata.labels[keys.FRONT_UID] == fp.metadata.uid
+    assert remote.metadata.labels[keys.MANAGED_BY_LABEL] == keys.MANAGED_BY_VALUE
+    assert remote.spec.node_name == "remote-1-node-1"
+    assert remote.spec.node_selector == {"topology.kubernetes.io/zone": "remote-1-zone-b"}
+    assert not any(t.key == keys.VIRTUAL_NODE_TAINT_KEY for t in remote.spec.tolerations or [])
+    # Status flows back.
+    assert fp.status.pod_ip == remote.status.pod_ip
+    assert fp.status.host_ip == remote.status.host_ip
+    assert fp.status.container_statuses[0].ready is True
+    assert fp.status.qos_class == remote.status.qos_class
+    # The remote pod's Events show on the front pod.
+    wait_for(
+        "remote Scheduled event on the front pod",
+        lambda: any(
+            e.reason == "Scheduled" and "remote-1-node-1" in e.message
+            for e in front.list_namespaced_event(namespace, field_selector="involvedObject.name=pinned").items
+        ),
+        timeout=15,
+    )
+    assert remote1.read_namespace(namespace).metadata.name == namespace
+
+
+def test_many_pods_across_two_virtual_nodes(
+    front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, remote2: k8s.CoreV1Api, namespace: str
+) -> None:
+    n = 200
+    for i in range(n):
+        front.create_namespaced_pod(namespace, bound_pod(f"p-{i}", "remote-1" if i % 2 else "remote-2"))
+
+    def all_running() -> bool:
+        ph = phases(front, namespace)
+        return len(ph) == n and all(p == "Running" for p in ph.values())
+
+    wait_for(f"{n} front pods Running", all_running, timeout=180, interval=1)
+    front_uids = {p.metadata.uid for p in front.list_namespaced_pod(namespace).items}
+    remote = remote_pods(remote1, namespace) + remote_pods(remote2, namespace)
+    assert sorted(p.metadata.labels[keys.FRONT_UID] for p in remote) == sorted(front_uids)
+
+
+def test_dependencies_mirrored_synced_and_removed(
+    front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
+) -> None:
+    front.create_namespaced_config_map(namespace, {"metadata": {"name": "settings"}, "data": {"mode": "one"}})
+    front.create_namespaced_secret(
+        namespace, {"metadata": {"name": "token"}, "data": {"t": base64.b64encode(b"s3cret").decode()}}
+    )
+    front.create_namespaced_service(
+        namespace,
+        {
+            "metadata": {"name": "workers"},
+            "spec": {"clusterIP": "None", "selector": {"app": "set"}, "ports": [{"port": 80}]},
+        },
+    )
+    front.create_namespaced_service(
+        namespace,
+        {"metadata": {"name": "unrelated"}, "spec": {"selector": {"app": "other"}, "ports": [{"port": 80}]}},
+    )
+    for i in range(3):
+        pod = bound_pod(
+            f"set-{i}",
+            "remote-1",
+            labels={"app": "set"},
+            hostname=f"set-{i}",
+            subdomain="workers",
+            containers=[
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "envFrom": [{"configMapRef": {"name": "settings"}}],
+                    "env": [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "token", "key": "t"}}}],
+                }
+            ],
+        )
+        front.create_namespaced_pod(namespace, pod)
+    wait_for("3 pods Running", lambda: list(phases(front, namespace).values()) == ["Running"] * 3, timeout=60)
+    cm = remote1.read_namespaced_config_map("settings", namespace)
+    assert cm.data == {"mode": "one"}
+    assert cm.metadata.labels[keys.MANAGED_BY_LABEL] == keys.MANAGED_BY_VALUE
+    assert remote1.read_namespaced_secret("token", namespace).data == {
+        "t": base64.b64encode(b"s3cret").decode()
+    }
+    svc = remote1.read_namespaced_service("workers", namespace)
+    assert svc.spec.cluster_ip == "None" and svc.spec.selector == {"app": "set"}
+    assert not exists(remote1.read_namespaced_service, "unrelated", namespace)
+
+    front.patch_namespaced_config_map("settings", namespace, {"data": {"mode": "two"}})
+    wait_for(
+        "ConfigMap edit mirrored",
+        lambda: remote1.read_namespaced_config_map("settings", namespace).data == {"mode": "two"},
+        timeout=30,
+    )
+
+    for i in range(3):
+        front.delete_namespaced_pod(f"set-{i}", namespace)
+    wait_for("front pods gone", lambda: not phases(front, namespace), timeout=60)
+
+    def mirrors_gone() -> bool:
+        return not any(
+            (
+                exists(remote1.read_namespaced_config_map, "settings", namespace),
+                exists(remote1.read_namespaced_secret, "token", namespace),
+                exists(remote1.read_namespaced_service, "workers", namespace),
+            )
+        )
+
+    wait_for("mirrors removed", mirrors_gone, timeout=60)
+    assert not remote_pods(remote1, namespace)
+
+
+def test_unmanaged_remote_objects_are_left_alone(
+    front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
+) -> None:
+    remote1.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "theirs"}, "data": {"owner": "remote"}}
+    )
+    front.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "theirs"}, "data": {"owner": "front"}}
+    )
+    pod = bound_pod(
+        "reader",
+        "remote-1",
+        containers=[{"name": "main", "image": "busybox", "envFrom": [{"configMapRef": {"name": "theirs"}}]}],
+    )
+    front.create_namespaced_pod(namespace, pod)
+    wait_for("pod Running", lambda: phases(front, namespace).get("reader") == "Running", timeout=30)
+    front.delete_namespaced_pod("reader", namespace)
+    wait_for("pod gone", lambda: not phases(front, namespace), timeout=30)
+    assert remote1.read_namespaced_config_map("theirs", namespace).data == {"owner": "remote"}
+
+
+def test_remote_pod_deleted_by_hand_fails_front_pod(
+    front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
+) -> None:
+    front.create_namespaced_pod(namespace, bound_pod("victim", "remote-1"))
+    wait_for("pod Running", lambda: phases(front, namespace).get("victim") == "Running", timeout=30)
+    remote1.delete_namespaced_pod("victim", namespace)
+    pod = wait_for(
+        "front pod Failed",
+        lambda: (p := front.read_namespaced_pod("victim", namespace)).status.phase == "Failed" and p,
+        timeout=10,
+    )
+    assert pod.status.reason == "RemotePodDeleted"
+    assert "remote-1" in pod.status.message
+    assert any(
+        e.reason == "RemotePodDeleted"
+        for e in front.list_namespaced_event(namespace, field_selector="involvedObject.name=victim").items
+    )
+    # Never recreated.
+    time.sleep(3)
+    assert not exists(remote1.read_namespaced_pod, "victim", namespace)
+    assert front.read_namespaced_pod("victim", namespace).status.phase == "Failed"
+
+
+def test_front_deletion_deletes_remote_pod_first(
+    front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
+) -> None:
+    front.create_namespaced_pod(namespace, bound_pod("gone", "remote-1"))
+    wait_for("pod Running", lambda: phases(front, namespace).get("gone") == "Running", timeout=30)
+    front.delete_namespaced_pod("gone", namespace, grace_period_seconds=20)
+    wait_for(
+        "front pod deleted", lambda: not exists(front.read_namespaced_pod, "gone", namespace), timeout=30
+    )
+    assert not exists(remote1.read_namespaced_pod, "gone", namespace)
+
+
+def test_host_access_refused_by_default(front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str) -> None:
+    front.create_namespaced_pod(namespace, bound_pod("hosty", "remote-1", hostNetwork=True))
+    pod = wait_for(
+        "front pod Failed",
+        lambda: (p := front.read_namespaced_pod("hosty", namespace)).status.phase == "Failed" and p,
+        timeout=15,
+    )
+    assert pod.status.reason == "HostAccessRefused"
+    assert "hostNetwork" in pod.status.message
+    assert not exists(remote1.read_namespaced_pod, "hosty", namespace)
+
+
+def _kubelet_get(env: Environment, path: str, headers: dict[str, str] | None = None) -> int:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    req = urllib.request.Request(
+        f"https://127.0.0.1:{vkubelet_setup.kubelet_port(env)}{path}", headers=headers or {}
+    )
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def test_kubelet_api_refuses_anonymous_and_unauthorized(
+    vkubelet: Environment, front: k8s.CoreV1Api, namespace: str
+) -> None:
+    assert _kubelet_get(vkubelet, f"/containerLogs/{namespace}/x/main") == 401
+    assert _kubelet_get(vkubelet, "/metrics") == 401
+    assert _kubelet_get(vkubelet, "/containerLogs/a/b/c", {"Authorization": "Bearer not-a-token"}) == 401
+    front.create_namespaced_service_account(namespace, {"metadata": {"name": "nobody"}})
+    token = front.create_namespaced_service_account_token(
+        "nobody", namespace, {"spec": {"audiences": [], "expirationSeconds": 600}}
+    ).status.token
+    assert _kubelet_get(
+        vkubelet, f"/containerLogs/{namespace}/x/main", {"Authorization": f"Bearer {token}"}
+    ) in (
+        403,
+        404,
+    )
+    front.create_namespaced_pod(namespace, bound_pod("logged", "remote-1"))
+    wait_for("pod Running", lambda: phases(front, namespace).get("logged") == "Running", timeout=30)
+    assert (
+        _kubelet_get(
+            vkubelet, f"/containerLogs/{namespace}/logged/main", {"Authorization": f"Bearer {token}"}
+        )
+        == 403
+    )
+
+
+def _rc(name: str, secret: str) -> dict[str, Any]:
+    return {
+        "apiVersion": keys.API_VERSION,
+        "kind": "RemoteCluster",
+        "metadata": {"name": name},
+        "spec": {"kubeconfigSecret": {"name": secret}, "nodeLabels": {"example.com/extra": "yes"}},
+    }
+
+
+def test_remote_clusters_added_and_removed_at_run_time(front: k8s.CoreV1Api, cluster_api: Api) -> None:
+    custom = k8s.CustomObjectsApi(cluster_api("front"))
+    broken = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "c", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}
+        ],
+        "users": [{"name": "u", "user": {"token": "x"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "c",
+    }
+    import yaml
+
+    secret = {
+        "metadata": {"name": "vk-test-broken-kubeconfig"},
+        "data": {keys.KUBECONFIG_SECRET_KEY: base64.b64encode(yaml.safe_dump(broken).encode()).decode()},
+    }
+    with contextlib.suppress(ApiException):
+        front.create_namespaced_secret(keys.SYSTEM_NAMESPACE, secret)
+    try:
+        custom.create_cluster_custom_object(
+            keys.GROUP, "v1alpha1", "remoteclusters", _rc("vk-test-extra", "remote-2-kubeconfig")
+        )
+        custom.create_cluster_custom_object(
+            keys.GROUP, "v1alpha1", "remoteclusters", _rc("vk-test-broken", "vk-test-broken-kubeconfig")
+        )
+        wait_for("extra node Ready", lambda: node_ready(front, "vk-test-extra"), timeout=30)
+        assert front.read_node("vk-test-extra").metadata.labels["example.com/extra"] == "yes"
+
+        def broken_reported() -> bool:
+            rc = custom.get_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters", "vk-test-broken")
+            conds = (rc.get("status") or {}).get("conditions") or []
+            return any(c["type"] == "Ready" and c["status"] == "False" for c in conds) and exists(
+                front.read_node, "vk-test-broken"
+            )
+
+        wait_for("broken cluster reported NotReady", broken_reported, timeout=30)
+        assert not node_ready(front, "vk-test-broken")
+        assert node_ready(front, "remote-1") and node_ready(front, "remote-2")
+    finally:
+        for name in ("vk-test-extra", "vk-test-broken"):
+            with contextlib.suppress(ApiException):
+                custom.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters", name)
+        with contextlib.suppress(ApiException):
+            front.delete_namespaced_secret("vk-test-broken-kubeconfig", keys.SYSTEM_NAMESPACE)
+    wait_for("extra node removed", lambda: not exists(front.read_node, "vk-test-extra"), timeout=30)
+    wait_for("broken node removed", lambda: not exists(front.read_node, "vk-test-broken"), timeout=30)
+    assert node_ready(front, "remote-1") and node_ready(front, "remote-2")
+
+
+def _kill_vkubelet(env: Environment) -> None:
+    pid = env.supervisor.pid(vkubelet_setup.COMPONENT)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    wait_for("vkubelet gone", lambda: env.supervisor.pid(vkubelet_setup.COMPONENT) is None, timeout=10)
+
+
+def test_sigkill_during_churn_loses_and_duplicates_nothing(
+    vkubelet: Environment,
+    front: k8s.CoreV1Api,
+    remote1: k8s.CoreV1Api,
+    remote2: k8s.CoreV1Api,
+    namespace: str,
+) -> None:
+    n = 200
+    deleted: set[str] = set()
+    for i in range(n):
+        front.create_namespaced_pod(namespace, bound_pod(f"c-{i}", "remote-1" if i % 2 else "remote-2"))
+        if i == 80:
+            _kill_vkubelet(vkubelet)
+        if i >= 40 and i % 3 == 0:
+            victim = f"c-{i - 40}"
+            # Half graceful (waits for the vkubelet), half forced (gone at once, remote orphaned).
+            grace = 0 if i % 2 else 5
+            front.delete_namespaced_pod(victim, namespace, grace_period_seconds=grace)
+            deleted.add(victim)
+    vkubelet_setup.setup(vkubelet, binaries.expected())
+
+    def converged() -> Any:
+        live = {p.metadata.name: p for p in front.list_namespaced_pod(namespace).items}
+        if set(live) & deleted or len(live) != n - len(deleted):
+            return None
+        if any(p.status.phase != "Running" for p in live.values()):
+            return None
+        remote = remote_pods(remote1, namespace) + remote_pods(remote2, namespace)
+        by_uid = {}
+        for r in remote:
+            by_uid.setdefault(r.metadata.labels[keys.FRONT_UID], []).append(r)
+        if set(by_uid) != {p.metadata.uid for p in live.values()}:
+            return None
+        return by_uid
+
+    by_uid = wait_for("front and remote converge after the restart", converged, timeout=180, interval=1)
+    assert all(len(v) == 1 for v in by_uid.values())
