@@ -446,7 +446,8 @@ def volcano_job_podgroup(job: Obj) -> dict[str, Any] | None:
 
     None: not a batch/v1 Job, not annotated, or its pods already name a PodGroup.
     """
-    if job.get("kind") != "Job" or job.get("apiVersion") != "batch/v1":
+    # Items of a List (informer caches) carry no kind/apiVersion: only a different one disqualifies.
+    if job.get("kind", "Job") != "Job" or job.get("apiVersion", "batch/v1") != "batch/v1":
         return None
     annotations = annotations_of(job)
     if keys.VOLCANO_GROUP_MIN_MEMBER_ANNOTATION not in annotations:

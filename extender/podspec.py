@@ -287,9 +287,11 @@ def _ready(node: Obj) -> bool:
 def node_from_remote(
     node: Obj, cluster: str, used_by_others: Mapping[str, int], *, core_name: str | None = None
 ) -> Node:
-    """A remote cluster's real node for the core: allocatable minus what non-bridge pods use
-    (never below zero); unschedulable when cordoned or not Ready; its taints and labels (plus
-    :data:`NODE_NAME_FIELD` and the virtual nodes' ``keys.CLUSTER_LABEL``). ``core_name`` defaults to ``<cluster>/<node>`` (unique across clusters).
+    """A remote cluster's real node for the core.
+
+    Allocatable minus what non-bridge pods use (never below zero); unschedulable when cordoned or
+    not Ready; its taints; its labels plus :data:`NODE_NAME_FIELD` and the virtual nodes'
+    ``keys.CLUSTER_LABEL``. ``core_name`` defaults to ``<cluster>/<node>`` (unique across clusters).
     """
     md = node.get("metadata") or {}
     name = str(md.get("name") or "")

@@ -494,6 +494,18 @@ def test_volcano_job_podgroup_defaults_and_skips() -> None:
         intent.volcano_job_podgroup(no_uid)
 
 
+def test_volcano_job_podgroup_from_informer_cache_and_exact_quantities() -> None:
+    """List items carry no kind/apiVersion; fractional cpu stays exact."""
+    job = batch_job({keys.VOLCANO_GROUP_MIN_MEMBER_ANNOTATION: "3"})
+    del job["kind"], job["apiVersion"]
+    job["spec"]["template"]["spec"] = {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "100M"}}}]
+    }
+    pg = intent.volcano_job_podgroup(job)
+    assert pg is not None
+    assert pg["spec"]["minResources"] == {"cpu": "1500m", "memory": "300000000"}
+
+
 def test_volcano_podgroup_name_uses_controller_uid() -> None:
     owners = [
         {"apiVersion": "v1", "kind": "Other", "name": "o", "uid": "not-controller"},
