@@ -60,7 +60,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="CA for client certificates (default: the front cluster's, from kube-system/extension-apiserver-authentication)",
     )
     p.add_argument(
-        "--metrics-listen", default="0.0.0.0:10255", help="plain HTTP /metrics and /healthz [%(default)s]"
+        "--metrics-listen",
+        default=None,
+        help="also serve /metrics over plain HTTP here (it is always on the kubelet port, authenticated)",
     )
     p.add_argument(
         "--workers", type=int, default=16, help="concurrent pod reconciles per remote cluster [%(default)s]"

@@ -98,12 +98,21 @@ class Environment:
                 kube_scheduler_config=self.state_dir / "front-kube-scheduler-config.yaml",
                 # The front KWOK controller only fakes the small front node; virtual nodes are the
                 # vkubelet's, never KWOK's.
+                # kube-apiserver authenticates to the vkubelet's kubelet API (kubectl logs).
+                # Interleaved: kwokctl v0.8.0 indexes its per-component patches by argument
+                # position, so the k-th component must first appear at position k.
                 extra_args=[
-                    "kwok-controller=manage-all-nodes=false",
-                    f"kwok-controller=manage-nodes-with-annotation-selector="
-                    f"{keys.KWOK_NODE_ANNOTATION}={keys.KWOK_NODE_ANNOTATION_VALUE}",
-                    # kube-apiserver authenticates to the vkubelet's kubelet API (kubectl logs).
-                    *vkubelet_setup.front_apiserver_args(self.kwok_workdir / "clusters" / FRONT),
+                    a
+                    for pair in zip(
+                        [
+                            "kwok-controller=manage-all-nodes=false",
+                            f"kwok-controller=manage-nodes-with-annotation-selector="
+                            f"{keys.KWOK_NODE_ANNOTATION}={keys.KWOK_NODE_ANNOTATION_VALUE}",
+                        ],
+                        vkubelet_setup.front_apiserver_args(self.kwok_workdir / "clusters" / FRONT),
+                        strict=True,
+                    )
+                    for a in pair
                 ],
             )
         # Remote clusters: KWOK serves container logs, so `kubectl logs` on front pods shows some.
