@@ -207,3 +207,18 @@ def admission_response(
         return _response(uid, allowed=True)
     patch = base64.b64encode(json.dumps(ops, separators=(",", ":")).encode()).decode()
     return _response(uid, allowed=True, patchType="JSONPatch", patch=patch)
+
+
+def pod_of(review: Any) -> Obj | None:
+    """The pod a CREATE review is about, with its namespace filled in from the request (the object
+    of a CREATE may not carry it yet); None for anything else. Raises AdmissionError when malformed."""
+    request = _request(review)
+    pod = request.get("object")
+    if not _is_pod_create(request) or not isinstance(pod, Mapping):
+        return None
+    out = dict(pod)
+    meta = dict(out.get("metadata") or {})
+    meta.setdefault("namespace", request.get("namespace") or "")
+    meta.setdefault("name", meta.get("generateName") or "")
+    out["metadata"] = meta
+    return out

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -33,6 +33,7 @@ from extender.events import EventRecorder
 from extender.metrics import Metrics
 from extender.owners import OwnerResolver, Root
 from extender.remotes import Remotes
+from extender.status_writer import write_podgroup_statuses, write_queue_statuses
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,7 @@ class PodInfo:
     root: Root | None
     job: model.Job
     placed: tuple[str, str] | None  # (cluster, remote node) from the pod's annotations
+    invalid: str | None = None  # why the pod's intent cannot be read (it waits for a fix)
 
 
 class Controller:
@@ -242,6 +244,8 @@ class Controller:
         if self._clusters_dirty:
             self._clusters_dirty = False
             await self.remotes.sync(self.remote_clusters.items())
+            for cluster, watcher in self.remotes.watchers.items():  # cordon may have changed
+                self._dirty_nodes.update((cluster, n) for n in watcher.nodes.cache)
             for cluster in list(self._core_nodes):
                 if cluster not in self.remotes.watchers:
                     for name in list(self._core_nodes[cluster]):
@@ -277,7 +281,11 @@ class Controller:
                     self._dirty_pods.add(info.key)  # re-derived next round (placed pods stay out)
             return
         used = rs.total(self._foreign.get((cluster, name), {}).values())
-        self.core.upsert_node(podspec.node_from_remote(node, cluster, used, core_name=core_name))
+        core_node = podspec.node_from_remote(node, cluster, used, core_name=core_name)
+        rc = self.remote_clusters.get(cluster)
+        if rc is not None and rc.get("spec", {}).get("cordoned"):
+            core_node.unschedulable = True
+        self.core.upsert_node(core_node)
         self._core_nodes[cluster].add(core_name)
 
     async def _sync_pod(self, k: str) -> None:
@@ -299,7 +307,7 @@ class Controller:
         self._uid_by_key[k] = uid
         if info.root is not None:
             self._root_members[info.root.uid].add(uid)
-        hold = self._held_for_sibling(info)
+        hold = info.invalid or self._held_for_sibling(info)
         if hold is not None:
             if old is not None:
                 self.core.remove_job(uid)
@@ -369,7 +377,7 @@ class Controller:
                 if not members:
                     del self._root_members[info.root.uid]
 
-    def podgroups_of(self, pod: Obj) -> dict[str, Obj | None]:
+    def podgroups_of(self, pod: Mapping[str, Any]) -> dict[str, Obj | None]:
         ns = pod["metadata"]["namespace"]
         refs = intent.podgroup_refs(pod)
         return {
@@ -393,22 +401,27 @@ class Controller:
         queue, _source = intent.queue_of(pod, volcano_podgroup=pgs["volcano"], namespace_labels=ns_labels)
         if queue is None:
             return None
-        gang = intent.gang_of(
-            pod,
-            volcano_podgroup=pgs["volcano"],
-            coscheduling_podgroup=pgs["coscheduling"],
-            workload_podgroup=None,
-        )
         root = await self.owners.root(pod)
-        job = podspec.job_from_pod(
-            pod, job_id=uid, queue=queue, gang=gang, submit_time=_timestamp(md.get("creationTimestamp"))
-        )
+        key = f"{md['namespace']}/{md['name']}"
+        try:
+            gang = intent.gang_of(
+                pod,
+                volcano_podgroup=pgs["volcano"],
+                coscheduling_podgroup=pgs["coscheduling"],
+                workload_podgroup=None,
+            )
+            job = podspec.job_from_pod(
+                pod, job_id=uid, queue=queue, gang=gang, submit_time=_timestamp(md.get("creationTimestamp"))
+            )
+        except (intent.IntentError, podspec.PodSpecError) as e:
+            # Managed, but it cannot be scheduled as it is: it waits, and says why.
+            return PodInfo(key, uid, queue, None, root, model.Job(uid, queue, {}), None, invalid=str(e))
         placed = None
         cluster = annotations.get(keys.ASSIGNED_CLUSTER)
         node = annotations.get(keys.ASSIGNED_REMOTE_NODE)
         if cluster and node:
             placed = (cluster, node)
-        info = PodInfo(md["namespace"] + "/" + md["name"], uid, queue, gang, root, job, placed)
+        info = PodInfo(key, uid, queue, gang, root, job, placed)
         if placed is None and root.uid != uid:
             info.job = self._pin_to_siblings(info)
         return info
@@ -519,9 +532,8 @@ class Controller:
 
     # ------------------------------------------------------------------ status
     async def write_statuses(self) -> None:
-        from extender.status_writer import write_queue_statuses
-
         await write_queue_statuses(self)
+        await write_podgroup_statuses(self)
 
     # ------------------------------------------------------------------ queries (filter, CLI)
     def nudge(self, pod: Obj) -> None:

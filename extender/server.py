@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -18,8 +18,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from armada_bridge import keys
+from armada_bridge.kube.client import ApiError
+from armada_bridge.kube.resources import JOBS, VOLCANO_PODGROUPS
 from extender import admission, intent
 from extender.controller import Controller
+from extender.owners import controller_ref
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +77,8 @@ async def _json(request: web.Request) -> Any:
         return await request.json(loads=json.loads)
     except (ValueError, UnicodeDecodeError) as e:
         raise BadRequest(f"body is not valid JSON: {e}") from None
+    except RecursionError:
+        raise BadRequest("body is nested too deeply") from None
 
 
 def _args(body: Any) -> ExtenderArgs:
@@ -103,7 +108,7 @@ class Api:
                 out[n["metadata"]["name"]] = labels.get(keys.CLUSTER_LABEL, n["metadata"]["name"])
         return out
 
-    def _managed(self, pod: dict[str, Any]) -> bool:
+    def _managed(self, pod: Mapping[str, Any]) -> bool:
         ns = pod["metadata"].get("namespace") or ""
         pgs = self.c.podgroups_of(pod)
         ns_obj = self.c.namespaces.get(ns)
@@ -158,12 +163,44 @@ class Api:
         passing, _ = self.decide(pod, names)
         return web.json_response([{"Host": n, "Score": 10 if n in passing else 0} for n in names])
 
+    async def _volcano_job_group(self, pod: Mapping[str, Any], dry_run: bool) -> dict[str, str]:
+        """Volcano's protocol for plain Jobs (annotation `group-min-member`): the PodGroup the Volcano
+        controller would create for the pod's Job, created here, and the annotation naming it."""
+        ref = controller_ref(dict(pod))
+        if ref is None or ref.get("kind") != "Job" or ref.get("apiVersion") != "batch/v1":
+            return {}
+        ns = pod["metadata"]["namespace"]
+        try:
+            job = await self.c.front.get(JOBS, ref["name"], ns)
+            pg = intent.volcano_job_podgroup(job)
+            if pg is None:
+                return {}
+            if not dry_run:
+                try:
+                    await self.c.front.create(VOLCANO_PODGROUPS, pg, ns)
+                except ApiError as e:
+                    if not e.conflict:
+                        raise
+        except (ApiError, intent.IntentError) as e:
+            log.warning("pod of Job %s/%s: Volcano group not prepared: %s", ns, ref["name"], e)
+            return {}
+        return intent.volcano_job_pod_annotations(job)
+
     async def mutate(self, request: web.Request) -> web.Response:
         review = await _json(request)
         try:
             pod = admission.pod_of(review)
+            extra: dict[str, str] = {}
+            if pod is not None:
+                extra = await self._volcano_job_group(pod, bool(review["request"].get("dryRun")))
+                if extra:
+                    meta = dict(pod["metadata"])
+                    meta["annotations"] = {**(meta.get("annotations") or {}), **extra}
+                    pod = {**pod, "metadata": meta}
             managed = pod is not None and self._managed(pod)
-            answer = admission.admission_response(review, managed=managed, scheduler_name=self.scheduler_name)
+            answer = admission.admission_response(
+                review, managed=managed, scheduler_name=self.scheduler_name, extra_annotations=extra
+            )
         except admission.AdmissionError as e:
             self.c.metrics.webhook_errors.inc()
             raise BadRequest(str(e)) from None

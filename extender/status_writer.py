@@ -1,12 +1,16 @@
-"""Writing what the scheduler knows back onto objects: Queue status (and PodGroup status)."""
+"""Writing what the scheduler knows back onto objects: Queue and PodGroup status."""
 
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from armada_bridge import keys
 from armada_bridge.kube.client import ApiError, Obj
-from armada_bridge.kube.resources import QUEUES
+from armada_bridge.kube.resources import COSCHEDULING_PODGROUPS, QUEUES, VOLCANO_PODGROUPS, Resource
+from extender import intent
+from extender import podgroup_status as pgs
 from extender.core import resources as rs
 
 if TYPE_CHECKING:
@@ -65,3 +69,97 @@ async def write_queue_statuses(controller: Controller) -> None:
 
 def _same(current: Obj, wanted: Obj) -> bool:
     return all(current.get(k) == v for k, v in wanted.items())
+
+
+def free_by_cluster(controller: Controller) -> dict[str, rs.Resources]:
+    """Free resources per remote cluster as the core sees them (schedulable nodes only)."""
+    out: dict[str, rs.Resources] = {}
+    for entry in controller.core.nodedb.entries.values():
+        if entry.schedulable:
+            rs.add_into(out.setdefault(entry.cluster, {}), entry.free)
+    return out
+
+
+def _members(
+    controller: Controller,
+) -> tuple[dict[tuple[str, str], list[Obj]], dict[tuple[str, str], list[Obj]]]:
+    volcano: dict[tuple[str, str], list[Obj]] = {}
+    coscheduling: dict[tuple[str, str], list[Obj]] = {}
+    for pod in controller.pods.items():
+        refs = intent.podgroup_refs(pod)
+        ns = pod["metadata"]["namespace"]
+        if refs.volcano:
+            volcano.setdefault((ns, refs.volcano), []).append(pod)
+        if refs.coscheduling:
+            coscheduling.setdefault((ns, refs.coscheduling), []).append(pod)
+    return volcano, coscheduling
+
+
+def _gang_state(controller: Controller, members: list[Obj]) -> tuple[pgs.GangState, str]:
+    placed = [m for m in members if (m["metadata"].get("annotations") or {}).get(keys.ASSIGNED_CLUSTER)]
+    if placed:
+        running = all(
+            (m.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed") for m in placed
+        )
+        return (pgs.GangState.RUNNING if running else pgs.GangState.ADMITTED), ""
+    reason = controller.reason_for(members[0]["metadata"]["uid"]) if members else ""
+    return pgs.GangState.WAITING, reason
+
+
+async def write_podgroup_statuses(controller: Controller) -> None:
+    """Volcano and scheduler-plugins PodGroup status, as those schedulers write it.
+
+    A Volcano PodGroup goes Inqueue when its queue can take it and one cluster can hold its
+    minResources, before its pods exist: training-operator creates pods only then.
+    """
+    volcano_members, cosched_members = _members(controller)
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    free = free_by_cluster(controller)
+    for pg in controller.volcano_pgs.items():
+        md, spec = pg["metadata"], pg.get("spec") or {}
+        members = volcano_members.get((md["namespace"], md["name"]), [])
+        state, reason = _gang_state(controller, members)
+        previous = pg.get("status") or {}
+        if state is pgs.GangState.WAITING and previous.get("phase") in (None, "", "Pending"):
+            queue_name = spec.get("queue") or intent.VOLCANO_DEFAULT_QUEUE
+            queue = controller.core.queues.get(queue_name)
+            decision = pgs.volcano_should_enqueue(
+                queue_exists=queue is not None,
+                queue_name=queue_name,
+                queue_cordoned=bool(queue and queue.cordoned),
+                min_resources=intent.normalize_min_resources(spec.get("minResources"), "minResources"),
+                free_by_domain=free,
+            )
+            if decision.inqueue:
+                state = pgs.GangState.ADMITTED
+            elif not members:
+                reason = decision.message
+        status = pgs.volcano_status(
+            state,
+            members,
+            min_member=int(spec.get("minMember") or 1),
+            now=now,
+            message=reason,
+            previous=previous,
+        )
+        await _write_status(controller, VOLCANO_PODGROUPS, pg, status)
+    for pg in controller.coscheduling_pgs.items():
+        md, spec = pg["metadata"], pg.get("spec") or {}
+        members = cosched_members.get((md["namespace"], md["name"]), [])
+        state, _ = _gang_state(controller, members)
+        status = pgs.coscheduling_status(
+            state, members, min_member=int(spec.get("minMember") or 1), now=now, previous=pg.get("status")
+        )
+        await _write_status(controller, COSCHEDULING_PODGROUPS, pg, status)
+
+
+async def _write_status(controller: Controller, resource: Resource, obj: Obj, status: Obj) -> None:
+    if _same(obj.get("status") or {}, status):
+        return
+    md = obj["metadata"]
+    try:
+        await controller.front.patch(
+            resource, md["name"], {"status": status}, md["namespace"], subresource="status"
+        )
+    except ApiError as e:
+        log.debug("%s %s/%s status not written: %s", resource.kind, md["namespace"], md["name"], e)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from armada_bridge import versions
-from armada_bridge.dev import vkubelet_setup
+from armada_bridge.dev import extender_setup, vkubelet_setup
 from armada_bridge.dev.binaries import Binaries
 from armada_bridge.dev.names import FRONT
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 CRDS_DIR = versions.REPO_ROOT / "manifests" / "crds"
 DEV_MANIFESTS_DIR = versions.REPO_ROOT / "manifests" / "dev"
+EXTENDER_MANIFESTS_DIR = versions.REPO_ROOT / "manifests" / "extender"
 
 
 def kubectl(
@@ -64,3 +65,5 @@ def install(env: Environment, bins: Binaries) -> None:
     install_crds(bins, front)
     apply_dir(bins, front, DEV_MANIFESTS_DIR)
     vkubelet_setup.setup(env, bins)
+    apply_dir(bins, front, EXTENDER_MANIFESTS_DIR)
+    extender_setup.setup(env, bins)

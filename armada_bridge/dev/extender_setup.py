@@ -31,7 +31,7 @@ def webhook_configuration(url: str, ca_pem: bytes) -> dict[str, object]:
             {
                 "name": f"pods.{keys.GROUP}",
                 "admissionReviewVersions": ["v1"],
-                "sideEffects": "None",
+                "sideEffects": "NoneOnDryRun",
                 "failurePolicy": "Ignore",
                 "reinvocationPolicy": "IfNeeded",
                 "timeoutSeconds": 5,

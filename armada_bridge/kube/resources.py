@@ -41,9 +41,12 @@ SERVICEACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 EVENTS = Resource("events.k8s.io", "v1", "events", "Event")
 CORE_EVENTS = Resource("", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+JOBS = Resource("batch", "v1", "jobs", "Job")
 
 # Custom resources the bridge reads or writes.
 QUEUES = Resource("bridge.armadaproject.io", "v1alpha1", "queues", "Queue", namespaced=False)
-REMOTECLUSTERS = Resource("bridge.armadaproject.io", "v1alpha1", "remoteclusters", "RemoteCluster", namespaced=False)
+REMOTECLUSTERS = Resource(
+    "bridge.armadaproject.io", "v1alpha1", "remoteclusters", "RemoteCluster", namespaced=False
+)
 VOLCANO_PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
 COSCHEDULING_PODGROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")

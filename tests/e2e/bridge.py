@@ -1,0 +1,68 @@
+"""Helpers for end-to-end tests: managed pods, and what the front and remote clusters say of them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from tests.support import wait_for
+
+Api = Callable[[str], k8s.ApiClient]
+
+
+def pod(
+    name: str,
+    *,
+    queue: str | None = "default",
+    cpu: str = "1",
+    memory: str = "1Gi",
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    scheduler: str = "default-scheduler",
+    priority_class: str | None = None,
+) -> dict[str, Any]:
+    lab = dict(labels or {})
+    if queue is not None:
+        lab[keys.QUEUE_LABEL] = queue
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [
+            {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+        ],
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"metadata": {"name": name, "labels": lab, "annotations": dict(annotations or {})}, "spec": spec}
+
+
+def front_pods(api: Api, namespace: str, selector: str = "") -> list[Any]:
+    return list(k8s.CoreV1Api(api("front")).list_namespaced_pod(namespace, label_selector=selector).items)
+
+
+def cluster_of(p: Any) -> str | None:
+    return (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER)
+
+
+def wait_running(api: Api, namespace: str, count: int, selector: str = "", timeout: float = 90) -> list[Any]:
+    def probe() -> list[Any] | None:
+        pods = front_pods(api, namespace, selector)
+        running = [p for p in pods if p.status.phase == "Running"]
+        return running if len(running) >= count else None
+
+    return wait_for(f"{count} front pods Running in {namespace}", probe, timeout=timeout)
+
+
+def events_for(api: Api, namespace: str, name: str) -> list[str]:
+    evs = (
+        k8s.CoreV1Api(api("front"))
+        .list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}")
+        .items
+    )
+    return [f"{e.reason}: {e.message}" for e in evs]
+
+
+def remote_pods(api: Api, cluster: str, namespace: str) -> list[Any]:
+    return list(k8s.CoreV1Api(api(cluster)).list_namespaced_pod(namespace).items)
