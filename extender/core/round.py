@@ -78,7 +78,7 @@ class QueueIterator:
         n = len(items)
         lookback = s.config.max_queue_lookback
         reasons = s.reasons
-        round_no = s.round_no
+        round_no = pr.stamp
         unfeasible = s.unfeasible
         epochs = pr.epochs
         gangs = s.gangs
@@ -135,7 +135,7 @@ class QueueIterator:
         return None
 
     def remaining(self) -> Iterator[JobRecord]:
-        round_no = self.pr.s.round_no
+        round_no = self.pr.stamp
         pool = self.pr.pool
         for rec in self.items[self.pos :]:
             if rec.state is JobState.QUEUED and rec.seen_round != round_no:
@@ -149,6 +149,9 @@ class PoolRound:
         self.s = s
         self.pool = pool
         self.now = now
+        s.pool_rounds += 1
+        #: marks the jobs this pool round has examined (JobRecord.seen_round).
+        self.stamp = s.pool_rounds
         self.result = result
         self.config = s.config
         self.total = s.nodedb.pool_total(pool)

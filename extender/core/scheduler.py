@@ -44,6 +44,7 @@ class Scheduler:
         self.queued_count: dict[str, int] = {}
         self.reasons: dict[str, str] = {}
         self.round_no = 0
+        self.pool_rounds = 0
         self._bind_seq = 0
         #: bumped whenever capacity may have grown (node added/changed, job left a node).
         self.capacity_epoch = 0

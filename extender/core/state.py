@@ -36,7 +36,7 @@ class JobRecord:
     #: global bind sequence; evicted jobs are rescheduled in this order.
     bound_seq: int = 0
     bound_at: float | None = None
-    #: number of the last round that examined this job.
+    #: stamp of the last pool round that examined this job.
     seen_round: int = -1
 
     @property

@@ -161,6 +161,8 @@ class Simulation:
         self.now = 0.0
         self.cycles = 0
         self._resubmits = 0
+        #: set when the simulation stopped because the remaining jobs can never be scheduled.
+        self.stuck = False
 
     # ---------------------------------------------------------------- setup
     def _build_templates(self) -> None:
@@ -265,12 +267,22 @@ class Simulation:
             )
 
     def _on_schedule(self) -> None:
-        if self._active():
-            self._push(self.now + self.cycle_period, "schedule", None)
         result = self.scheduler.schedule_round(self.now)
         self.cycles += 1
         self._apply(result)
         self._emit_cycle(result)
+        if self._active() and not self._stuck(result):
+            self._push(self.now + self.cycle_period, "schedule", None)
+
+    def _stuck(self, result: RoundResult) -> bool:
+        """Nothing runs, nothing else will happen, and this round changed nothing: the remaining
+        jobs can never be scheduled (Armada's simulator would cycle until its hard time limit)."""
+        if result.scheduled or result.preempted or self.scheduler.running_jobs():
+            return False
+        if any(kind != "schedule" for _t, _s, kind, _p in self._events):
+            return False
+        self.stuck = bool(self.scheduler.queued_jobs())
+        return self.stuck
 
     def _apply(self, result: RoundResult) -> None:
         for job_id in sorted(result.preempted, key=lambda j: (self.jobs[j].queue, j)):

@@ -84,6 +84,10 @@ def summary_table(sim: Simulation, title: str = "") -> str:
         f"simulated {_fmt_seconds(sim.now)} in {sim.cycles} scheduling cycles of {sim.cycle_period:g}s; "
         f"{clusters} cluster(s), {nodes} node(s)"
     )
+    if sim.stuck:
+        waiting = sim.scheduler.waiting_reasons()
+        reasons = sorted(set(waiting.values()))
+        out.append(f"stopped: {len(waiting)} job(s) can never be scheduled: {'; '.join(reasons[:3])}")
     out.append(line(header))
     out.append(line(["-" * w for w in widths]))
     out.extend(line(r) for r in rows)
