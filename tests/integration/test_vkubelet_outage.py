@@ -1,0 +1,135 @@
+"""The vkubelet on a separate small environment: `kubectl logs` through the front kube-apiserver,
+and a remote cluster that goes away and comes back. Never touches the shared environment."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from armada_bridge.dev import binaries
+from armada_bridge.dev.environment import Environment, api_client
+from tests.integration.test_vkubelet_pods import bound_pod, node_ready, phases, remote_pods
+from tests.support import wait_for
+
+NS = "vk-private"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Environment]:
+    e = Environment(tmp_path_factory.mktemp("vk-env"))
+    try:
+        e.up(workers=2, nodes=1)
+        yield e
+    finally:
+        e.down()
+
+
+@pytest.fixture(scope="module")
+def clients(env: Environment) -> Iterator[dict[str, k8s.CoreV1Api]]:
+    apis = {name: api_client(env.kubeconfig(name)) for name in ("front", "remote-1", "remote-2")}
+    cores = {name: k8s.CoreV1Api(a) for name, a in apis.items()}
+    for core in cores.values():
+        core.create_namespace({"metadata": {"name": NS}})
+    yield cores
+    for a in apis.values():
+        a.close()
+
+
+def kubectl(env: Environment, *args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(binaries.expected().kubectl), "--kubeconfig", str(env.kubeconfig("front")), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_kubectl_logs_on_a_front_pod(env: Environment, clients: dict[str, k8s.CoreV1Api]) -> None:
+    front = clients["front"]
+    front.create_namespaced_pod(NS, bound_pod("talker", "remote-1"))
+    wait_for("pod Running", lambda: phases(front, NS).get("talker") == "Running", timeout=30)
+
+    logs = kubectl(env, "logs", "-n", NS, "talker")
+    assert logs.returncode == 0, logs.stderr
+    assert "hello from the remote cluster" in logs.stdout
+
+    # Follow streams until the client goes (the container keeps running): read the first line.
+    follow = subprocess.Popen(
+        [str(binaries.expected().kubectl), "--kubeconfig", str(env.kubeconfig("front")),
+         "logs", "-f", "-n", NS, "talker", "-c", "main"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert follow.stdout is not None
+        first = follow.stdout.readline()
+        assert "hello from the remote cluster" in first
+    finally:
+        follow.kill()
+        follow.wait(10)
+
+    tail = kubectl(env, "logs", "--tail=1", "--timestamps", "-n", NS, "talker")
+    assert tail.returncode == 0, tail.stderr
+    lines = tail.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("2026-01-01T00:00:02") and "line 3" in lines[0]
+
+
+def test_remote_outage_turns_node_not_ready_and_back(
+    env: Environment, clients: dict[str, k8s.CoreV1Api]
+) -> None:
+    front, remote1 = clients["front"], clients["remote-1"]
+    front.create_namespaced_pod(NS, bound_pod("survivor", "remote-1"))
+    front.create_namespaced_pod(NS, bound_pod("bystander", "remote-2"))
+    wait_for(
+        "pods Running",
+        lambda: (
+            phases(front, NS).get("survivor") == "Running" and phases(front, NS).get("bystander") == "Running"
+        ),
+        timeout=30,
+    )
+    for name in ("remote-1", "remote-2"):
+        wait_for(f"{name} Ready", lambda n=name: node_ready(front, n), timeout=30)
+    uid = front.read_namespaced_pod("survivor", NS).metadata.uid
+    cluster = env.cluster("remote-1")
+    stopped = cluster._kwokctl("stop", "cluster")
+    assert stopped.returncode == 0, stopped.stderr
+    t0 = time.monotonic()
+    try:
+        wait_for("remote-1 NotReady", lambda: not node_ready(front, "remote-1"), timeout=40, interval=0.5)
+        took = time.monotonic() - t0
+        assert took <= 40
+        assert node_ready(front, "remote-2")
+        reason = next(c for c in front.read_node("remote-1").status.conditions if c.type == "Ready").reason
+        assert reason == "RemoteUnreachable"
+    finally:
+        started = cluster._kwokctl("start", "cluster")
+        assert started.returncode == 0, started.stderr
+    wait_for("remote-1 Ready again", lambda: node_ready(front, "remote-1"), timeout=90, interval=0.5)
+    remote = wait_for("remote pods listed", lambda: remote_pods(remote1, NS) or None, timeout=30)
+    on_remote1 = [
+        p.metadata.uid for p in front.list_namespaced_pod(NS).items if p.spec.node_name == "remote-1"
+    ]
+    assert uid in on_remote1
+    # Exactly one remote pod per front pod: nothing duplicated by the outage.
+    assert sorted(p.metadata.labels[keys.FRONT_UID] for p in remote) == sorted(on_remote1)
+    assert front.read_namespaced_pod("survivor", NS).status.phase == "Running"
+    assert phases(front, NS).get("bystander") == "Running"
+
+
+def test_dev_up_registers_remote_clusters(env: Environment) -> None:
+    got = kubectl(env, "get", "remoteclusters", "-o", "name")
+    assert got.returncode == 0, got.stderr
+    assert sorted(got.stdout.split()) == [
+        "remotecluster.bridge.armadaproject.io/remote-1",
+        "remotecluster.bridge.armadaproject.io/remote-2",
+    ]
+    assert env.supervisor.pid("vkubelet") is not None
+    assert Path(env.kubeconfig("front")).is_file()
