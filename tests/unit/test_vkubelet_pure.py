@@ -1,0 +1,330 @@
+"""The vkubelet's pure parts: remote pod shaping, status mapping, dependencies, capacity, spec."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from armada_bridge import keys
+from vkubelet import deps, podspec
+from vkubelet import status as pod_status
+from vkubelet.mirror import differs, mirror_of
+from vkubelet.node import format_quantity, node_status, remote_capacity, spec_patch
+from vkubelet.remotecluster import HostAccess, parse_spec
+from vkubelet.workqueue import WorkQueue
+
+
+def front_pod(**spec: Any) -> dict[str, Any]:
+    annotations = spec.pop("annotations", {})
+    return {
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "uid": "u-1",
+            "labels": {"app": "a"},
+            "annotations": annotations,
+        },
+        "spec": {
+            "nodeName": "remote-1",
+            "schedulerName": "volcano",
+            "priorityClassName": "high",
+            "priority": 1000,
+            "tolerations": [
+                {"key": keys.VIRTUAL_NODE_TAINT_KEY, "operator": "Exists"},
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+            ],
+            "volumes": [
+                {
+                    "name": "kube-api-access-abcde",
+                    "projected": {"sources": [{"configMap": {"name": "kube-root-ca.crt"}}]},
+                },
+                {"name": "cfg", "configMap": {"name": "settings"}},
+            ],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "volumeMounts": [
+                        {
+                            "name": "kube-api-access-abcde",
+                            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                        },
+                        {"name": "cfg", "mountPath": "/cfg"},
+                    ],
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+def test_remote_pod_keeps_identity_and_drops_front_only_fields() -> None:
+    r = podspec.remote_pod(front_pod())
+    md, spec = r["metadata"], r["spec"]
+    assert (md["name"], md["namespace"]) == ("p", "ns")
+    assert md["labels"] == {"app": "a", keys.FRONT_UID: "u-1", keys.MANAGED_BY_LABEL: keys.MANAGED_BY_VALUE}
+    for f in ("nodeName", "schedulerName", "priorityClassName", "priority"):
+        assert f not in spec
+    assert [v["name"] for v in spec["volumes"]] == ["cfg"]
+    assert [m["name"] for m in spec["containers"][0]["volumeMounts"]] == ["cfg"]
+    assert spec["tolerations"] == [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}
+    ]
+
+
+def test_remote_pod_restores_constraints_and_pins_the_node() -> None:
+    constraints = {
+        "nodeSelector": {"zone": "a"},
+        "tolerations": [{"key": "gpu", "operator": "Exists"}],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "x", "operator": "Exists"}]}, {}]
+                }
+            }
+        },
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+        ],
+    }
+    pod = front_pod(
+        annotations={keys.SCHEDULING_CONSTRAINTS: json.dumps(constraints), keys.ASSIGNED_REMOTE_NODE: "n-3"}
+    )
+    spec = podspec.remote_pod(pod)["spec"]
+    assert spec["nodeSelector"] == {"zone": "a"}
+    assert {"key": "gpu", "operator": "Exists"} in spec["tolerations"]
+    assert spec["topologySpreadConstraints"] == constraints["topologySpreadConstraints"]
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert len(terms) == 2
+    for term in terms:
+        assert {"key": "metadata.name", "operator": "In", "values": ["n-3"]} in term["matchFields"]
+    assert terms[0]["matchExpressions"] == [{"key": "x", "operator": "Exists"}]
+
+
+def test_unreadable_constraints_are_ignored() -> None:
+    pod = front_pod(annotations={keys.SCHEDULING_CONSTRAINTS: "{not json"})
+    assert "nodeSelector" not in podspec.remote_pod(pod)["spec"]
+
+
+def test_host_access() -> None:
+    assert podspec.host_access(front_pod()) == []
+    pod = front_pod(hostNetwork=True, volumes=[{"name": "h", "hostPath": {"path": "/"}}])
+    pod["spec"]["containers"][0]["securityContext"] = {"privileged": True}
+    assert podspec.host_access(pod) == ["hostNetwork", "hostPath volume h", "privileged container main"]
+
+
+def test_status_mapping_and_marker() -> None:
+    front = front_pod()
+    remote = {
+        "metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"},
+        "status": {
+            "phase": "Running",
+            "podIP": "10.0.0.3",
+            "hostIP": "192.0.2.1",
+            "qosClass": "BestEffort",
+            "startTime": "2026-01-01T00:00:01Z",
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "main", "ready": True, "restartCount": 2, "imageID": "sha"}],
+        },
+    }
+    patch = pod_status.status_patch(front, remote, "remote-1")
+    assert patch is not None
+    st = patch["status"]
+    assert st["phase"] == "Running" and st["podIP"] == "10.0.0.3" and st["hostIP"] == "192.0.2.1"
+    assert st["containerStatuses"][0]["restartCount"] == 2
+    front["status"] = st
+    assert pod_status.has_marker(front)
+    assert pod_status.status_patch(front, remote, "remote-1") is None  # idempotent
+
+
+def test_failed_patch_terminates_running_containers() -> None:
+    front = front_pod()
+    front["status"] = {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True"}],
+        "containerStatuses": [{"name": "main", "ready": True, "state": {"running": {"startedAt": "t0"}}}],
+    }
+    st = pod_status.failed_patch(front, "RemotePodDeleted", "gone", "t1")["status"]
+    assert st["phase"] == "Failed" and st["reason"] == "RemotePodDeleted"
+    assert st["containerStatuses"][0]["state"]["terminated"]["reason"] == "RemotePodDeleted"
+    assert st["conditions"][0]["status"] == "False"
+
+
+def test_dependencies() -> None:
+    pod = front_pod(imagePullSecrets=[{"name": "pull"}], serviceAccountName="runner")
+    c = pod["spec"]["containers"][0]
+    c["env"] = [
+        {"name": "A", "valueFrom": {"configMapKeyRef": {"name": "env-cm", "key": "a", "optional": True}}},
+        {"name": "B", "valueFrom": {"secretKeyRef": {"name": "env-secret", "key": "b"}}},
+    ]
+    c["envFrom"] = [{"secretRef": {"name": "all-secret"}}]
+    pod["spec"]["volumes"].append({"name": "s", "secret": {"secretName": "vol-secret"}})
+    refs = {(r.kind, r.name): r.optional for r in deps.pod_dependencies(podspec.remote_pod(pod))}
+    assert refs == {
+        ("ConfigMap", "settings"): False,
+        ("ConfigMap", "env-cm"): True,
+        ("Secret", "env-secret"): False,
+        ("Secret", "all-secret"): False,
+        ("Secret", "vol-secret"): False,
+        ("Secret", "pull"): True,
+        ("ServiceAccount", "runner"): False,
+    }
+
+
+def test_service_selection_and_mirror() -> None:
+    svc = {
+        "metadata": {"name": "w", "namespace": "ns", "uid": "s-1", "labels": {}},
+        "spec": {
+            "type": "NodePort",
+            "clusterIP": "10.96.0.9",
+            "selector": {"app": "a"},
+            "ports": [{"port": 80, "nodePort": 30080}],
+        },
+    }
+    assert deps.selects(svc, front_pod())
+    assert not deps.selects({"spec": {}}, front_pod())
+    m = mirror_of("Service", svc)
+    assert m["spec"] == {"type": "ClusterIP", "selector": {"app": "a"}, "ports": [{"port": 80}]}
+    assert m["metadata"]["annotations"][keys.FRONT_OBJECT_UID] == "s-1"
+    have = {
+        **m,
+        "spec": {
+            **m["spec"],
+            "clusterIP": "10.0.0.1",
+            "ports": [{"port": 80, "targetPort": 80, "protocol": "TCP"}],
+        },
+    }
+    assert not differs(m, have)
+    headless = {**svc, "spec": {**svc["spec"], "clusterIP": "None", "type": "ClusterIP"}}
+    assert mirror_of("Service", headless)["spec"]["clusterIP"] == "None"
+
+
+def test_configmap_mirror_differs_on_data() -> None:
+    cm = {"metadata": {"name": "c", "namespace": "ns", "uid": "c-1"}, "data": {"k": "1"}}
+    m = mirror_of("ConfigMap", cm)
+    assert not differs(m, m)
+    assert differs(mirror_of("ConfigMap", {**cm, "data": {"k": "2"}}), m)
+
+
+def node(name: str, cpu: str, ready: bool = True, **extra: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": extra.pop("labels", {})},
+        "spec": extra,
+        "status": {
+            "capacity": {"cpu": cpu, "memory": "4Gi", "pods": "110", keys.GPU_RESOURCE: "2"},
+            "allocatable": {"cpu": cpu, "memory": "4Gi", "pods": "110", keys.GPU_RESOURCE: "2"},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def pod_on(node_name: str, cpu: str, bridge: bool = False) -> dict[str, Any]:
+    labels = {keys.FRONT_UID: "x"} if bridge else {}
+    return {
+        "metadata": {"labels": labels},
+        "spec": {"nodeName": node_name, "containers": [{"resources": {"requests": {"cpu": cpu}}}]},
+        "status": {"phase": "Running"},
+    }
+
+
+def test_capacity_counts_usable_nodes_minus_foreign_pods() -> None:
+    nodes = [
+        node("a", "8"),
+        node("b", "8"),
+        node("down", "8", ready=False),
+        node("cordoned", "8", unschedulable=True),
+        node("virtual", "8", labels={keys.NODE_TYPE_LABEL: keys.NODE_TYPE_VIRTUAL}),
+    ]
+    pods = [pod_on("a", "500m"), pod_on("b", "1"), pod_on("a", "3", bridge=True), pod_on("down", "4")]
+    cap = remote_capacity(nodes, pods)
+    assert cap.nodes == 2
+    assert (
+        cap.capacity["cpu"] == "16"
+        and cap.capacity["memory"] == "8Gi"
+        and cap.capacity[keys.GPU_RESOURCE] == "4"
+    )
+    assert cap.allocatable["cpu"] == "14500m"
+    assert cap.allocatable["pods"] == "218"
+
+
+def test_format_quantity() -> None:
+    assert format_quantity(1500) == "1500m"
+    assert format_quantity(2**30 * 1000, "memory") == "1Gi"
+    assert format_quantity(3000, "pods") == "3"
+
+
+def test_node_status_keeps_transition_time_and_spec_patch() -> None:
+    from datetime import UTC, datetime
+
+    from vkubelet.node import Capacity
+
+    cap = Capacity({"cpu": "1"}, {"cpu": "1"}, 1)
+    t1, t2 = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
+    s1 = node_status(
+        ready=True,
+        reason="r",
+        message="m",
+        capacity=cap,
+        address="127.0.0.1",
+        port=1,
+        heartbeat=t1,
+        previous=None,
+    )
+    s2 = node_status(
+        ready=True,
+        reason="r",
+        message="m",
+        capacity=cap,
+        address="127.0.0.1",
+        port=1,
+        heartbeat=t2,
+        previous={"status": s1},
+    )
+    assert s2["conditions"][0]["lastTransitionTime"] == s1["conditions"][0]["lastTransitionTime"]
+    spec = parse_spec({"metadata": {"name": "rc"}, "spec": {"cordoned": True, "nodeLabels": {"x": "y"}}})
+    patch = spec_patch({"metadata": {"labels": {}}, "spec": {}}, "rc", spec)
+    assert patch is not None
+    assert patch["spec"]["unschedulable"] is True
+    assert patch["metadata"]["labels"]["x"] == "y"
+    assert patch["metadata"]["labels"][keys.CLUSTER_LABEL] == "rc"
+
+
+def test_remote_cluster_spec_defaults_and_errors() -> None:
+    spec = parse_spec({"metadata": {"name": "rc"}, "spec": {}})
+    assert spec.kubeconfig_secret.name == "rc-kubeconfig"
+    assert spec.kubeconfig_secret.namespace == keys.SYSTEM_NAMESPACE
+    assert spec.host_access == HostAccess.DENY and not spec.cordoned
+    with pytest.raises(ValueError, match="hostAccess"):
+        parse_spec({"metadata": {"name": "rc"}, "spec": {"hostAccess": "Sometimes"}})
+
+
+async def test_workqueue_never_runs_a_key_twice_at_once() -> None:
+    q = WorkQueue("t")
+    running: set[str] = set()
+    overlaps = []
+    done: list[str] = []
+
+    async def work(key: str) -> None:
+        if key in running:
+            overlaps.append(key)
+        running.add(key)
+        await asyncio.sleep(0.01)
+        if len(done) < 3:
+            q.add(key)  # re-added while active: processed again after
+        running.discard(key)
+        done.append(key)
+
+    q.add("a")
+    task = asyncio.create_task(q.run(work, 4))
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if len(done) >= 4:
+            break
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert not overlaps and done[:4] == ["a"] * 4
