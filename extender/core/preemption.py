@@ -47,8 +47,8 @@ def select_evictions(
 ) -> dict[str, list[list[JobRecord]]]:
     """Queue -> evicted gangs (each a list of running job records), in rescheduling order.
 
-    ``wants_more`` are the queues with queued jobs in the pool; ``running`` the running job ids of
-    each queue in the pool; ``gang_members`` the member ids of each gang key.
+    ``wants_more`` are the queues with queued jobs in the pool; ``running`` the ids of each queue's
+    running jobs of a preemptible class in the pool; ``gang_members`` the member ids of each gang key.
     """
     if not config.enable_fair_share_preemption:
         return {}

@@ -86,48 +86,54 @@ class QueueIterator:
         # Shapes found unfeasible while this iterator was advancing: their reason, per key. The
         # queue's cost does not change while skipping, so neither does the reason.
         skipped: dict[tuple[object, ...], str] = {}
-        while self.pos < n:
-            rec = items[self.pos]
-            if rec.state is not queued or rec.seen_round == round_no:
-                self.pos += 1
-                continue
-            pools = rec.job.pools
-            if pools is not None and pool not in pools:
-                self.pos += 1
-                continue
-            if lookback and self.examined >= lookback:
-                self.stop_new(
-                    f"not examined: queue {self.queue} reached maxQueueLookback={lookback} this round"
-                )
-                return None
-            self.pos += 1
-            self.examined += 1
-            rec.seen_round = round_no
-            if rec.job.is_gang:
-                g = gangs[rec.gang_key]
-                if g.domain is not None:
-                    return ([rec], False)  # joins its admitted gang
-                if g.queued < g.cardinality:
-                    reasons[rec.id] = f"gang {g.present}/{g.cardinality} present"
+        pos = self.pos
+        examined = self.examined
+        limit = lookback if lookback else n + 1
+        try:
+            while pos < n:
+                rec = items[pos]
+                pos += 1
+                if rec.state is not queued or rec.seen_round == round_no:
                     continue
-                members = self.pending.setdefault(rec.gang_key, [])
-                members.append(rec)
-                if len(members) >= g.queued:
-                    del self.pending[rec.gang_key]
-                    return (members, False)
-                continue
-            skey = rec.skey
-            known = skipped.get(skey)
-            if known is not None:
-                reasons[rec.id] = known
-                continue
-            cached = unfeasible.get((pool, skey))
-            if cached is not None and cached[0] == epochs:
-                known = pr.reason_for(self.queue, cached[1])
-                skipped[skey] = known
-                reasons[rec.id] = known
-                continue
-            return ([rec], False)
+                pools = rec.pools
+                if pools is not None and pool not in pools:
+                    continue
+                if examined >= limit:
+                    pos -= 1
+                    self.stop_new(
+                        f"not examined: queue {self.queue} reached maxQueueLookback={lookback} this round"
+                    )
+                    return None
+                examined += 1
+                rec.seen_round = round_no
+                if rec.is_gang:
+                    g = gangs[rec.gang_key]
+                    if g.domain is not None:
+                        return ([rec], False)  # joins its admitted gang
+                    if g.queued < g.cardinality:
+                        reasons[rec.id] = f"gang {g.present}/{g.cardinality} present"
+                        continue
+                    members = self.pending.setdefault(rec.gang_key, [])
+                    members.append(rec)
+                    if len(members) >= g.queued:
+                        del self.pending[rec.gang_key]
+                        return (members, False)
+                    continue
+                skey = rec.skey
+                known = skipped.get(skey)
+                if known is not None:
+                    reasons[rec.id] = known
+                    continue
+                cached = unfeasible.get((pool, skey))
+                if cached is not None and cached[0] == epochs:
+                    known = pr.reason_for(self.queue, cached[1])
+                    skipped[skey] = known
+                    reasons[rec.id] = known
+                    continue
+                return ([rec], False)
+        finally:
+            self.pos = pos
+            self.examined = examined
         for members in self.pending.values():
             for rec in members:
                 reasons[rec.id] = "gang members not all eligible for this pool"
@@ -255,7 +261,11 @@ class PoolRound:
     def _evict(self, active: list[str]) -> dict[str, list[list[JobRecord]]]:
         s = self.s
         actual = {q: self.drf.cost(self.alloc[q]) for q in active}
-        running = {q: ids for q, ids in s.alloc.running.get(self.pool, {}).items() if q in self.shares}
+        running = {
+            q: ids for q, ids in s.alloc.preemptible.get(self.pool, {}).items() if q in self.shares and ids
+        }
+        if not running:
+            return {}
         gang_members = {k: g.members for k, g in s.gangs.items()}
         evictions = select_evictions(
             self.config, self.shares, actual, self._wants_more, running, s.jobs, gang_members

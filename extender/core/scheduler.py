@@ -201,6 +201,7 @@ class Scheduler:
         for pool in pools:
             PoolRound(self, pool, now, result).run()
         for name, qj in self.queue_jobs.items():
+            qj.compact()  # the round's own leftovers, so the next round starts clean
             if name not in self.queues or not pools:
                 reason = f"queue {name} does not exist" if name not in self.queues else "no schedulable nodes"
                 for rec in qj.items:

@@ -29,6 +29,8 @@ class JobRecord:
     skey: tuple[object, ...]
     order: OrderKey
     gang_key: str
+    is_gang: bool
+    pools: tuple[str, ...] | None
     state: JobState = JobState.QUEUED
     node: str | None = None
     cluster: str | None = None
@@ -78,10 +80,14 @@ class QueueJobs:
             self.dirty = True
         items.append(rec)
 
-    def ordered(self) -> list[JobRecord]:
+    def compact(self) -> None:
+        """Drop records that left the queue, once they are a good part of the list."""
         if self.stale > 64 and self.stale * 4 > len(self.items):
             self.items = [r for r in self.items if r.state is JobState.QUEUED]
             self.stale = 0
+
+    def ordered(self) -> list[JobRecord]:
+        self.compact()
         if self.dirty:
             self.items.sort(key=_order)
             self.dirty = False
@@ -107,6 +113,8 @@ def make_record(job: Job, pc: PriorityClass) -> JobRecord:
         skey=scheduling_key(job, pc, rkey),
         order=(-pc.priority, job.priority, job.submit_time, job.id),
         gang_key=job.gang_key(),
+        is_gang=job.is_gang,
+        pools=job.pools,
     )
 
 
@@ -118,17 +126,23 @@ class Allocation:
         self.by_pool_queue_pc: dict[str, dict[str, dict[str, Resources]]] = {}
         #: pool -> queue -> ids of running jobs.
         self.running: dict[str, dict[str, set[str]]] = {}
+        #: pool -> queue -> ids of running jobs of a preemptible priority class.
+        self.preemptible: dict[str, dict[str, set[str]]] = {}
 
     def add(self, rec: JobRecord, pool: str) -> None:
         rs.add_into(self.by_pool_queue.setdefault(pool, {}).setdefault(rec.queue, {}), rec.requests)
         pcs = self.by_pool_queue_pc.setdefault(pool, {}).setdefault(rec.queue, {})
         rs.add_into(pcs.setdefault(rec.pc.name, {}), rec.requests)
         self.running.setdefault(pool, {}).setdefault(rec.queue, set()).add(rec.id)
+        if rec.pc.preemptible:
+            self.preemptible.setdefault(pool, {}).setdefault(rec.queue, set()).add(rec.id)
 
     def remove(self, rec: JobRecord, pool: str) -> None:
         rs.sub_into(self.by_pool_queue[pool][rec.queue], rec.requests)
         rs.sub_into(self.by_pool_queue_pc[pool][rec.queue][rec.pc.name], rec.requests)
         self.running[pool][rec.queue].discard(rec.id)
+        if rec.pc.preemptible:
+            self.preemptible[pool][rec.queue].discard(rec.id)
 
     def of(self, pool: str, queue: str) -> Resources:
         return self.by_pool_queue.get(pool, {}).get(queue, {})

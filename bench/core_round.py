@@ -1,0 +1,136 @@
+"""Benchmark of one scheduling round of the armada-bridge core (not a test).
+
+    .venv/bin/python bench/core_round.py [--repeat N]
+
+Shape of Armada's BenchmarkPreemptingQueueScheduler "1000 nodes ... 32000 jobs": 1,000 nodes of
+32 cpu / 256Gi in 10 clusters, 100 queues, 32,000 queued jobs of 1 cpu / 4Gi. The machine is
+shared and noisy, so every figure is also given as a ratio to a baseline measured in the same run:
+
+* baseline: sorting the 32,000 jobs by Armada's queue order (a trivial lower bound on any round);
+* full round: a fresh scheduler places all 32,000 jobs;
+* incremental, churn: on the full cluster, 100 jobs finish and 100 new jobs arrive; one round;
+* incremental, backlog: 32,000 jobs wait on a full cluster (already considered by an earlier
+  round) and 100 new jobs arrive; one round;
+* recompute: the same backlog snapshot loaded into a fresh scheduler (what a stateless core would
+  have to do every time), then one round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from extender.core.builders import job, node
+from extender.core.model import Job, Queue, SchedulingConfig
+from extender.core.scheduler import Scheduler
+
+CLUSTERS = 10
+NODES_PER_CLUSTER = 100
+QUEUES = 100
+JOBS = 32_000
+NEW = 100
+
+
+def make_jobs(prefix: str, count: int, start: float = 0.0) -> list[Job]:
+    return [
+        job(f"{prefix}{i}", f"queue-{i % QUEUES:03d}", {"cpu": "1", "memory": "4Gi"}, submit_time=start + i)
+        for i in range(count)
+    ]
+
+
+def make_scheduler() -> Scheduler:
+    s = Scheduler(SchedulingConfig())
+    for c in range(CLUSTERS):
+        for n in range(NODES_PER_CLUSTER):
+            s.upsert_node(node(f"remote-{c}-node-{n:03d}", f"remote-{c}"))
+    for q in range(QUEUES):
+        s.upsert_queue(Queue(f"queue-{q:03d}"))
+    return s
+
+
+def timed(fn: Callable[[], object]) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+    finally:
+        gc.enable()
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is reported")
+    args = parser.parse_args(argv)
+
+    jobs = make_jobs("job-", JOBS)
+    results: dict[str, list[float]] = {
+        k: [] for k in ("sort", "load", "full", "churn", "backlog", "recompute")
+    }
+    placed = 0
+    for _ in range(args.repeat):
+        results["sort"].append(
+            timed(lambda: sorted(jobs, key=lambda j: (0, j.priority, j.submit_time, j.id)))
+        )
+
+        s = make_scheduler()
+        results["load"].append(timed(lambda s=s: s.add_jobs(make_jobs("job-", JOBS))))  # type: ignore[misc]
+        box: dict[str, object] = {}
+        results["full"].append(timed(lambda s=s: box.update(r=s.schedule_round(0.0))))  # type: ignore[misc]
+        full = box["r"]
+        placed = len(full.scheduled)  # type: ignore[attr-defined]
+
+        # Churn: 100 finish, 100 arrive.
+        for rec in sorted(s.running_jobs(), key=lambda r: r.id)[:NEW]:
+            s.mark_finished(rec.id)
+        s.add_jobs(make_jobs("churn-", NEW, start=1e6))
+        results["churn"].append(timed(lambda s=s: box.update(r=s.schedule_round(1.0))))  # type: ignore[misc]
+        assert len(box["r"].scheduled) == NEW  # type: ignore[attr-defined]
+
+        # Backlog: 32,000 more wait on the full cluster; a round considers them; then 100 arrive.
+        s.add_jobs(make_jobs("backlog-", JOBS, start=2e6))
+        s.schedule_round(2.0)
+        s.add_jobs(make_jobs("late-", NEW, start=3e6))
+        results["backlog"].append(timed(lambda s=s: box.update(r=s.schedule_round(3.0))))  # type: ignore[misc]
+        waiting = len(box["r"].waiting)  # type: ignore[attr-defined]
+
+        snapshot = s.snapshot()
+        results["recompute"].append(
+            timed(
+                lambda snapshot=snapshot: Scheduler.from_snapshot(
+                    SchedulingConfig(), *snapshot
+                ).schedule_round(3.0)
+            )  # type: ignore[misc]
+        )
+        del s
+
+    med = {k: statistics.median(v) for k, v in results.items()}
+    print(
+        f"core round benchmark: {CLUSTERS * NODES_PER_CLUSTER} nodes in {CLUSTERS} clusters, {QUEUES} queues, "
+        f"{JOBS} jobs of 1 cpu/4Gi; median of {args.repeat} (python {sys.version.split()[0]})"
+    )
+    rows = [
+        ("baseline: sort 32k jobs by queue order", "sort", "sort"),
+        ("load 32k jobs into the scheduler", "load", "sort"),
+        (f"full round: place {placed} jobs", "full", "sort"),
+        (f"incremental round, churn: {NEW} finish + {NEW} new", "churn", "full"),
+        (f"incremental round, backlog: {NEW} new on {waiting - NEW} waiting", "backlog", "full"),
+        ("recompute: fresh scheduler from the backlog snapshot + round", "recompute", "backlog"),
+    ]
+    for label, key, base in rows:
+        ratio = med[key] / med[base] if med[base] > 0 else float("nan")
+        print(f"  {label:<66} {med[key] * 1000:9.1f} ms   {ratio:8.2f} x {base}")
+    print(f"  full round throughput: {placed / med['full']:,.0f} placements/s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,184 @@
+"""Benchmark: from binding to front Running through the vkubelet, against the same pods created
+directly in the remote clusters (the baseline, measured in the same run); and the vkubelet's memory.
+
+    .venv/bin/python bench/vkubelet_latency.py [--pods 200] [--json]
+
+Uses the running `armada-bridge dev up` environment (front, remote-1, remote-2) and its vkubelet,
+which it restarts first so the peak memory belongs to this run. Not a test: prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from armada_bridge import keys
+from armada_bridge.dev import binaries, bridge, vkubelet_setup
+from armada_bridge.dev.environment import Environment
+from armada_bridge.kube import NAMESPACES, PODS, Kube, load_config
+
+CONCURRENCY = 16
+
+
+def pod(name: str, node: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}
+        ],
+        "terminationGracePeriodSeconds": 0,
+    }
+    if node:
+        spec["nodeName"] = node
+        spec["tolerations"] = [
+            {"key": keys.VIRTUAL_NODE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+        ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"bench": "vk"}},
+        "spec": spec,
+    }
+
+
+async def watch_running(
+    kube: Kube, ns: str, running: dict[str, float], want: int, done: asyncio.Event
+) -> None:
+    while not done.is_set():
+        try:
+            async for _, obj in kube.watch(PODS, ns, timeout_seconds=120):
+                name = obj["metadata"]["name"]
+                if obj.get("status", {}).get("phase") == "Running" and name not in running:
+                    running[name] = time.monotonic()
+                    if len(running) >= want:
+                        done.set()
+                        return
+        except Exception as e:  # a dropped watch: resume (pods already Running are re-sent as ADDED)
+            print(f"watch restarted: {e}", file=sys.stderr)
+
+
+async def batch(
+    targets: list[tuple[Kube, str, dict[str, Any]]], watchers: list[Kube], ns: str
+) -> list[float]:
+    """Create the pods (bounded concurrency) and return each one's seconds from create to Running."""
+    running: dict[str, float] = {}
+    created: dict[str, float] = {}
+    done = asyncio.Event()
+    tasks = [asyncio.create_task(watch_running(k, ns, running, len(targets), done)) for k in watchers]
+    await asyncio.sleep(0.5)  # watches established
+    sem = asyncio.Semaphore(CONCURRENCY)
+
+    async def create(kube: Kube, body: dict[str, Any]) -> None:
+        async with sem:
+            created[body["metadata"]["name"]] = time.monotonic()
+            await kube.create(PODS, body, ns)
+
+    await asyncio.gather(*(create(k, b) for k, _, b in targets))
+    await asyncio.wait_for(done.wait(), 600)
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return [running[n] - created[n] for n in created]
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(value.split()[0])
+    return out
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    env = Environment()
+    bins = binaries.expected()
+    bridge.install_crds(bins, env.kubeconfig("front"))
+    pid = env.supervisor.pid(vkubelet_setup.COMPONENT)
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)
+        while env.supervisor.pid(vkubelet_setup.COMPONENT) is not None:
+            time.sleep(0.1)
+    vkubelet_setup.setup(env, bins)
+    pid = env.supervisor.pid(vkubelet_setup.COMPONENT)
+    assert pid is not None
+    kubes = {n: Kube(load_config(env.kubeconfig(n))) for n in ("front", "remote-1", "remote-2")}
+    await asyncio.sleep(6)  # nodes Ready, informers synced
+    idle = memory_kib(pid)
+    ns_base, ns_vk = f"bench-direct-{uuid.uuid4().hex[:6]}", f"bench-vk-{uuid.uuid4().hex[:6]}"
+    try:
+        for k in kubes.values():
+            for ns in (ns_base, ns_vk):
+                await k.create(NAMESPACES, {"metadata": {"name": ns}})
+        r1, r2 = kubes["remote-1"], kubes["remote-2"]
+        direct = await batch(
+            [((r1 if i % 2 else r2), "", pod(f"p-{i}", None)) for i in range(args.pods)], [r1, r2], ns_base
+        )
+        front = kubes["front"]
+        via = await batch(
+            [(front, "", pod(f"p-{i}", "remote-1" if i % 2 else "remote-2")) for i in range(args.pods)],
+            [front],
+            ns_vk,
+        )
+        peak = memory_kib(pid)
+    finally:
+        for k in kubes.values():
+            for ns in (ns_base, ns_vk):
+                try:
+                    await k.delete(NAMESPACES, ns)
+                except Exception as e:
+                    print(f"cleanup {ns}: {e}", file=sys.stderr)
+        for k in kubes.values():
+            await k.close()
+    return {
+        "pods": args.pods,
+        "direct_p50_s": pct(direct, 0.5),
+        "direct_p99_s": pct(direct, 0.99),
+        "vkubelet_p50_s": pct(via, 0.5),
+        "vkubelet_p99_s": pct(via, 0.99),
+        "p50_ratio": pct(via, 0.5) / pct(direct, 0.5),
+        "p99_ratio": pct(via, 0.99) / pct(direct, 0.99),
+        "vkubelet_mean_s": statistics.mean(via),
+        "direct_mean_s": statistics.mean(direct),
+        "vkubelet_idle_rss_mib": idle["VmRSS"] / 1024,
+        "vkubelet_peak_rss_mib": peak["VmHWM"] / 1024,
+        "peak_to_idle_ratio": peak["VmHWM"] / idle["VmRSS"],
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pods", type=int, default=200)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    r = asyncio.run(main_async(args))
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return
+    print(f"{r['pods']} pods, half on each of remote-1 and remote-2")
+    print(f"  direct in the remote clusters : p50 {r['direct_p50_s']:.3f}s  p99 {r['direct_p99_s']:.3f}s")
+    print(f"  through the vkubelet (front)  : p50 {r['vkubelet_p50_s']:.3f}s  p99 {r['vkubelet_p99_s']:.3f}s")
+    print(f"  ratio vkubelet/direct         : p50 {r['p50_ratio']:.2f}x  p99 {r['p99_ratio']:.2f}x")
+    print(
+        f"  vkubelet memory               : idle {r['vkubelet_idle_rss_mib']:.1f} MiB, "
+        f"peak {r['vkubelet_peak_rss_mib']:.1f} MiB ({r['peak_to_idle_ratio']:.2f}x idle)"
+    )
+
+
+if __name__ == "__main__":
+    main()
