@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -36,6 +37,8 @@ NODES_PER_CLUSTER = 100
 QUEUES = 100
 JOBS = 32_000
 NEW = 100
+
+T = TypeVar("T")
 
 
 def make_jobs(prefix: str, count: int, start: float = 0.0) -> list[Job]:
@@ -55,15 +58,47 @@ def make_scheduler() -> Scheduler:
     return s
 
 
-def timed(fn: Callable[[], object]) -> float:
+def timed(fn: Callable[[], T]) -> tuple[float, T]:
     gc.collect()
     gc.disable()
     try:
         t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
+        out = fn()
+        return time.perf_counter() - t0, out
     finally:
         gc.enable()
+
+
+def one_run(jobs: list[Job], results: dict[str, list[float]]) -> tuple[int, int]:
+    dt, _ = timed(lambda: sorted(jobs, key=lambda j: (0, j.priority, j.submit_time, j.id)))
+    results["sort"].append(dt)
+
+    s = make_scheduler()
+    batch = make_jobs("job-", JOBS)
+    dt, _ = timed(lambda: s.add_jobs(batch))
+    results["load"].append(dt)
+    dt, full = timed(lambda: s.schedule_round(0.0))
+    results["full"].append(dt)
+
+    # Churn: 100 finish, 100 arrive.
+    for rec in sorted(s.running_jobs(), key=lambda r: r.id)[:NEW]:
+        s.mark_finished(rec.id)
+    s.add_jobs(make_jobs("churn-", NEW, start=1e6))
+    dt, churn = timed(lambda: s.schedule_round(1.0))
+    results["churn"].append(dt)
+    assert len(churn.scheduled) == NEW
+
+    # Backlog: 32,000 more wait on the full cluster; a round considers them; then 100 arrive.
+    s.add_jobs(make_jobs("backlog-", JOBS, start=2e6))
+    s.schedule_round(2.0)
+    s.add_jobs(make_jobs("late-", NEW, start=3e6))
+    dt, backlog = timed(lambda: s.schedule_round(3.0))
+    results["backlog"].append(dt)
+
+    snapshot = s.snapshot()
+    dt, _ = timed(lambda: Scheduler.from_snapshot(SchedulingConfig(), *snapshot).schedule_round(3.0))
+    results["recompute"].append(dt)
+    return len(full.scheduled), len(backlog.waiting)
 
 
 def main(argv: list[str]) -> int:
@@ -75,42 +110,9 @@ def main(argv: list[str]) -> int:
     results: dict[str, list[float]] = {
         k: [] for k in ("sort", "load", "full", "churn", "backlog", "recompute")
     }
-    placed = 0
+    placed = waiting = 0
     for _ in range(args.repeat):
-        results["sort"].append(
-            timed(lambda: sorted(jobs, key=lambda j: (0, j.priority, j.submit_time, j.id)))
-        )
-
-        s = make_scheduler()
-        results["load"].append(timed(lambda s=s: s.add_jobs(make_jobs("job-", JOBS))))  # type: ignore[misc]
-        box: dict[str, object] = {}
-        results["full"].append(timed(lambda s=s: box.update(r=s.schedule_round(0.0))))  # type: ignore[misc]
-        full = box["r"]
-        placed = len(full.scheduled)  # type: ignore[attr-defined]
-
-        # Churn: 100 finish, 100 arrive.
-        for rec in sorted(s.running_jobs(), key=lambda r: r.id)[:NEW]:
-            s.mark_finished(rec.id)
-        s.add_jobs(make_jobs("churn-", NEW, start=1e6))
-        results["churn"].append(timed(lambda s=s: box.update(r=s.schedule_round(1.0))))  # type: ignore[misc]
-        assert len(box["r"].scheduled) == NEW  # type: ignore[attr-defined]
-
-        # Backlog: 32,000 more wait on the full cluster; a round considers them; then 100 arrive.
-        s.add_jobs(make_jobs("backlog-", JOBS, start=2e6))
-        s.schedule_round(2.0)
-        s.add_jobs(make_jobs("late-", NEW, start=3e6))
-        results["backlog"].append(timed(lambda s=s: box.update(r=s.schedule_round(3.0))))  # type: ignore[misc]
-        waiting = len(box["r"].waiting)  # type: ignore[attr-defined]
-
-        snapshot = s.snapshot()
-        results["recompute"].append(
-            timed(
-                lambda snapshot=snapshot: Scheduler.from_snapshot(
-                    SchedulingConfig(), *snapshot
-                ).schedule_round(3.0)
-            )  # type: ignore[misc]
-        )
-        del s
+        placed, waiting = one_run(jobs, results)
 
     med = {k: statistics.median(v) for k, v in results.items()}
     print(
