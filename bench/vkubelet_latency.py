@@ -56,7 +56,9 @@ async def watch_running(
 ) -> None:
     while not done.is_set():
         try:
-            async for _, obj in kube.watch(PODS, ns, timeout_seconds=120):
+            async for kind, obj in kube.watch(PODS, ns, timeout_seconds=120):
+                if kind == "BOOKMARK":
+                    continue
                 name = obj["metadata"]["name"]
                 if obj.get("status", {}).get("phase") == "Running" and name not in running:
                     running[name] = time.monotonic()
@@ -158,6 +160,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "vkubelet_idle_rss_mib": idle["VmRSS"] / 1024,
         "vkubelet_peak_rss_mib": peak["VmHWM"] / 1024,
         "peak_to_idle_ratio": peak["VmHWM"] / idle["VmRSS"],
+        "load_average_1m": os.getloadavg()[0],
     }
 
 
@@ -170,7 +173,9 @@ def main() -> None:
     if args.json:
         print(json.dumps(r, indent=2))
         return
-    print(f"{r['pods']} pods, half on each of remote-1 and remote-2")
+    print(
+        f"{r['pods']} pods, half on each of remote-1 and remote-2 (load average {r['load_average_1m']:.1f})"
+    )
     print(f"  direct in the remote clusters : p50 {r['direct_p50_s']:.3f}s  p99 {r['direct_p99_s']:.3f}s")
     print(f"  through the vkubelet (front)  : p50 {r['vkubelet_p50_s']:.3f}s  p99 {r['vkubelet_p99_s']:.3f}s")
     print(f"  ratio vkubelet/direct         : p50 {r['p50_ratio']:.2f}x  p99 {r['p99_ratio']:.2f}x")
