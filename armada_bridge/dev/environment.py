@@ -180,7 +180,13 @@ class Environment:
                     log(
                         f"{name}: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok"
                     )
-                    c.create(cluster_ports[name])
+                    try:
+                        c.create(cluster_ports[name])
+                    except ClusterError as e:
+                        # Most often a port taken between our choice and the bind: once more, anew.
+                        log(f"{name}: start failed, retrying with other ports: {str(e).splitlines()[0]}")
+                        c.delete()
+                        c.create()
                     c.wait_healthy(60)
                     log(f"{name}: control plane ready in {time.monotonic() - t0:.1f}s")
                 manifests = nodes_mod.front_nodes() if name == FRONT else nodes_mod.remote_nodes(name, nodes)

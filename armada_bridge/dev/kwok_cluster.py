@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import socket
 import ssl
 import subprocess
@@ -40,19 +41,34 @@ PORT_OPTIONS = (
 LOOPBACK = "127.0.0.1"
 
 
-def free_ports(count: int) -> list[int]:
-    """`count` distinct loopback ports that are free right now (held together, so never repeated).
+# Listening ports are drawn below the kernel's ephemeral range (32768-60999 by default), so no
+# outgoing connection can take one between our choice and the component's bind.
+PORT_RANGE = (20000, 32700)
+
+
+def free_ports(count: int, rng: random.Random | None = None) -> list[int]:
+    """`count` distinct loopback ports that are free right now, drawn at random from PORT_RANGE.
 
     kwokctl would pick ports itself, but deterministically from 32767 down, so clusters created at
-    the same time collide; we choose them instead and create clusters in parallel.
+    the same time collide; we choose them instead (at random, so two environments started at once
+    do not pick the same) and create clusters in parallel.
     """
+    rng = rng or random.SystemRandom()
+    ports: list[int] = []
     with contextlib.ExitStack() as stack:
-        ports = []
-        for _ in range(count):
+        for _ in range(count * 50):
+            if len(ports) == count:
+                return ports
+            port = rng.randrange(*PORT_RANGE)
+            if port in ports:
+                continue
             s = stack.enter_context(socket.socket())
-            s.bind((LOOPBACK, 0))
-            ports.append(int(s.getsockname()[1]))
-        return ports
+            try:
+                s.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            ports.append(port)
+    raise ClusterError(f"could not find {count} free loopback ports in {PORT_RANGE}")
 
 
 @dataclass
@@ -131,12 +147,36 @@ class KwokCluster:
             args.append(f"--kube-scheduler-config={self.kube_scheduler_config}")
         for extra in self.extra_args:
             args.append(f"--extra-args={extra}")
-        result = self._kwokctl(*args, timeout=wait_seconds + 60)
-        if result.returncode != 0:
-            tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
+        cmd = [str(self.binaries.kwokctl), *args, "--name", self.name]
+        proc = subprocess.Popen(
+            cmd, env=self._env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        deadline = time.monotonic() + wait_seconds + 30
+        # kwokctl waits for the API server for the whole --wait when a component died at start
+        # (say, a port taken meanwhile): watch the components and fail at once, naming the culprit.
+        while proc.poll() is None:
+            dead = [c for c, pid in self.component_pids().items() if pid is None]
+            if dead or time.monotonic() > deadline:
+                proc.kill()
+                proc.communicate()
+                why = f"{', '.join(dead)} exited at start" if dead else f"not ready after {wait_seconds}s"
+                raise ClusterError(
+                    f"cluster {self.name}: {why}:\n{self.log_tail(dead[0] if dead else 'kube-apiserver')}"
+                )
+            time.sleep(0.2)
+        output = proc.communicate()[0] or ""
+        if proc.returncode != 0:
+            tail = "\n".join(output.strip().splitlines()[-15:])
             raise ClusterError(
-                f"cluster {self.name}: kwokctl create failed (exit {result.returncode}):\n{tail}"
+                f"cluster {self.name}: kwokctl create failed (exit {proc.returncode}):\n{tail}"
             )
+
+    def log_tail(self, component: str, lines: int = 10) -> str:
+        try:
+            text = (self.workdir / "logs" / f"{component}.log").read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.strip().splitlines()[-lines:])
 
     def delete(self) -> None:
         """Stop every process of this cluster, wait until they are gone, remove its work directory."""
