@@ -165,6 +165,28 @@ def _is_pod_create(request: Obj) -> bool:
     return is_pod and not request.get("subResource") and request.get("operation") == "CREATE"
 
 
+def pod_of(review: Any) -> dict[str, Any] | None:
+    """The pod of a well-formed pod ``CREATE`` review, its namespace (and, for generateName, name)
+    filled in from the request; None for any other request (let through).
+
+    Raises :class:`AdmissionError` when the review is malformed (the same checks as
+    :func:`admission_response`), so callers can decide ``managed`` from the pod first.
+    """
+    request = _request(review)
+    if not _is_pod_create(request):
+        return None
+    pod = request.get("object")
+    if not isinstance(pod, Mapping):
+        raise AdmissionError("AdmissionReview request.object is missing or not an object for a pod CREATE")
+    out = dict(pod)
+    # The object of a CREATE may not carry its namespace (or name, with generateName) yet.
+    meta = dict(out.get("metadata") or {})
+    meta.setdefault("namespace", request.get("namespace") or "")
+    meta.setdefault("name", meta.get("generateName") or "")
+    out["metadata"] = meta
+    return out
+
+
 def _response(uid: str, **fields: Any) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": KIND, "response": {"uid": uid, **fields}}
 
@@ -183,13 +205,10 @@ def admission_response(
     the extender). ``extra_annotations``: set on managed pods as well (e.g. the Volcano group-name
     of an auto-grouped Job's pod, :func:`extender.intent.volcano_job_pod_annotations`).
     """
-    request = _request(review)
-    uid = request["uid"]
-    if not managed or not _is_pod_create(request):
+    uid = _request(review)["uid"]
+    pod = pod_of(review)
+    if pod is None or not managed:
         return _response(uid, allowed=True)
-    pod = request.get("object")
-    if not isinstance(pod, Mapping):
-        raise AdmissionError("AdmissionReview request.object is missing or not an object for a pod CREATE")
     try:
         ops = pod_patch(pod, scheduler_name=scheduler_name, extra_annotations=extra_annotations)
     except PodSpecError as e:
@@ -207,18 +226,3 @@ def admission_response(
         return _response(uid, allowed=True)
     patch = base64.b64encode(json.dumps(ops, separators=(",", ":")).encode()).decode()
     return _response(uid, allowed=True, patchType="JSONPatch", patch=patch)
-
-
-def pod_of(review: Any) -> Obj | None:
-    """The pod a CREATE review is about, with its namespace filled in from the request (the object
-    of a CREATE may not carry it yet); None for anything else. Raises AdmissionError when malformed."""
-    request = _request(review)
-    pod = request.get("object")
-    if not _is_pod_create(request) or not isinstance(pod, Mapping):
-        return None
-    out = dict(pod)
-    meta = dict(out.get("metadata") or {})
-    meta.setdefault("namespace", request.get("namespace") or "")
-    meta.setdefault("name", meta.get("generateName") or "")
-    out["metadata"] = meta
-    return out

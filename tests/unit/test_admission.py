@@ -11,7 +11,7 @@ import pytest
 
 from armada_bridge import keys
 from extender import podspec
-from extender.admission import AdmissionError, admission_response, pod_patch, virtual_node_toleration
+from extender.admission import AdmissionError, admission_response, pod_of, pod_patch, virtual_node_toleration
 
 NOT_READY_300 = {
     "key": "node.kubernetes.io/not-ready",
@@ -294,3 +294,16 @@ def test_bad_constraints_annotation_is_denied_with_reason() -> None:
 def test_bad_spec_field_is_denied() -> None:
     resp = admission_response(review(new_pod(nodeSelector={"a": 1})), managed=True)["response"]
     assert resp["allowed"] is False and "nodeSelector" in resp["status"]["message"]
+
+
+def test_pod_of() -> None:
+    pod = new_pod()
+    assert pod_of(review(pod)) == pod
+    unnamed = {"metadata": {"generateName": "job-"}, "spec": {}}
+    assert pod_of(review(unnamed))["metadata"] == {"generateName": "job-", "namespace": "ns", "name": "job-"}  # type: ignore[index]
+    assert pod_of(review(pod, operation="UPDATE")) is None
+    assert pod_of(review(pod, sub="status")) is None
+    with pytest.raises(AdmissionError, match=r"request\.object"):
+        pod_of(review("not a pod"))
+    with pytest.raises(AdmissionError, match="no request"):
+        pod_of({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"})
