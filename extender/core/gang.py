@@ -13,7 +13,7 @@ used so far, and ``victims`` the jobs it would displace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extender.core import resources as rs
@@ -101,7 +101,7 @@ def plan_with_preemption(
     for rec in members:
         priority = rec.pc.priority
         best: (
-            tuple[tuple[int, int, tuple[object, ...]], NodeEntry, list[tuple[str, int, Resources]]] | None
+            tuple[tuple[int, int, tuple[object, ...]], NodeEntry, list[tuple[str, int, Mapping[str, int]]]] | None
         ) = None
         for group in groups:
             for entry in group.entries:
@@ -112,9 +112,9 @@ def plan_with_preemption(
                 free = overlay.get(entry.name, entry.free)
                 if rs.fits(rec.requests, free):
                     score = (-1, 0, entry.key)
-                    chosen: list[tuple[str, int, Resources]] = []
+                    chosen: list[tuple[str, int, Mapping[str, int]]] = []
                 else:
-                    candidates: list[tuple[int, int, str, Resources]] = []
+                    candidates: list[tuple[int, int, str, Mapping[str, int]]] = []
                     for job_id, (req, prio) in entry.bound.items():
                         if job_id in plan.victims:
                             continue

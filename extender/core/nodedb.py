@@ -32,7 +32,7 @@ class NodeEntry:
     type_id: int
     free: Resources
     #: job id -> (requests, priority) of every job bound to the node.
-    bound: dict[str, tuple[Resources, int]] = field(default_factory=dict)
+    bound: dict[str, tuple[Mapping[str, int], int]] = field(default_factory=dict)
     key: NodeKey = ()
 
     @property
@@ -99,7 +99,10 @@ class NodeDb:
 
     # ------------------------------------------------------------------ nodes
     def _key(self, free: Mapping[str, int], name: str) -> NodeKey:
-        return (*(free.get(r, 0) for r in self.indexed), name)
+        idx = self.indexed
+        if len(idx) == 3:
+            return (free.get(idx[0], 0), free.get(idx[1], 0), free.get(idx[2], 0), name)
+        return (*(free.get(r, 0) for r in idx), name)
 
     def _type_id(self, labels: dict[str, str], taints: tuple[Taint, ...]) -> int:
         sig = (tuple(sorted(labels.items())), taints)
@@ -180,8 +183,10 @@ class NodeDb:
         if grouped:
             self.groups[entry.pool][entry.cluster].remove(entry)
             self.pool_index[entry.pool].remove(entry)
-        rs.sub_into(entry.free, requests)
-        entry.bound[job_id] = (dict(requests), priority)
+        free = entry.free
+        for k, v in requests.items():
+            free[k] = free.get(k, 0) - v
+        entry.bound[job_id] = (requests, priority)
         counts = self._bound_by_priority.setdefault(entry.pool, {})
         counts[priority] = counts.get(priority, 0) + 1
         entry.key = self._key(entry.free, entry.name)

@@ -378,7 +378,7 @@ class PoolRound:
     def _queue_limit(self, queue: str, members: list[JobRecord]) -> str:
         s = self.s
         q = s.queues[queue]
-        req = rs.total(m.requests for m in members)
+        req = members[0].requests if len(members) == 1 else rs.total(m.requests for m in members)
         if q.resource_limits:
             res = would_exceed(self.alloc[queue], req, self.total, q.resource_limits)
             if res:

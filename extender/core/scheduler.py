@@ -154,6 +154,7 @@ class Scheduler:
         if job.requests != rec.job.requests or job.queue != rec.job.queue:
             raise SchedulerError(f"job {job.id} is running; its queue and requests cannot change")
         rec.job = job
+        rec.requests = job.requests
 
     def remove_job(self, job_id: str) -> None:
         """Forget a job in any state (deleted, finished, failed); frees its node."""

@@ -23,6 +23,8 @@ class JobRecord:
     id: str
     queue: str
     job: Job
+    #: the job's requests (shared with ``job``; never mutated).
+    requests: Resources
     pc: PriorityClass
     rkey: RequirementsKey
     #: hashable "scheduling key": identical keys are interchangeable for node fit.
@@ -40,10 +42,6 @@ class JobRecord:
     bound_at: float | None = None
     #: stamp of the last pool round that examined this job.
     seen_round: int = -1
-
-    @property
-    def requests(self) -> Resources:
-        return self.job.requests
 
 
 @dataclass(eq=False)
@@ -108,6 +106,7 @@ def make_record(job: Job, pc: PriorityClass) -> JobRecord:
         id=job.id,
         queue=job.queue,
         job=job,
+        requests=job.requests,
         pc=pc,
         rkey=rkey,
         skey=scheduling_key(job, pc, rkey),
@@ -130,10 +129,14 @@ class Allocation:
         self.preemptible: dict[str, dict[str, set[str]]] = {}
 
     def add(self, rec: JobRecord, pool: str) -> None:
-        rs.add_into(self.by_pool_queue.setdefault(pool, {}).setdefault(rec.queue, {}), rec.requests)
-        pcs = self.by_pool_queue_pc.setdefault(pool, {}).setdefault(rec.queue, {})
-        rs.add_into(pcs.setdefault(rec.pc.name, {}), rec.requests)
-        self.running.setdefault(pool, {}).setdefault(rec.queue, set()).add(rec.id)
+        q = rec.queue
+        req = rec.requests
+        acc = self.by_pool_queue.setdefault(pool, {}).setdefault(q, {})
+        pc_acc = self.by_pool_queue_pc.setdefault(pool, {}).setdefault(q, {}).setdefault(rec.pc.name, {})
+        for k, v in req.items():
+            acc[k] = acc.get(k, 0) + v
+            pc_acc[k] = pc_acc.get(k, 0) + v
+        self.running.setdefault(pool, {}).setdefault(q, set()).add(rec.id)
         if rec.pc.preemptible:
             self.preemptible.setdefault(pool, {}).setdefault(rec.queue, set()).add(rec.id)
 
