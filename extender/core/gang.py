@@ -101,7 +101,8 @@ def plan_with_preemption(
     for rec in members:
         priority = rec.pc.priority
         best: (
-            tuple[tuple[int, int, tuple[object, ...]], NodeEntry, list[tuple[str, int, Mapping[str, int]]]] | None
+            tuple[tuple[int, int, tuple[object, ...]], NodeEntry, list[tuple[str, int, Mapping[str, int]]]]
+            | None
         ) = None
         for group in groups:
             for entry in group.entries:
