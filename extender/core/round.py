@@ -253,7 +253,7 @@ class PoolRound:
         req = members[0].requests if len(members) == 1 else rs.total(m.requests for m in members)
         g = self.s.gangs.get(members[0].gang_key)
         if g is not None and g.min_resources and g.domain is None:
-            req = {k: max(v, g.min_resources.get(k, 0)) for k, v in rs.add(req, g.min_resources).items()}
+            req = {k: max(req.get(k, 0), g.min_resources.get(k, 0)) for k in set(req) | set(g.min_resources)}
         cost = self.drf.cost_with(self.alloc[it.queue], req) / self.weights[it.queue]
         heapq.heappush(heap, (-members[0].pc.priority, cost, it.queue))
 

@@ -422,3 +422,15 @@ def test_deterministic() -> None:
     first, second = build(), build()
     assert first.scheduled == second.scheduled
     assert first.waiting == second.waiting
+
+
+def test_capacity_reservation_counts_in_queue_order() -> None:
+    """A reservation gang is ordered by the cost of its whole reservation, not just its driver."""
+    s = scheduler_with_nodes(1)
+    s.upsert_queue(Queue("A"))
+    s.upsert_queue(Queue("B"))
+    s.add_job(job("spark-driver", "A", {"cpu": "1"}, gang_id="app", gang_min_resources={"cpu": "24"}))
+    s.add_job(job("b-0", "B", {"cpu": "2"}))
+    result = s.schedule_round(0)
+    # B's head (2 cpu) is cheaper than A's reservation (24 cpu), so B goes first; both fit.
+    assert list(result.scheduled) == ["b-0", "spark-driver"]
