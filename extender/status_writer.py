@@ -157,9 +157,11 @@ async def _write_status(controller: Controller, resource: Resource, obj: Obj, st
     if _same(obj.get("status") or {}, status):
         return
     md = obj["metadata"]
+    # Volcano's PodGroup CRD has no status subresource (upstream ships it so): patch the object.
+    sub = None if resource == VOLCANO_PODGROUPS else "status"
     try:
         await controller.front.patch(
-            resource, md["name"], {"status": status}, md["namespace"], subresource="status"
+            resource, md["name"], {"status": status}, md["namespace"], subresource=sub
         )
     except ApiError as e:
         log.debug("%s %s/%s status not written: %s", resource.kind, md["namespace"], md["name"], e)

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from armada_bridge.dev.procs import alive, kill_and_wait
+from armada_bridge.versions import REPO_ROOT
+
+CODE_PACKAGES = ("armada_bridge", "extender", "vkubelet")
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,20 @@ class Component:
 
     @property
     def fingerprint(self) -> str:
-        return hashlib.sha1(json.dumps([self.argv, self.env], sort_keys=True).encode()).hexdigest()[:12]
+        """Changes with the command and with the code it runs, so `dev up` restarts what changed."""
+        return hashlib.sha1(
+            json.dumps([self.argv, self.env, code_version()], sort_keys=True).encode()
+        ).hexdigest()[:12]
+
+
+def code_version() -> str:
+    """Size and mtime of every Python file of the project's packages."""
+    h = hashlib.sha1()
+    for package in CODE_PACKAGES:
+        for path in sorted((REPO_ROOT / package).rglob("*.py")):
+            st = path.stat()
+            h.update(f"{path}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()
 
 
 class Supervisor:

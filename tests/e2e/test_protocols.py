@@ -1,0 +1,154 @@
+"""Every gang protocol operators speak: the gang waits until complete, then runs whole in one cluster."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, pod, wait_running
+
+N = 4
+
+
+def _create_podgroup(
+    api: Api, namespace: str, group: str, version: str, name: str, spec: dict[str, Any]
+) -> None:
+    k8s.CustomObjectsApi(api("front")).create_namespaced_custom_object(
+        group,
+        version,
+        namespace,
+        "podgroups",
+        {"apiVersion": f"{group}/{version}", "kind": "PodGroup", "metadata": {"name": name}, "spec": spec},
+    )
+
+
+def _assert_waits_then_runs(
+    api: Api, namespace: str, make: Callable[[int], dict[str, Any]], selector: str
+) -> None:
+    core = k8s.CoreV1Api(api("front"))
+    for i in range(N - 1):
+        core.create_namespaced_pod(namespace, make(i))
+    time.sleep(4)
+    pods = front_pods(api, namespace, selector)
+    assert len(pods) == N - 1
+    assert all(not p.spec.node_name and cluster_of(p) is None for p in pods), (
+        "part of an incomplete gang was placed"
+    )
+    waiting = [e for e in events_for(api, namespace, pods[0].metadata.name) if "ArmadaWaiting" in e]
+    assert any(f"{N - 1}/{N}" in e for e in waiting), waiting
+    core.create_namespaced_pod(namespace, make(N - 1))
+    running = wait_running(api, namespace, N, selector)
+    assert len({cluster_of(p) for p in running}) == 1
+
+
+def test_armada_annotations(namespace: str, cluster_api: Api) -> None:
+    ann = {keys.GANG_ID: "g", keys.GANG_CARDINALITY: str(N)}
+    _assert_waits_then_runs(
+        cluster_api, namespace, lambda i: pod(f"a-{i}", cpu="2", annotations=ann, labels={"g": "a"}), "g=a"
+    )
+
+
+def test_volcano_podgroup(namespace: str, cluster_api: Api) -> None:
+    _create_podgroup(
+        cluster_api, namespace, "scheduling.volcano.sh", "v1beta1", "vg", {"minMember": N, "queue": "default"}
+    )
+
+    def make(i: int) -> dict[str, Any]:
+        return pod(
+            f"v-{i}",
+            queue=None,
+            cpu="2",
+            scheduler="volcano",
+            labels={"g": "v"},
+            annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "vg"},
+        )
+
+    _assert_waits_then_runs(cluster_api, namespace, make, "g=v")
+
+
+def test_scheduler_plugins_podgroup(namespace: str, cluster_api: Api) -> None:
+    _create_podgroup(cluster_api, namespace, "scheduling.x-k8s.io", "v1alpha1", "cg", {"minMember": N})
+
+    def make(i: int) -> dict[str, Any]:
+        return pod(
+            f"c-{i}",
+            cpu="2",
+            scheduler="scheduler-plugins-scheduler",
+            labels={"g": "c", keys.COSCHEDULING_POD_GROUP_LABEL: "cg"},
+        )
+
+    _assert_waits_then_runs(cluster_api, namespace, make, "g=c")
+
+
+def test_kueue_pod_group(namespace: str, cluster_api: Api) -> None:
+    def make(i: int) -> dict[str, Any]:
+        labels = {"g": "k", keys.KUEUE_POD_GROUP_NAME_LABEL: "kg", keys.KUEUE_QUEUE_NAME_LABEL: "default"}
+        return pod(
+            f"k-{i}",
+            queue=None,
+            cpu="2",
+            labels=labels,
+            annotations={keys.KUEUE_POD_GROUP_TOTAL_COUNT_ANNOTATION: str(N)},
+        )
+
+    _assert_waits_then_runs(cluster_api, namespace, make, "g=k")
+
+
+def test_volcano_group_min_member_on_a_job(namespace: str, cluster_api: Api) -> None:
+    """A plain Job annotated `scheduling.volcano.sh/group-min-member`: gets Volcano's auto PodGroup."""
+    batch = k8s.BatchV1Api(cluster_api("front"))
+    template = pod("ignored", queue="default", cpu="2", scheduler="volcano", labels={"g": "j"})
+    template["spec"]["restartPolicy"] = "Never"
+    job = {
+        "metadata": {"name": "vj", "annotations": {keys.VOLCANO_GROUP_MIN_MEMBER_ANNOTATION: str(N)}},
+        "spec": {
+            "parallelism": N - 1,
+            "completions": N,
+            "template": {"metadata": {"labels": template["metadata"]["labels"]}, "spec": template["spec"]},
+        },
+    }
+    batch.create_namespaced_job(namespace, job)
+    time.sleep(6)
+    pods = front_pods(cluster_api, namespace, "g=j")
+    assert len(pods) == N - 1 and all(not p.spec.node_name for p in pods)
+    group = (pods[0].metadata.annotations or {}).get(keys.VOLCANO_GROUP_NAME_ANNOTATION, "")
+    assert group.startswith("podgroup-"), pods[0].metadata.annotations
+    batch.patch_namespaced_job("vj", namespace, {"spec": {"parallelism": N}})
+    running = wait_running(cluster_api, namespace, N, "g=j")
+    assert len({cluster_of(p) for p in running}) == 1
+
+
+@pytest.mark.parametrize("phase_before_pods", ["Inqueue"])
+def test_volcano_podgroup_goes_inqueue_before_pods_exist(
+    namespace: str, cluster_api: Api, phase_before_pods: str
+) -> None:
+    """training-operator creates pods only once its Volcano PodGroup is Inqueue."""
+    _create_podgroup(
+        cluster_api,
+        namespace,
+        "scheduling.volcano.sh",
+        "v1beta1",
+        "early",
+        {"minMember": 2, "queue": "default", "minResources": {"cpu": "4"}},
+    )
+    crd = k8s.CustomObjectsApi(cluster_api("front"))
+    from tests.support import wait_for
+
+    wait_for(
+        f"PodGroup phase {phase_before_pods}",
+        lambda: (
+            (
+                crd.get_namespaced_custom_object(
+                    "scheduling.volcano.sh", "v1beta1", namespace, "podgroups", "early"
+                ).get("status")
+                or {}
+            ).get("phase")
+            == phase_before_pods
+        ),
+        timeout=20,
+    )
