@@ -65,7 +65,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="also serve /metrics over plain HTTP here (it is always on the kubelet port, authenticated)",
     )
     p.add_argument(
-        "--workers", type=int, default=16, help="concurrent pod reconciles per remote cluster [%(default)s]"
+        "--workers", type=int, default=32, help="concurrent pod reconciles per remote cluster [%(default)s]"
     )
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)

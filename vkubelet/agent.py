@@ -35,6 +35,7 @@ from vkubelet.mirror import FrontObjects, Mirrors
 from vkubelet.node import Capacity, NodeClient, node_status, now, remote_capacity, rfc3339, status_differs
 from vkubelet.pods import PodController
 from vkubelet.remotecluster import REMOTECLUSTERS, RemoteClusterSpec
+from vkubelet.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -46,6 +47,8 @@ LEASE_RENEW_SECONDS = 10.0
 STATUS_REFRESH_SECONDS = 60.0
 CLUSTER_STATUS_REFRESH_SECONDS = 30.0
 MIRROR_RESYNC_SECONDS = 30.0
+FULL_RESYNC_SECONDS = 300.0
+EVENT_WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,10 @@ class ClusterAgent:
         self.problem = ("Starting", "connecting to the remote cluster")
         self._failed_pings = 0
         self._informers: list[Informer] = []
-        self._event_tasks: set[asyncio.Task[None]] = set()
+        # Remote Events waiting to be reflected (latest version by event UID), written by a few
+        # workers so they never crowd out pod status writes.
+        self._events: dict[str, tuple[Obj, Obj]] = {}
+        self.event_queue = WorkQueue(f"events/{name}")
 
     # ---------------------------------------------------------------- entry
     async def run(self) -> None:
@@ -192,6 +198,11 @@ class ClusterAgent:
             )
             tasks.append(asyncio.create_task(pods.run(self.workers), name=f"{self.name}/pods"))
             tasks.append(asyncio.create_task(self._mirror_loop(), name=f"{self.name}/mirrors"))
+            tasks.append(
+                asyncio.create_task(
+                    self.event_queue.run(self._reflect, EVENT_WORKERS), name=f"{self.name}/events"
+                )
+            )
             # Any task ending means something broke: let run() restart the remote side.
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for t in done:
@@ -233,13 +244,16 @@ class ClusterAgent:
         front = self.pods.front_pod(uid) if uid else None
         if front is None:
             return
-        task = asyncio.create_task(self._reflect(event, pod_ref(front)))
-        self._event_tasks.add(task)
-        task.add_done_callback(self._event_tasks.discard)
+        key = str(event["metadata"]["uid"])
+        self._events[key] = (event, pod_ref(front))
+        self.event_queue.add(key)
 
-    async def _reflect(self, event: Obj, ref: Obj) -> None:
+    async def _reflect(self, key: str) -> None:
+        item = self._events.pop(key, None)
+        if item is None:
+            return
         try:
-            await self.recorder.reflect(event, ref)
+            await self.recorder.reflect(*item)
         except (ApiError, OSError, TimeoutError) as e:
             log.debug("%s: reflecting event: %s", self.name, e)
 
@@ -268,6 +282,7 @@ class ClusterAgent:
         last_lease = 0.0
         last_status = 0.0
         last_cluster_status = 0.0
+        last_resync = asyncio.get_running_loop().time()
         cluster_status: Obj = {}
         loop = asyncio.get_running_loop()
         while True:
@@ -284,6 +299,11 @@ class ClusterAgent:
                 elif was and not self.reachable:
                     log.warning("%s: remote cluster unreachable: %s", self.name, self.problem[1])
                 METRICS.cluster_ready.labels(self.name).set(1 if self.reachable else 0)
+                if self.pods is not None and loop.time() - last_resync > FULL_RESYNC_SECONDS:
+                    # Level-triggered safety net: every pod is looked at again now and then.
+                    self.pods.enqueue_all()
+                    self.mirror_dirty.set()
+                    last_resync = loop.time()
                 if node is None or loop.time() - last_status > STATUS_REFRESH_SECONDS:
                     node = await self.node.ensure(self.spec)
                 capacity = self._capacity()

@@ -42,7 +42,7 @@ class Running:
 class Manager:
     front: Kube
     endpoint: NodeEndpoint
-    workers: int = 16
+    workers: int = 32
     agents: dict[str, Running] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

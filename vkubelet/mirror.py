@@ -42,7 +42,11 @@ _UNMIRRORABLE_SECRET_TYPES = ("kubernetes.io/service-account-token",)
 
 
 def is_managed(obj: Obj) -> bool:
-    return (obj["metadata"].get("labels") or {}).get(keys.MANAGED_BY_LABEL) == keys.MANAGED_BY_VALUE
+    """A mirror the bridge made: its label and the front object's UID (both, to be sure)."""
+    md = obj["metadata"]
+    return (md.get("labels") or {}).get(keys.MANAGED_BY_LABEL) == keys.MANAGED_BY_VALUE and bool(
+        (md.get("annotations") or {}).get(keys.FRONT_OBJECT_UID)
+    )
 
 
 def mirror_of(kind: str, front: Obj) -> Obj:

@@ -173,7 +173,8 @@ class PodController:
             await self._sync_status(front, remote)
             return
 
-        if pod_status.has_marker(front):
+        if pod_status.has_marker(front) or uid in self.last_remote:
+            # It ran remotely (the front pod says so, or we saw its remote pod go): not again.
             last = self.last_remote.pop(uid, None)
             reason = (
                 "RemotePodEvicted"
@@ -295,7 +296,8 @@ class PodController:
         self._warned.pop(uid, None)
         self.remote_key[uid] = key_of(created)
         self.remote_pods.cache.setdefault(key_of(created), created)
-        await self._sync_status(front, created)
+        # The front status (and its "remote pod exists" marker) follows from the remote informer's
+        # events, one write per remote state rather than one more here.
 
     async def _name_taken(self, front: Obj) -> None:
         """A remote pod of that name exists: ours (informer lag), a stale one of ours, or not ours."""
