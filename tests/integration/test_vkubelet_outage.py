@@ -133,3 +133,52 @@ def test_dev_up_registers_remote_clusters(env: Environment) -> None:
     ]
     assert env.supervisor.pid("vkubelet") is not None
     assert Path(env.kubeconfig("front")).is_file()
+
+
+def test_runs_with_the_shipped_front_rbac(env: Environment, clients: dict[str, k8s.CoreV1Api]) -> None:
+    """The vkubelet as the ServiceAccount of manifests/vkubelet/front-rbac.yaml, not as admin."""
+    import yaml
+
+    from armada_bridge import versions
+    from armada_bridge.dev import vkubelet_setup
+    from armada_bridge.dev.components import Component
+
+    front = clients["front"]
+    applied = kubectl(
+        env, "apply", "-f", str(versions.REPO_ROOT / "manifests" / "vkubelet" / "front-rbac.yaml")
+    )
+    assert applied.returncode == 0, applied.stderr
+    token = front.create_namespaced_service_account_token(
+        "armada-bridge-vkubelet", keys.SYSTEM_NAMESPACE, {"spec": {"expirationSeconds": 3600}}
+    ).status.token
+    admin = vkubelet_setup.inline_kubeconfig(env.kubeconfig("front"))
+    cluster = admin["clusters"][0]
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster],
+        "users": [{"name": "vkubelet", "user": {"token": token}}],
+        "contexts": [{"name": "vkubelet", "context": {"cluster": cluster["name"], "user": "vkubelet"}}],
+        "current-context": "vkubelet",
+    }
+    path = env.state_dir / "vkubelet" / "sa-kubeconfig.yaml"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    shipped = vkubelet_setup.component(env)
+    argv = list(shipped.argv)
+    argv[argv.index("--kubeconfig") + 1] = str(path)
+    as_sa = Component(shipped.name, argv, shipped.env, shipped.ready_url)
+    try:
+        env.supervisor.ensure(as_sa)
+        env.supervisor.wait_ready(as_sa)
+        front.create_namespaced_pod(NS, bound_pod("least-privilege", "remote-2"))
+        wait_for("pod Running", lambda: phases(front, NS).get("least-privilege") == "Running", timeout=60)
+        logs = kubectl(env, "logs", "-n", NS, "least-privilege")
+        assert logs.returncode == 0, logs.stderr
+        assert "hello from the remote cluster" in logs.stdout
+        front.delete_namespaced_pod("least-privilege", NS)
+        wait_for("pod deleted", lambda: "least-privilege" not in phases(front, NS), timeout=30)
+        assert "least-privilege" not in {p.metadata.name for p in remote_pods(clients["remote-2"], NS)}
+        log = env.supervisor.log_file(shipped.name).read_text()
+        assert "403" not in log.split("kubelet API on")[-1], "forbidden calls with the shipped RBAC"
+    finally:
+        vkubelet_setup.setup(env, binaries.expected())
