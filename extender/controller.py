@@ -22,7 +22,13 @@ from armada_bridge import keys
 from armada_bridge.kube import NAMESPACES, NODES, PODS, ApiError, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import Informer, key_of
-from armada_bridge.kube.resources import COSCHEDULING_PODGROUPS, QUEUES, REMOTECLUSTERS, VOLCANO_PODGROUPS
+from armada_bridge.kube.resources import (
+    COSCHEDULING_PODGROUPS,
+    NATIVE_PODGROUPS,
+    QUEUES,
+    REMOTECLUSTERS,
+    VOLCANO_PODGROUPS,
+)
 from extender import intent, podspec
 from extender.core import model
 from extender.core import resources as rs
@@ -106,6 +112,7 @@ class Controller:
         self.queues = Informer(front, QUEUES, name="front/queues")
         self.volcano_pgs = Informer(front, VOLCANO_PODGROUPS, name="front/volcano-podgroups")
         self.coscheduling_pgs = Informer(front, COSCHEDULING_PODGROUPS, name="front/coscheduling-podgroups")
+        self.native_pgs = Informer(front, NATIVE_PODGROUPS, name="front/native-podgroups")
         self.remote_clusters = Informer(front, REMOTECLUSTERS, name="front/remoteclusters")
         self.vnodes = Informer(
             front,
@@ -137,7 +144,7 @@ class Controller:
 
         self.pods.add_handler(self._on_pod)
         self.namespaces.add_handler(lambda _k, ns: self._dirty_namespace(ns["metadata"]["name"]))
-        for inf in (self.volcano_pgs, self.coscheduling_pgs):
+        for inf in (self.volcano_pgs, self.coscheduling_pgs, self.native_pgs):
             inf.add_handler(lambda _k, pg: self._dirty_namespace(pg["metadata"]["namespace"]))
         self.queues.add_handler(lambda _k, _q: self._set_dirty(queues=True))
         self.remote_clusters.add_handler(lambda _k, _rc: self._set_dirty(clusters=True))
@@ -151,6 +158,7 @@ class Controller:
             self.queues,
             self.volcano_pgs,
             self.coscheduling_pgs,
+            self.native_pgs,
             self.remote_clusters,
             self.vnodes,
         ]
@@ -383,6 +391,7 @@ class Controller:
         return {
             "volcano": self.volcano_pgs.get(refs.volcano, ns) if refs.volcano else None,
             "coscheduling": self.coscheduling_pgs.get(refs.coscheduling, ns) if refs.coscheduling else None,
+            "workload": self.native_pgs.get(refs.workload, ns) if refs.workload else None,
         }
 
     async def _describe(self, pod: Obj) -> PodInfo | None:
@@ -408,7 +417,7 @@ class Controller:
                 pod,
                 volcano_podgroup=pgs["volcano"],
                 coscheduling_podgroup=pgs["coscheduling"],
-                workload_podgroup=None,
+                workload_podgroup=pgs["workload"],
             )
             job = podspec.job_from_pod(
                 pod, job_id=uid, queue=queue, gang=gang, submit_time=_timestamp(md.get("creationTimestamp"))

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 
 from armada_bridge import keys
 from armada_bridge.kube.client import ApiError, Obj
-from armada_bridge.kube.resources import COSCHEDULING_PODGROUPS, QUEUES, VOLCANO_PODGROUPS, Resource
+from armada_bridge.kube.resources import (
+    COSCHEDULING_PODGROUPS,
+    NATIVE_PODGROUPS,
+    QUEUES,
+    VOLCANO_PODGROUPS,
+    Resource,
+)
 from extender import intent
 from extender import podgroup_status as pgs
 from extender.core import resources as rs
@@ -80,19 +86,25 @@ def free_by_cluster(controller: Controller) -> dict[str, rs.Resources]:
     return out
 
 
-def _members(
-    controller: Controller,
-) -> tuple[dict[tuple[str, str], list[Obj]], dict[tuple[str, str], list[Obj]]]:
-    volcano: dict[tuple[str, str], list[Obj]] = {}
-    coscheduling: dict[tuple[str, str], list[Obj]] = {}
+Members = dict[tuple[str, str], list[Obj]]
+
+
+def _members(controller: Controller) -> tuple[Members, Members, Members]:
+    """(namespace, PodGroup name) -> member pods, for the Volcano, coscheduling and native PodGroups."""
+    volcano: Members = {}
+    coscheduling: Members = {}
+    native: Members = {}
     for pod in controller.pods.items():
         refs = intent.podgroup_refs(pod)
         ns = pod["metadata"]["namespace"]
-        if refs.volcano:
-            volcano.setdefault((ns, refs.volcano), []).append(pod)
-        if refs.coscheduling:
-            coscheduling.setdefault((ns, refs.coscheduling), []).append(pod)
-    return volcano, coscheduling
+        for name, index in (
+            (refs.volcano, volcano),
+            (refs.coscheduling, coscheduling),
+            (refs.workload, native),
+        ):
+            if name:
+                index.setdefault((ns, name), []).append(pod)
+    return volcano, coscheduling, native
 
 
 def _gang_state(controller: Controller, members: list[Obj]) -> tuple[pgs.GangState, str]:
@@ -112,7 +124,7 @@ async def write_podgroup_statuses(controller: Controller) -> None:
     A Volcano PodGroup goes Inqueue when its queue can take it and one cluster can hold its
     minResources, before its pods exist: training-operator creates pods only then.
     """
-    volcano_members, cosched_members = _members(controller)
+    volcano_members, cosched_members, native_members = _members(controller)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     free = free_by_cluster(controller)
     for pg in controller.volcano_pgs.items():
@@ -151,6 +163,12 @@ async def write_podgroup_statuses(controller: Controller) -> None:
             state, members, min_member=int(spec.get("minMember") or 1), now=now, previous=pg.get("status")
         )
         await _write_status(controller, COSCHEDULING_PODGROUPS, pg, status)
+    for pg in controller.native_pgs.items():
+        md = pg["metadata"]
+        state, reason = _gang_state(controller, native_members.get((md["namespace"], md["name"]), []))
+        previous = pg.get("status") or {}
+        conditions = pgs.native_podgroup_conditions(state, now=now, message=reason, previous=previous)
+        await _write_status(controller, NATIVE_PODGROUPS, pg, {**previous, "conditions": conditions})
 
 
 async def _write_status(controller: Controller, resource: Resource, obj: Obj, status: Obj) -> None:

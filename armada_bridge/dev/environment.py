@@ -114,6 +114,10 @@ class Environment:
                     )
                     for a in pair
                 ],
+                # The native Workload API (scheduling.k8s.io PodGroup, pod spec.schedulingGroup) is
+                # beta and off by default in 1.37: the front serves it so its gang protocol works.
+                feature_gates="GenericWorkload=true",
+                runtime_config="scheduling.k8s.io/v1beta1=true",
             )
         # Remote clusters: KWOK serves container logs, so `kubectl logs` on front pods shows some.
         return KwokCluster(
@@ -159,9 +163,13 @@ class Environment:
             ports = previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
             cluster_ports = {n: [next(fresh) for _ in PORT_OPTIONS] for n in wanted}
             self.settings_file.write_text(json.dumps({"workers": workers, "nodes": nodes, "ports": ports}))
-            if self._write_scheduler_config(ports["extender"]) and self.cluster(FRONT, bins).exists():
-                log("front: kube-scheduler configuration changed, recreating the front cluster")
-                self.cluster(FRONT, bins).delete()
+            self._write_scheduler_config(ports["extender"])
+            for name in wanted:
+                c = self.cluster(name, bins)
+                stamp = c.workdir / "armada-bridge-definition"
+                if c.exists() and (not stamp.is_file() or stamp.read_text() != c.definition()):
+                    log(f"{name}: its definition changed, recreating it")
+                    c.delete()
             if previous.get("nodes") not in (None, nodes):
                 log(f"node count changed {previous.get('nodes')} -> {nodes}: recreating remote clusters")
                 for name in wanted[1:]:
@@ -188,6 +196,7 @@ class Environment:
                         c.delete()
                         c.create()
                     c.wait_healthy(60)
+                    (c.workdir / "armada-bridge-definition").write_text(c.definition())
                     log(f"{name}: control plane ready in {time.monotonic() - t0:.1f}s")
                 manifests = nodes_mod.front_nodes() if name == FRONT else nodes_mod.remote_nodes(name, nodes)
                 self._ensure_nodes(c.kubeconfig, manifests)
@@ -200,17 +209,15 @@ class Environment:
         log(f"environment up in {time.monotonic() - started:.1f}s (state: {self.state_dir})")
         return self.status()
 
-    def _write_scheduler_config(self, extender_port: int) -> bool:
-        """The repo's front scheduler configuration, pointed at the local extender; True if it changed."""
+    def _write_scheduler_config(self, extender_port: int) -> None:
+        """The repo's front scheduler configuration, pointed at the local extender."""
         cfg = yaml.safe_load(SCHEDULER_CONFIG_TEMPLATE.read_text())
         for ext in cfg.get("extenders", []):
             ext["urlPrefix"] = f"http://127.0.0.1:{extender_port}"
         target = self.state_dir / "front-kube-scheduler-config.yaml"
         text = yaml.safe_dump(cfg, sort_keys=False)
-        if target.is_file() and target.read_text() == text:
-            return False
-        target.write_text(text)
-        return True
+        if not target.is_file() or target.read_text() != text:
+            target.write_text(text)
 
     def port(self, name: str) -> int:
         """A port of the bridge's own processes (BRIDGE_PORTS), fixed for the environment's life."""

@@ -80,6 +80,8 @@ class KwokCluster:
     kwok_controller: bool = True
     extra_args: list[str] = field(default_factory=list)
     extra_config: list[dict[str, Any]] = field(default_factory=list)
+    feature_gates: str = ""  # kwokctl --kube-feature-gates (all components)
+    runtime_config: str = ""  # kwokctl --kube-runtime-config (kube-apiserver)
 
     @property
     def workdir(self) -> Path:
@@ -141,6 +143,10 @@ class KwokCluster:
             f"--kwok-controller-binary={b.kwok}",
             "--disable-qps-limits",
         ]
+        if self.feature_gates:
+            args.append(f"--kube-feature-gates={self.feature_gates}")
+        if self.runtime_config:
+            args.append(f"--kube-runtime-config={self.runtime_config}")
         if not self.kwok_controller:
             args.append("--disable=kwok-controller")
         if self.kube_scheduler_config is not None:
@@ -170,6 +176,13 @@ class KwokCluster:
             raise ClusterError(
                 f"cluster {self.name}: kwokctl create failed (exit {proc.returncode}):\n{tail}"
             )
+
+    def definition(self) -> str:
+        """Everything that shapes the cluster when created (not its ports): recreate it when this changes."""
+        parts = [*self.extra_args, self.feature_gates, self.runtime_config, repr(self.extra_config)]
+        if self.kube_scheduler_config is not None and self.kube_scheduler_config.is_file():
+            parts.append(self.kube_scheduler_config.read_text())
+        return "\n".join(parts)
 
     def log_tail(self, component: str, lines: int = 10) -> str:
         try:

@@ -50,3 +50,5 @@ REMOTECLUSTERS = Resource(
 )
 VOLCANO_PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
 COSCHEDULING_PODGROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
+# The native Workload API's PodGroup (beta in 1.37, served when the GenericWorkload gate is on).
+NATIVE_PODGROUPS = Resource("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup")

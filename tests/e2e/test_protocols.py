@@ -152,3 +152,22 @@ def test_volcano_podgroup_goes_inqueue_before_pods_exist(
         ),
         timeout=20,
     )
+
+
+def test_native_workload_podgroup(namespace: str, cluster_api: Api) -> None:
+    """The native scheduling.k8s.io PodGroup (gang minCount) and the pod field spec.schedulingGroup."""
+    _create_podgroup(
+        cluster_api,
+        namespace,
+        "scheduling.k8s.io",
+        "v1beta1",
+        "ng",
+        {"schedulingPolicy": {"gang": {"minCount": N}}},
+    )
+
+    def make(i: int) -> dict[str, Any]:
+        p = pod(f"n-{i}", cpu="2", labels={"g": "n"})
+        p["spec"]["schedulingGroup"] = {"podGroupName": "ng"}
+        return p
+
+    _assert_waits_then_runs(cluster_api, namespace, make, "g=n")
