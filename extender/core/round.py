@@ -47,6 +47,7 @@ class QueueIterator:
         self.evicted = evicted
         self.evicted_pos = 0
         qj = pr.s.queue_jobs.get(queue)
+        self.qj = qj
         self.items = qj.ordered() if qj is not None else []
         self.pos = 0
         self.examined = 0
@@ -60,6 +61,12 @@ class QueueIterator:
         if not self.evicted_only:
             self.evicted_only = True
             self.stop_reason = reason
+            # Members of a gang seen so far wait for the same reason as the rest of the queue.
+            reasons = self.pr.s.reasons
+            for members in self.pending.values():
+                for rec in members:
+                    reasons[rec.id] = reason
+            self.pending.clear()
 
     def advance(self) -> None:
         self.current = self._next()
@@ -86,6 +93,8 @@ class QueueIterator:
         # Shapes found unfeasible while this iterator was advancing: their reason, per key. The
         # queue's cost does not change while skipping, so neither does the reason.
         skipped: dict[tuple[object, ...], str] = {}
+        qj = self.qj
+        ids = qj.ids if qj is not None else []
         pos = self.pos
         examined = self.examined
         limit = lookback if lookback else n + 1
@@ -121,14 +130,23 @@ class QueueIterator:
                     continue
                 skey = rec.skey
                 known = skipped.get(skey)
+                if known is None:
+                    cached = unfeasible.get((pool, skey))
+                    if cached is not None and cached[0] == epochs:
+                        known = pr.reason_for(self.queue, cached[1])
+                        skipped[skey] = known
                 if known is not None:
-                    reasons[rec.id] = known
-                    continue
-                cached = unfeasible.get((pool, skey))
-                if cached is not None and cached[0] == epochs:
-                    known = pr.reason_for(self.queue, cached[1])
-                    skipped[skey] = known
-                    reasons[rec.id] = known
+                    # Skip the whole run of identical jobs at once; they share the reason.
+                    start = pos - 1
+                    end = qj.run_end(start) if qj is not None else pos
+                    if end - start > limit - examined + 1:
+                        end = start + limit - examined + 1
+                    if end > pos:
+                        reasons.update(dict.fromkeys(ids[start:end], known))
+                        examined += end - pos
+                        pos = end
+                    else:
+                        reasons[rec.id] = known
                     continue
                 return ([rec], False)
         finally:
@@ -139,6 +157,17 @@ class QueueIterator:
                 reasons[rec.id] = "gang members not all eligible for this pool"
         self.pending.clear()
         return None
+
+    def mark_remaining(self, reason: str) -> None:
+        """Give every job this iterator did not reach the reason it stopped for."""
+        reasons = self.pr.s.reasons
+        qj = self.qj
+        if qj is not None and qj.pinned == 0 and len(qj.ids) == len(self.items):
+            # Nothing after ``pos`` was examined; stale entries are popped at the end of the round.
+            reasons.update(dict.fromkeys(qj.ids[self.pos :], reason))
+            return
+        for rec in self.remaining():
+            reasons[rec.id] = reason
 
     def remaining(self) -> Iterator[JobRecord]:
         round_no = self.pr.stamp
@@ -584,8 +613,7 @@ class PoolRound:
         self.evicted_nodes.clear()
         for it in iterators.values():
             if it.stop_reason:
-                for rec in it.remaining():
-                    s.reasons[rec.id] = it.stop_reason
+                it.mark_remaining(it.stop_reason)
         # Reports.
         running = s.alloc.running.get(self.pool, {})
         for name, report in self.reports.items():

@@ -199,10 +199,15 @@ class Scheduler:
         self.round_no += 1
         result = RoundResult(time=now)
         pools = self.nodedb.pools()
+        for qj in self.queue_jobs.values():
+            qj.compact(force=True)  # removals since the last round
         for pool in pools:
             PoolRound(self, pool, now, result).run()
+        # Jobs bound by one pool may have been given a bulk reason by a later pool.
+        for job_id in result.scheduled:
+            self.reasons.pop(job_id, None)
         for name, qj in self.queue_jobs.items():
-            qj.compact()  # the round's own leftovers, so the next round starts clean
+            qj.compact(force=True)  # the round's own leftovers, so the next round starts clean
             if name not in self.queues or not pools:
                 reason = f"queue {name} does not exist" if name not in self.queues else "no schedulable nodes"
                 for rec in qj.items:
@@ -271,7 +276,7 @@ class Scheduler:
         self._queued_demand(rec, -1)
         qj = self.queue_jobs.get(rec.queue)
         if qj is not None:
-            qj.stale += 1
+            qj.left(rec)
         g = self.gangs.get(rec.gang_key)
         if g is not None:
             g.queued -= 1
@@ -335,6 +340,9 @@ class Scheduler:
 
     def epochs(self) -> tuple[int, int]:
         return (self.capacity_epoch, self.low_bind_epoch)
+
+    def has_running(self) -> bool:
+        return any(ids for by_queue in self.alloc.running.values() for ids in by_queue.values())
 
     def running_jobs(self) -> list[JobRecord]:
         return [r for r in self.jobs.values() if r.state is JobState.RUNNING]

@@ -8,6 +8,7 @@ that let a round trust the previous round's "this job shape fits nowhere" verdic
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from extender.core import resources as rs
@@ -63,33 +64,108 @@ class GangRecord:
 
 
 class QueueJobs:
-    """Queued jobs of one queue in Armada's order, sorted lazily."""
+    """Queued jobs of one queue in Armada's order, sorted lazily.
 
-    __slots__ = ("dirty", "items", "stale")
+    Besides the records it keeps their ids and the *runs* of consecutive single jobs with the same
+    scheduling key (jobs of one template usually form one run), so a round can skip a whole run
+    of jobs whose shape fits nowhere, and give them their reason, at C speed.
+    """
+
+    __slots__ = ("dirty", "ids", "items", "pinned", "run_ends", "run_keys", "run_starts", "stale")
 
     def __init__(self) -> None:
         self.items: list[JobRecord] = []
+        self.ids: list[str] = []
+        self.run_starts: list[int] = []
+        self.run_ends: list[int] = []
+        self.run_keys: list[object] = []
         self.dirty = False
         self.stale = 0
+        #: queued jobs restricted to some pools (bulk reason updates are skipped for such queues).
+        self.pinned = 0
 
     def add(self, rec: JobRecord) -> None:
         items = self.items
         if items and not self.dirty and items[-1].order > rec.order:
             self.dirty = True
         items.append(rec)
+        if rec.pools is not None:
+            self.pinned += 1
+        if not self.dirty:
+            self._extend_runs(rec, len(items) - 1)
 
-    def compact(self) -> None:
-        """Drop records that left the queue, once they are a good part of the list."""
-        if self.stale > 64 and self.stale * 4 > len(self.items):
-            self.items = [r for r in self.items if r.state is JobState.QUEUED]
-            self.stale = 0
+    def _extend_runs(self, rec: JobRecord, i: int) -> None:
+        self.ids.append(rec.id)
+        key = None if rec.is_gang else rec.skey
+        if key is not None and self.run_keys and self.run_keys[-1] == key and self.run_ends[-1] == i:
+            self.run_ends[-1] = i + 1
+        else:
+            self.run_starts.append(i)
+            self.run_ends.append(i + 1)
+            self.run_keys.append(key)
+
+    def _rebuild(self) -> None:
+        self.ids = []
+        self.run_starts = []
+        self.run_ends = []
+        self.run_keys = []
+        for i, rec in enumerate(self.items):
+            self._extend_runs(rec, i)
+
+    def left(self, rec: JobRecord) -> None:
+        """``rec`` is no longer queued (bound or removed); its entry is now stale."""
+        self.stale += 1
+        if rec.pools is not None:
+            self.pinned -= 1
+
+    def compact(self, force: bool = False) -> None:
+        """Drop records that left the queue (always with ``force``, else once they pile up)."""
+        if not self.stale or not (force or (self.stale > 64 and self.stale * 4 > len(self.items))):
+            return
+        items = self.items
+        # Scheduling takes jobs from the head of the queue, so the stale entries are usually a
+        # prefix: cut it off and shift the runs instead of rebuilding everything.
+        k = 0
+        n = len(items)
+        queued = JobState.QUEUED
+        while k < n and items[k].state is not queued:
+            k += 1
+        if not self.dirty and k == self.stale:
+            self._drop_prefix(k)
+        else:
+            self.items = [r for r in items if r.state is queued]
+            if not self.dirty:
+                self._rebuild()
+        self.stale = 0
+
+    def _drop_prefix(self, k: int) -> None:
+        del self.items[:k]
+        del self.ids[:k]
+        r = bisect_right(self.run_starts, k) - 1
+        if r >= 0 and self.run_ends[r] <= k:
+            r += 1
+        r = max(r, 0)
+        starts = self.run_starts[r:]
+        if starts:
+            starts[0] = max(starts[0], k)
+        self.run_starts = [x - k for x in starts]
+        self.run_ends = [x - k for x in self.run_ends[r:]]
+        self.run_keys = self.run_keys[r:]
 
     def ordered(self) -> list[JobRecord]:
         self.compact()
         if self.dirty:
             self.items.sort(key=_order)
             self.dirty = False
+            self._rebuild()
         return self.items
+
+    def run_end(self, i: int) -> int:
+        """End (exclusive) of the run of identical single jobs that contains position ``i``."""
+        r = bisect_right(self.run_starts, i) - 1
+        if r < 0 or self.run_keys[r] is None:
+            return i + 1
+        return self.run_ends[r]
 
 
 def _order(rec: JobRecord) -> OrderKey:

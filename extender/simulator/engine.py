@@ -277,7 +277,7 @@ class Simulation:
     def _stuck(self, result: RoundResult) -> bool:
         """Nothing runs, nothing else will happen, and this round changed nothing: the remaining
         jobs can never be scheduled (Armada's simulator would cycle until its hard time limit)."""
-        if result.scheduled or result.preempted or self.scheduler.running_jobs():
+        if result.scheduled or result.preempted or self.scheduler.has_running():
             return False
         if any(kind != "schedule" for _t, _s, kind, _p in self._events):
             return False

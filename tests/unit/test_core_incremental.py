@@ -33,9 +33,9 @@ def comparable(result: RoundResult) -> tuple[object, ...]:
     return (result.scheduled, result.preempted, result.waiting, shares)
 
 
-def random_workload(seed: int) -> None:
+def random_workload(seed: int, config: SchedulingConfig = CONFIG, pools: int = 1) -> None:
     rng = random.Random(seed)
-    live = Scheduler(CONFIG)
+    live = Scheduler(config)
     for c in ("r1", "r2"):
         for i in range(4):
             live.upsert_node(
@@ -62,23 +62,44 @@ def random_workload(seed: int) -> None:
                         gang_node_uniformity_label=rng.choice([None, "rack"]),
                     )
                 )
+            elif rng.random() < 0.3:
+                # A batch of identical jobs (one template): a run the rounds skip as a whole.
+                shape = {"cpu": str(rng.randint(1, 8))}
+                for k in range(rng.randint(5, 15)):
+                    live.add_job(job(f"j{serial}-{k}", q, shape, priority_class=pc, submit_time=now))
             else:
                 live.add_job(
                     job(f"j{serial}", q, {"cpu": str(rng.randint(1, 8))}, priority_class=pc, submit_time=now)
                 )
+        # Cancellations of queued jobs.
+        for rec in sorted(live.queued_jobs(), key=lambda r: r.id):
+            if rng.random() < 0.05:
+                live.remove_job(rec.id)
         # Departures.
         for rec in sorted(live.running_jobs(), key=lambda r: r.id):
             if rng.random() < 0.2:
                 live.mark_finished(rec.id)
-        fresh = Scheduler.from_snapshot(CONFIG, *live.snapshot())
+        fresh = Scheduler.from_snapshot(config, *live.snapshot())
         a = live.schedule_round(now)
         b = fresh.schedule_round(now)
         assert comparable(a) == comparable(b), f"seed {seed} step {step}"
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(10))
 def test_incremental_rounds_equal_full_recompute(seed: int) -> None:
     random_workload(seed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_incremental_equals_recompute_with_budgets_lookback_and_pools(seed: int) -> None:
+    config = SchedulingConfig(
+        priority_classes=PCS,
+        default_priority_class="mid",
+        protected_fraction_of_fair_share=0.0,
+        max_queue_lookback=7,
+        maximum_resource_fraction_to_schedule={"cpu": 0.3},
+    )
+    random_workload(100 + seed, config, pools=2)
 
 
 def test_cached_unfeasible_shapes_are_retried_when_capacity_frees() -> None:
@@ -166,3 +187,27 @@ def test_queue_changes_take_effect_next_round() -> None:
     s.remove_queue("A")
     s.add_job(job("b", "A"))
     assert s.schedule_round(2).waiting["b"] == "queue A does not exist"
+
+
+def test_queue_runs_survive_prefix_compaction_and_interleaving() -> None:
+    """Identical jobs are skipped as runs; mixed shapes and removals keep the runs consistent."""
+    s = Scheduler()
+    s.upsert_node(node("n", resources={"cpu": "8", "memory": "64Gi"}))
+    s.upsert_queue(Queue("A"))
+    for i in range(40):
+        shape = {"cpu": "1"} if i < 20 or i % 3 else {"cpu": "2"}
+        s.add_job(job(f"A-{i:02d}", "A", shape, submit_time=i))
+    first = s.schedule_round(0)
+    assert len(first.scheduled) == 8
+    assert set(first.waiting) == {f"A-{i:02d}" for i in range(8, 40)}
+    s.remove_job("A-30")
+    for i in range(8):
+        s.mark_finished(f"A-{i:02d}")
+    second = s.schedule_round(1)
+    assert sorted(second.scheduled) == [f"A-{i:02d}" for i in range(8, 16)]
+    assert set(second.waiting) == {f"A-{i:02d}" for i in range(16, 40)} - {"A-30"}
+    qj = s.queue_jobs["A"]
+    assert qj.ids == [r.id for r in qj.items]
+    assert all(qj.run_end(i) > i for i in range(len(qj.items)))
+    fresh = Scheduler.from_snapshot(None, *s.snapshot())
+    assert comparable(s.schedule_round(2)) == comparable(fresh.schedule_round(2))
