@@ -101,7 +101,9 @@ def plan_with_preemption(
     for rec in members:
         priority = rec.pc.priority
         best: (
-            tuple[tuple[int, int, tuple[object, ...]], NodeEntry, list[tuple[str, int, Mapping[str, int]]]]
+            tuple[
+                tuple[int, int, int, tuple[object, ...]], NodeEntry, list[tuple[str, int, Mapping[str, int]]]
+            ]
             | None
         ) = None
         for group in groups:
@@ -112,29 +114,33 @@ def plan_with_preemption(
                     continue
                 free = overlay.get(entry.name, entry.free)
                 if rs.fits(rec.requests, free):
-                    score = (-1, 0, entry.key)
+                    score = (-(1 << 62), 0, 0, entry.key)
                     chosen: list[tuple[str, int, Mapping[str, int]]] = []
                 else:
+                    # Victims: cheapest first, then most recently bound (Armada undoes the latest
+                    # scheduling decisions first).
                     candidates: list[tuple[int, int, str, Mapping[str, int]]] = []
-                    for job_id, (req, prio) in entry.bound.items():
+                    for job_id, (req, prio, seq) in entry.bound.items():
                         if job_id in plan.victims:
                             continue
                         at = policy(job_id, prio, priority)
                         if at is not None:
-                            candidates.append((at, -len(candidates), job_id, req))
+                            candidates.append((at, -seq, job_id, req))
                     if not candidates:
                         continue
                     candidates.sort()
                     avail = dict(free)
                     chosen = []
-                    for at, _n, job_id, req in candidates:
+                    newest = 0
+                    for at, neg_seq, job_id, req in candidates:
                         rs.add_into(avail, req)
                         chosen.append((job_id, at, req))
+                        newest = max(newest, -neg_seq)
                         if rs.fits(rec.requests, avail):
                             break
                     else:
                         continue
-                    score = (max(c[1] for c in chosen), len(chosen), entry.key)
+                    score = (max(c[1] for c in chosen), len(chosen), -newest, entry.key)
                 if best is None or score < best[0]:
                     best = (score, entry, chosen)
         if best is None:

@@ -31,8 +31,8 @@ class NodeEntry:
     labels: dict[str, str]
     type_id: int
     free: Resources
-    #: job id -> (requests, priority) of every job bound to the node.
-    bound: dict[str, tuple[Mapping[str, int], int]] = field(default_factory=dict)
+    #: job id -> (requests, priority, bind sequence) of every job bound to the node.
+    bound: dict[str, tuple[Mapping[str, int], int, int]] = field(default_factory=dict)
     key: NodeKey = ()
 
     @property
@@ -94,6 +94,7 @@ class NodeDb:
         self._pool_total: dict[str, Resources] = {}
         #: job id -> node name for every bound job.
         self.node_of_job: dict[str, str] = {}
+        self._bind_seq = 0
         #: pool -> priority -> number of bound jobs (to skip hopeless urgency-preemption scans).
         self._bound_by_priority: dict[str, dict[int, int]] = {}
 
@@ -120,12 +121,12 @@ class NodeDb:
             self._detach(old)
             old_counts = self._bound_by_priority.get(old.pool, {})
             new_counts = self._bound_by_priority.setdefault(node.pool, {})
-            for _req, prio in bound.values():
+            for _req, prio, _seq in bound.values():
                 old_counts[prio] -= 1
                 new_counts[prio] = new_counts.get(prio, 0) + 1
         labels = node.effective_labels()
         free = dict(node.allocatable)
-        for req, _prio in bound.values():
+        for req, _prio, _seq in bound.values():
             rs.sub_into(free, req)
         entry = NodeEntry(node=node, labels=labels, type_id=self._type_id(labels, node.taints), free=free)
         entry.bound = bound
@@ -140,7 +141,7 @@ class NodeDb:
             return []
         self._detach(entry)
         counts = self._bound_by_priority.get(entry.pool, {})
-        for job_id, (_req, prio) in entry.bound.items():
+        for job_id, (_req, prio, _seq) in entry.bound.items():
             self.node_of_job.pop(job_id, None)
             counts[prio] -= 1
         return sorted(entry.bound)
@@ -186,7 +187,8 @@ class NodeDb:
         free = entry.free
         for k, v in requests.items():
             free[k] = free.get(k, 0) - v
-        entry.bound[job_id] = (requests, priority)
+        self._bind_seq += 1
+        entry.bound[job_id] = (requests, priority, self._bind_seq)
         counts = self._bound_by_priority.setdefault(entry.pool, {})
         counts[priority] = counts.get(priority, 0) + 1
         entry.key = self._key(entry.free, entry.name)
@@ -200,7 +202,7 @@ class NodeDb:
         if node_name is None:
             return None
         entry = self.entries[node_name]
-        req, prio = entry.bound.pop(job_id)
+        req, prio, _seq = entry.bound.pop(job_id)
         self._bound_by_priority[entry.pool][prio] -= 1
         grouped = entry.schedulable
         if grouped:
