@@ -116,14 +116,9 @@ class PodController:
         return pod if pod is not None and _front_uid_label(pod) == uid else None
 
     def live_front_pods(self) -> list[Obj]:
-        """Front pods whose remote pod exists and that still run (their mirrors are needed)."""
-        return [
-            p
-            for uid, key in list(self.front_key.items())
-            if (p := self.front_pods.cache.get(key)) is not None
-            and not pod_status.is_terminal(p)
-            and uid in self.remote_key
-        ]
+        """Front pods that run or are about to (their mirrors are needed): every non-terminal one,
+        so a mirror made for a pod being created is never collected under its feet."""
+        return [p for p in self.front_pods.items() if not pod_status.is_terminal(p)]
 
     # ---------------------------------------------------------------- reconcile
     async def _sync(self, uid: str) -> None:

@@ -81,6 +81,17 @@ def test_kubectl_logs_on_a_front_pod(env: Environment, clients: dict[str, k8s.Co
     lines = tail.stdout.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("2026-01-01T00:00:02") and "line 3" in lines[0]
 
+    limited = kubectl(env, "logs", "--limit-bytes=5", "-n", NS, "talker")
+    assert limited.returncode == 0, limited.stderr
+    assert limited.stdout == "hello"
+
+    previous = kubectl(env, "logs", "--previous", "-n", NS, "talker")
+    assert previous.returncode == 0, previous.stderr
+    assert "hello from the remote cluster" in previous.stdout
+
+    missing = kubectl(env, "logs", "-n", NS, "talker", "-c", "nope")
+    assert missing.returncode != 0
+
 
 def test_remote_outage_turns_node_not_ready_and_back(
     env: Environment, clients: dict[str, k8s.CoreV1Api]

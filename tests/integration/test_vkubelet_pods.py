@@ -197,6 +197,7 @@ def test_dependencies_mirrored_synced_and_removed(
         namespace,
         {"metadata": {"name": "unrelated"}, "spec": {"selector": {"app": "other"}, "ports": [{"port": 80}]}},
     )
+    front.create_namespaced_service_account(namespace, {"metadata": {"name": "runner"}})
     for i in range(3):
         pod = bound_pod(
             f"set-{i}",
@@ -204,6 +205,7 @@ def test_dependencies_mirrored_synced_and_removed(
             labels={"app": "set"},
             hostname=f"set-{i}",
             subdomain="workers",
+            serviceAccountName="runner",
             containers=[
                 {
                     "name": "main",
@@ -224,6 +226,20 @@ def test_dependencies_mirrored_synced_and_removed(
     svc = remote1.read_namespaced_service("workers", namespace)
     assert svc.spec.cluster_ip == "None" and svc.spec.selector == {"app": "set"}
     assert not exists(remote1.read_namespaced_service, "unrelated", namespace)
+    sa = remote1.read_namespaced_service_account("runner", namespace)
+    assert sa.metadata.labels[keys.MANAGED_BY_LABEL] == keys.MANAGED_BY_VALUE
+    assert all(p.spec.service_account_name == "runner" for p in remote_pods(remote1, namespace))
+
+    # A Service created later that selects the running pods is mirrored too.
+    front.create_namespaced_service(
+        namespace,
+        {"metadata": {"name": "late"}, "spec": {"selector": {"app": "set"}, "ports": [{"port": 8080}]}},
+    )
+    wait_for(
+        "late Service mirrored",
+        lambda: exists(remote1.read_namespaced_service, "late", namespace),
+        timeout=30,
+    )
 
     front.patch_namespaced_config_map("settings", namespace, {"data": {"mode": "two"}})
     wait_for(
@@ -242,6 +258,8 @@ def test_dependencies_mirrored_synced_and_removed(
                 exists(remote1.read_namespaced_config_map, "settings", namespace),
                 exists(remote1.read_namespaced_secret, "token", namespace),
                 exists(remote1.read_namespaced_service, "workers", namespace),
+                exists(remote1.read_namespaced_service, "late", namespace),
+                exists(remote1.read_namespaced_service_account, "runner", namespace),
             )
         )
 

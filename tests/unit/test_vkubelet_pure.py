@@ -328,3 +328,11 @@ async def test_workqueue_never_runs_a_key_twice_at_once() -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert not overlaps and done[:4] == ["a"] * 4
+
+
+def test_user_from_client_certificate() -> None:
+    from vkubelet.kubelet_api import User, user_from_cert
+
+    cert = {"subject": ((("organizationName", "system:masters"),), (("commonName", "kwok-admin"),))}
+    assert user_from_cert(cert) == User("kwok-admin", ("system:masters",))
+    assert user_from_cert({"subject": ()}) is None
