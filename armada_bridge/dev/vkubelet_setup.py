@@ -4,7 +4,6 @@ and the KWOK configuration that lets `kubectl logs` reach something in the remot
 from __future__ import annotations
 
 import base64
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -174,7 +173,3 @@ def setup(env: Environment, bins: Binaries) -> None:
     c = component(env)
     env.supervisor.ensure(c)
     env.supervisor.wait_ready(c)
-
-
-def describe(env: Environment) -> str:
-    return json.dumps({"port": kubelet_port(env), "pid": env.supervisor.pid(COMPONENT)})
