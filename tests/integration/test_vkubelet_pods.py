@@ -479,3 +479,39 @@ def test_sigkill_during_churn_loses_and_duplicates_nothing(
 
     by_uid = wait_for("front and remote converge after the restart", converged, timeout=180, interval=1)
     assert all(len(v) == 1 for v in by_uid.values())
+
+
+def test_completed_pod_is_never_started_again(
+    front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
+) -> None:
+    front.create_namespaced_pod(namespace, bound_pod("done", "remote-1"))
+    wait_for("pod Running", lambda: phases(front, namespace).get("done") == "Running", timeout=30)
+    # The remote container exits 0 (KWOK runs no containers: say so through the status).
+    remote = remote1.read_namespaced_pod("done", namespace)
+    finished = {
+        "name": "main",
+        "image": "busybox",
+        "ready": False,
+        "restartCount": 0,
+        "state": {"terminated": {"exitCode": 0, "reason": "Completed"}},
+    }
+    remote1.patch_namespaced_pod_status(
+        "done",
+        namespace,
+        {"status": {"phase": "Succeeded", "containerStatuses": [finished]}},
+    )
+    pod = wait_for(
+        "front pod Succeeded",
+        lambda: (p := front.read_namespaced_pod("done", namespace)).status.phase == "Succeeded" and p,
+        timeout=15,
+    )
+    assert pod.status.container_statuses[0].state.terminated.reason == "Completed"
+    # The remote pod goes away: the front pod stays Succeeded and nothing is created again.
+    remote1.delete_namespaced_pod("done", namespace, grace_period_seconds=0)
+    wait_for(
+        "remote pod gone", lambda: not exists(remote1.read_namespaced_pod, "done", namespace), timeout=15
+    )
+    time.sleep(3)
+    assert front.read_namespaced_pod("done", namespace).status.phase == "Succeeded"
+    assert not exists(remote1.read_namespaced_pod, "done", namespace)
+    assert remote.metadata.uid  # the remote pod existed
