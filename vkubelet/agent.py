@@ -83,11 +83,19 @@ class ClusterAgent:
         self.reachable = False
         self.problem = ("Starting", "connecting to the remote cluster")
         self._failed_pings = 0
+        self._spec_changed = asyncio.Event()
         self._informers: list[Informer] = []
         # Remote Events waiting to be reflected (latest version by event UID), written by a few
         # workers so they never crowd out pod status writes.
         self._events: dict[str, tuple[Obj, Obj]] = {}
         self.event_queue = WorkQueue(f"events/{name}")
+
+    def update_spec(self, spec: RemoteClusterSpec, generation: int) -> None:
+        """A new spec for the same remote cluster: node labels, cordon and policy apply at once."""
+        self.spec, self.generation = spec, generation
+        if self.pods is not None:
+            self.pods.spec = spec
+        self._spec_changed.set()
 
     # ---------------------------------------------------------------- entry
     async def run(self) -> None:
@@ -304,8 +312,14 @@ class ClusterAgent:
                     self.pods.enqueue_all()
                     self.mirror_dirty.set()
                     last_resync = loop.time()
-                if node is None or loop.time() - last_status > STATUS_REFRESH_SECONDS:
+                if (
+                    node is None
+                    or self._spec_changed.is_set()
+                    or loop.time() - last_status > STATUS_REFRESH_SECONDS
+                ):
+                    self._spec_changed.clear()
                     node = await self.node.ensure(self.spec)
+                    cluster_status = {}  # observedGeneration may have changed
                 capacity = self._capacity()
                 reason, message = (
                     ("RemoteClusterReady", f"remote cluster {self.name} answers")
@@ -339,7 +353,8 @@ class ClusterAgent:
             except Exception as e:
                 log.warning("%s: node update failed: %s: %s", self.name, type(e).__name__, e)
                 node = None
-            await asyncio.sleep(PING_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._spec_changed.wait(), PING_SECONDS)
 
     def _cluster_status(self, reason: str, message: str, capacity: Capacity, pods: int) -> Obj:
         return {

@@ -125,17 +125,23 @@ class Manager:
                         }
                     },
                 )
-            fingerprint = (rc["metadata"].get("generation"), await self._secret_version(spec))
+            # Only a different remote cluster (kubeconfig) needs a new agent; other spec changes
+            # (labels, cordon, host access) are applied to the running one.
+            fingerprint = (spec.kubeconfig_secret.model_dump_json(), await self._secret_version(spec))
+            generation = int(rc["metadata"].get("generation") or 0)
             running = self.agents.get(name)
             if running and running.fingerprint == fingerprint and not running.task.done():
+                if running.agent.generation != generation:
+                    log.info("%s: spec changed (generation %d)", name, generation)
+                    running.agent.update_spec(spec, generation)
                 continue
             if running:
-                log.info("%s: spec or kubeconfig changed, restarting its agent", name)
+                log.info("%s: kubeconfig changed, restarting its agent", name)
                 await self._stop(name)
             agent = ClusterAgent(
                 name,
                 spec,
-                int(rc["metadata"].get("generation") or 0),
+                generation,
                 self.front,
                 self.front_objects,
                 self.endpoint,

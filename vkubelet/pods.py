@@ -165,6 +165,7 @@ class PodController:
             if _deleting(remote):
                 await self._fail(front, "RemotePodDeleted", self._gone_message(remote, "is being deleted"))
                 return
+            await self._sync_metadata(front, remote)
             await self._sync_status(front, remote)
             return
 
@@ -237,6 +238,26 @@ class PodController:
         updated = await self.front.patch(PODS, md["name"], patch, md["namespace"], subresource="status")
         if patch["status"].get("phase") == "Running":
             self._observe_running(updated)
+
+    async def _sync_metadata(self, front: Obj, remote: Obj) -> None:
+        """Labels and annotations set on the front pod after creation reach the remote pod (so
+        Services there keep selecting it). Keys the remote cluster added are left alone."""
+        want = podspec.remote_pod(front)["metadata"]
+        rmd = remote["metadata"]
+        patch: Obj = {}
+        for f in ("labels", "annotations"):
+            have = rmd.get(f) or {}
+            changed = {k: v for k, v in want[f].items() if have.get(k) != v}
+            if changed:
+                patch[f] = changed
+        if patch:
+            patch["resourceVersion"] = rmd["resourceVersion"]  # never on a newer pod blindly
+            try:
+                await self.remote.patch(PODS, rmd["name"], {"metadata": patch}, rmd["namespace"])
+            except ApiError as e:
+                if not e.conflict:
+                    raise
+                self.queue.add(_uid(front))
 
     def _observe_running(self, pod: Obj) -> None:
         for c in (pod.get("status") or {}).get("conditions") or []:

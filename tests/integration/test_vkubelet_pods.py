@@ -413,6 +413,28 @@ def test_remote_clusters_added_and_removed_at_run_time(front: k8s.CoreV1Api, clu
         )
         wait_for("extra node Ready", lambda: node_ready(front, "vk-test-extra"), timeout=30)
         assert front.read_node("vk-test-extra").metadata.labels["example.com/extra"] == "yes"
+        agent_started = front.read_node("vk-test-extra").metadata.creation_timestamp
+
+        # Spec changes apply to the running node: cordon, labels; and back.
+        def set_spec(**spec: Any) -> None:
+            custom.patch_cluster_custom_object(
+                keys.GROUP, "v1alpha1", "remoteclusters", "vk-test-extra", {"spec": spec}
+            )
+
+        set_spec(cordoned=True, nodeLabels={"example.com/extra": "changed"})
+        wait_for(
+            "node cordoned and relabelled",
+            lambda: (
+                (n := front.read_node("vk-test-extra")).spec.unschedulable
+                and n.metadata.labels["example.com/extra"] == "changed"
+            ),
+            timeout=20,
+        )
+        set_spec(cordoned=False)
+        wait_for(
+            "node uncordoned", lambda: not front.read_node("vk-test-extra").spec.unschedulable, timeout=20
+        )
+        assert front.read_node("vk-test-extra").metadata.creation_timestamp == agent_started
 
         def broken_reported() -> bool:
             rc = custom.get_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters", "vk-test-broken")
@@ -515,3 +537,16 @@ def test_completed_pod_is_never_started_again(
     assert front.read_namespaced_pod("done", namespace).status.phase == "Succeeded"
     assert not exists(remote1.read_namespaced_pod, "done", namespace)
     assert remote.metadata.uid  # the remote pod existed
+
+
+def test_front_label_changes_reach_the_remote_pod(
+    front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
+) -> None:
+    front.create_namespaced_pod(namespace, bound_pod("relabel", "remote-1"))
+    wait_for("pod Running", lambda: phases(front, namespace).get("relabel") == "Running", timeout=30)
+    front.patch_namespaced_pod("relabel", namespace, {"metadata": {"labels": {"role": "leader"}}})
+    wait_for(
+        "remote pod relabelled",
+        lambda: remote1.read_namespaced_pod("relabel", namespace).metadata.labels.get("role") == "leader",
+        timeout=15,
+    )
