@@ -35,6 +35,7 @@ from vkubelet.mirror import FrontObjects, Mirrors
 from vkubelet.node import Capacity, NodeClient, node_status, now, remote_capacity, rfc3339, status_differs
 from vkubelet.pods import PodController
 from vkubelet.remotecluster import REMOTECLUSTERS, RemoteClusterSpec
+from vkubelet.status import is_terminal
 from vkubelet.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -71,12 +72,14 @@ class ClusterAgent:
         self.name = name
         self.spec = spec
         self.generation = generation
-        self.front = front
+        # A client (connection pool) of its own for the front cluster: one busy cluster never
+        # queues another's writes.
+        self.front = Kube(front.config, timeout=30, user_agent=f"armada-bridge-vkubelet/{name}")
         self.front_objects = front_objects
         self.endpoint = endpoint
         self.workers = workers
-        self.node = NodeClient(front, name)
-        self.recorder = Recorder(front, name)
+        self.node = NodeClient(self.front, name)
+        self.recorder = Recorder(self.front, name)
         self.remote: Kube | None = None
         self.pods: PodController | None = None
         self.mirror_dirty = asyncio.Event()
@@ -84,6 +87,7 @@ class ClusterAgent:
         self.problem = ("Starting", "connecting to the remote cluster")
         self._failed_pings = 0
         self._spec_changed = asyncio.Event()
+        self._front_labels: dict[str, dict[str, str]] = {}
         self._informers: list[Informer] = []
         # Remote Events waiting to be reflected (latest version by event UID), written by a few
         # workers so they never crowd out pod status writes.
@@ -119,6 +123,7 @@ class ClusterAgent:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self.front.close()
 
     def on_remote_error(self, op: str) -> None:
         METRICS.remote_errors.labels(self.name, op).inc()
@@ -194,7 +199,7 @@ class ClusterAgent:
             *managed.values(),
         ]
         events.add_handler(self._on_remote_event)
-        front_pods.add_handler(lambda kind, pod: self.mirror_dirty.set() if kind != "ADDED" else None)
+        front_pods.add_handler(self._on_front_pod)
         tasks = [asyncio.create_task(i.run(), name=i.name) for i in self._informers]
         try:
             await asyncio.gather(*(i.synced.wait() for i in self._informers))
@@ -222,6 +227,26 @@ class ClusterAgent:
             self.pods = None
 
     # ---------------------------------------------------------------- mirrors
+    def _on_front_pod(self, kind: str, pod: Obj) -> None:
+        """Mirrors may have lost their last user: a pod went, finished, or changed its labels
+        (Service selection). New pods get theirs when they are created."""
+        if kind == "DELETED" or is_terminal(pod) or pod["metadata"].get("deletionTimestamp"):
+            if kind == "DELETED":
+                self._front_labels.pop(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}", None)
+            self.mirror_dirty.set()
+            return
+        if kind == "MODIFIED" and self.pods is not None:
+            key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+            seen = self._front_labels.get(key)
+            labels = pod["metadata"].get("labels") or {}
+            if seen is not None and seen != labels:
+                self.mirror_dirty.set()
+            self._front_labels[key] = labels
+        elif kind == "ADDED":
+            self._front_labels[f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"] = (
+                pod["metadata"].get("labels") or {}
+            )
+
     async def _mirror_loop(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):

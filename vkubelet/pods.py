@@ -159,7 +159,11 @@ class PodController:
             return
 
         if pod_status.is_terminal(front):
-            return  # Succeeded and Failed pods are never started again
+            # Succeeded and Failed pods are never started again, nor left running remotely when
+            # someone else ended them (the extender marks preempted pods Failed).
+            if remote is not None and not _deleting(remote) and not pod_status.is_terminal(remote):
+                await self._delete_remote(remote, None)
+            return
 
         if remote is not None:
             if _deleting(remote):
