@@ -21,6 +21,7 @@ from armada_bridge.kube.leader import LeaderElector
 from extender.controller import Controller, Settings
 from extender.metrics import Metrics
 from extender.server import Api, make_app
+from extender.simulator.loader import load_config as load_scheduling_config
 
 log = logging.getLogger("extender")
 
@@ -46,14 +47,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--namespace", default=keys.SYSTEM_NAMESPACE, help="namespace of the leader Lease")
     p.add_argument("--scheduler-name", help="point managed pods at this scheduler (managed Kubernetes)")
+    p.add_argument(
+        "--scheduling-config", type=Path, help="Armada SchedulingConfig YAML (priority classes, ...)"
+    )
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
 
 async def serve(args: argparse.Namespace) -> None:
+    warnings: list[str] = []
+    scheduling = load_scheduling_config(args.scheduling_config, warnings) if args.scheduling_config else None
+    for w in warnings:
+        log.warning("%s", w)
     front = Kube(load_config(args.kubeconfig), user_agent="armada-bridge-extender")
     metrics = Metrics()
-    controller = Controller(front, Settings(identity=args.identity), metrics)
+    settings = Settings(identity=args.identity)
+    if scheduling is not None:
+        settings.scheduling = scheduling
+    controller = Controller(front, settings, metrics)
     api = Api(controller, scheduler_name=args.scheduler_name)
     runner = web.AppRunner(make_app(api), access_log=None)
     await runner.setup()

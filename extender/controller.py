@@ -512,7 +512,8 @@ class Controller:
             await self.events.emit(pod, "ArmadaWaiting", reason)
 
     async def _preempt(self, uid: str, why: str) -> None:
-        """Mark the front pod Failed/Preempted (as the kubelet does); the vkubelet removes the remote pod."""
+        """Mark the front pod Failed/Preempted (as the kubelet does); the vkubelet then deletes the
+        remote pod (a terminal front pod never keeps one running) and the owner, if any, replaces it."""
         info = self.managed.pop(uid, None)
         if info is None:
             return
@@ -538,6 +539,7 @@ class Controller:
             self.metrics.preempted.labels(queue=info.queue).inc()
         except ApiError as e:
             log.warning("pod %s: could not mark preempted: %s", info.key, e)
+            return
 
     # ------------------------------------------------------------------ status
     async def write_statuses(self) -> None:

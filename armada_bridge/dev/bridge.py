@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 CRDS_DIR = versions.REPO_ROOT / "manifests" / "crds"
 DEV_MANIFESTS_DIR = versions.REPO_ROOT / "manifests" / "dev"
-EXTENDER_MANIFESTS_DIR = versions.REPO_ROOT / "manifests" / "extender"
+PRIORITY_CLASSES = versions.REPO_ROOT / "manifests" / "extender" / "priorityclasses.yaml"
 
 
 def kubectl(
@@ -65,5 +65,5 @@ def install(env: Environment, bins: Binaries) -> None:
     install_crds(bins, front)
     apply_dir(bins, front, DEV_MANIFESTS_DIR)
     vkubelet_setup.setup(env, bins)
-    apply_dir(bins, front, EXTENDER_MANIFESTS_DIR)
+    kubectl(bins, front, "apply", "--server-side", "--force-conflicts", "-f", str(PRIORITY_CLASSES))
     extender_setup.setup(env, bins)

@@ -13,11 +13,13 @@ from armada_bridge.dev.binaries import Binaries
 from armada_bridge.dev.certs import ensure_serving_cert
 from armada_bridge.dev.components import Component
 from armada_bridge.dev.names import FRONT
+from armada_bridge.versions import REPO_ROOT
 
 if TYPE_CHECKING:
     from armada_bridge.dev.environment import Environment
 
 WEBHOOK_NAME = "armada-bridge"
+SCHEDULING_CONFIG = REPO_ROOT / "manifests" / "extender" / "scheduling-config.yaml"
 
 
 def webhook_configuration(url: str, ca_pem: bytes) -> dict[str, object]:
@@ -83,6 +85,8 @@ def setup(env: Environment, bins: Binaries) -> None:
             str(cert.key),
             "--identity",
             "dev-extender",
+            "--scheduling-config",
+            str(SCHEDULING_CONFIG),
         ],
         ready_url=f"http://127.0.0.1:{port}/readyz",
     )

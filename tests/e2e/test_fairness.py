@@ -1,0 +1,142 @@
+"""Fair share and preemption end to end: two remote clusters of 4x32 CPUs (256 CPUs in all)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from tests.e2e.bridge import Api, cluster_of, front_pods, pod
+from tests.support import wait_for
+
+PREEMPTIBLE = "armada-preemptible"
+
+
+@pytest.fixture
+def queues(cluster_api: Api) -> Iterator[list[str]]:
+    """Two fresh Queues with equal priority factors, deleted after the test."""
+    crd = k8s.CustomObjectsApi(cluster_api("front"))
+    names = [f"q{uuid.uuid4().hex[:6]}-{x}" for x in "ab"]
+    for n in names:
+        body = {
+            "apiVersion": keys.API_VERSION,
+            "kind": "Queue",
+            "metadata": {"name": n},
+            "spec": {"priorityFactor": 1},
+        }
+        crd.create_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", body)
+    yield names
+    for n in names:
+        crd.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", n)
+
+
+def _running_cpu(pods: list[Any], queue: str) -> int:
+    return sum(
+        1
+        for p in pods
+        if (p.metadata.labels or {}).get(keys.QUEUE_LABEL) == queue
+        and p.status.phase == "Running"
+        and cluster_of(p)
+    )
+
+
+def _top_up(
+    core: k8s.CoreV1Api, namespace: str, pods: list[Any], queue: str, pending: int, seq: list[int]
+) -> None:
+    waiting = [
+        p
+        for p in pods
+        if (p.metadata.labels or {}).get(keys.QUEUE_LABEL) == queue
+        and p.status.phase == "Pending"
+        and not cluster_of(p)
+    ]
+    for _ in range(pending - len(waiting)):
+        seq[0] += 1
+        core.create_namespaced_pod(
+            namespace, pod(f"{queue}-{seq[0]}", queue=queue, cpu="1", priority_class=PREEMPTIBLE)
+        )
+
+
+def test_two_queues_submitting_continuously_converge_to_fair_shares(
+    namespace: str, cluster_api: Api, queues: list[str]
+) -> None:
+    a, b = queues
+    core = k8s.CoreV1Api(cluster_api("front"))
+    seq = [0]
+    # Queue a alone first: it takes the whole pool (256 one-CPU pods).
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        pods = front_pods(cluster_api, namespace)
+        if _running_cpu(pods, a) >= 250:
+            break
+        _top_up(core, namespace, pods, a, 60, seq)
+        time.sleep(1)
+    assert _running_cpu(front_pods(cluster_api, namespace), a) >= 250
+    # Then both submit continuously; b's fair share comes from preempting a's preemptible pods.
+    shares: tuple[float, float] = (1.0, 0.0)
+    deadline = time.monotonic() + 150
+    while time.monotonic() < deadline:
+        pods = front_pods(cluster_api, namespace)
+        ra, rb = _running_cpu(pods, a), _running_cpu(pods, b)
+        shares = (ra / 256, rb / 256)
+        if abs(shares[0] - 0.5) <= 0.05 and abs(shares[1] - 0.5) <= 0.05:
+            break
+        _top_up(core, namespace, pods, a, 20, seq)
+        _top_up(core, namespace, pods, b, 20, seq)
+        time.sleep(2)
+    assert abs(shares[0] - 0.5) <= 0.05 and abs(shares[1] - 0.5) <= 0.05, shares
+    preempted = [
+        p
+        for p in front_pods(cluster_api, namespace)
+        if p.status.phase == "Failed" and p.status.reason == "Preempted"
+    ]
+    assert preempted and all((p.metadata.labels or {}).get(keys.QUEUE_LABEL) == a for p in preempted)
+
+
+def test_higher_priority_gang_preempts_whole_gangs_of_an_over_share_queue(
+    namespace: str, cluster_api: Api, queues: list[str]
+) -> None:
+    a, b = queues
+    core = k8s.CoreV1Api(cluster_api("front"))
+    # Queue a fills both clusters with eight preemptible gangs of 4 x 8 CPUs.
+    for g in range(8):
+        ann = {keys.GANG_ID: f"a{g}", keys.GANG_CARDINALITY: "4"}
+        for i in range(4):
+            labels = {"gang": f"a{g}"}
+            core.create_namespaced_pod(
+                namespace,
+                pod(
+                    f"a{g}-{i}", queue=a, cpu="8", annotations=ann, labels=labels, priority_class=PREEMPTIBLE
+                ),
+            )
+    wait_for(
+        "queue a's 32 pods Running",
+        lambda: _running_cpu(front_pods(cluster_api, namespace), a) == 32,
+        timeout=120,
+    )
+    # Queue b (no share yet) asks for one gang of the same shape, not preemptible itself.
+    ann = {keys.GANG_ID: "b0", keys.GANG_CARDINALITY: "4"}
+    for i in range(4):
+        core.create_namespaced_pod(
+            namespace, pod(f"b0-{i}", queue=b, cpu="8", annotations=ann, labels={"gang": "b0"})
+        )
+    wait_for(
+        "queue b's gang Running",
+        lambda: _running_cpu(front_pods(cluster_api, namespace), b) == 4,
+        timeout=120,
+    )
+    pods = front_pods(cluster_api, namespace)
+    assert len({cluster_of(p) for p in pods if (p.metadata.labels or {}).get("gang") == "b0"}) == 1
+    preempted_gangs: dict[str, int] = {}
+    for p in pods:
+        if p.status.phase == "Failed" and p.status.reason == "Preempted":
+            gang = (p.metadata.labels or {})["gang"]
+            preempted_gangs[gang] = preempted_gangs.get(gang, 0) + 1
+    assert preempted_gangs, "nothing was preempted"
+    assert all(n == 4 for n in preempted_gangs.values()), f"partial gang preemption: {preempted_gangs}"
+    assert all(g.startswith("a") for g in preempted_gangs)
