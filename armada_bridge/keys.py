@@ -18,6 +18,9 @@ SYSTEM_NAMESPACE = "armada-bridge-system"
 # The extender's decision, written on the front pod (annotations): the remote cluster (the same key
 # as the virtual node's cluster label) and, when the core chose one, the node in that cluster.
 ASSIGNED_REMOTE_NODE = f"{GROUP}/remote-node"
+# Bumped by the extender on an admitted pod the front scheduler has not bound yet: a pod update is
+# what makes kube-scheduler retry a pod it had set aside (see reference: extender requeueing).
+NUDGE = f"{GROUP}/nudge"
 
 # Set aside by the admission webhook, restored remotely by the vkubelet: JSON object with the pod's
 # own nodeSelector, affinity, tolerations and topologySpreadConstraints (absent keys: none set).

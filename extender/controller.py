@@ -99,6 +99,8 @@ class PodInfo:
     job: model.Job
     placed: tuple[str, str] | None  # (cluster, remote node) from the pod's annotations
     invalid: str | None = None  # why the pod's intent cannot be read (it waits for a fix)
+    bound: bool = False  # spec.nodeName is set
+    placed_at: float = 0.0  # monotonic time of the decision (or of the last nudge)
 
 
 class Controller:
@@ -294,7 +296,12 @@ class Controller:
         if rc is not None and rc.get("spec", {}).get("cordoned"):
             core_node.unschedulable = True
         self.core.upsert_node(core_node)
-        self._core_nodes[cluster].add(core_name)
+        if core_name not in self._core_nodes[cluster]:
+            self._core_nodes[cluster].add(core_name)
+            for uid in list(self.shell_reasons):  # pods placed on it before it was known
+                info = self.managed.get(uid)
+                if info is not None and info.placed == (cluster, name):
+                    self._dirty_pods.add(info.key)
 
     async def _sync_pod(self, k: str) -> None:
         ns, _, name = k.partition("/")
@@ -329,6 +336,7 @@ class Controller:
             and old.placed == info.placed
             and self.core.state_of(uid) is not JobState.GONE
         ):
+            old.bound = info.bound
             return
         self.managed[uid] = info
         state = self.core.state_of(uid)
@@ -398,9 +406,13 @@ class Controller:
         """The managed pod's job for the core, or None when the bridge does not manage it."""
         md, spec, status = pod["metadata"], pod.get("spec", {}), pod.get("status", {})
         uid = md["uid"]
-        if status.get("phase") in TERMINAL or md.get("deletionTimestamp"):
-            return None
         annotations = md.get("annotations") or {}
+        if status.get("phase") in TERMINAL:
+            return None
+        if md.get("deletionTimestamp") and keys.ASSIGNED_CLUSTER not in annotations:
+            return None
+        # A placed pod being deleted keeps its room until it is gone: its remote pod still runs, and
+        # the front scheduler still counts it on the virtual node.
         node_name = spec.get("nodeName")
         if node_name and keys.ASSIGNED_CLUSTER not in annotations:
             return None  # bound by someone else (or to a real front node): not ours to account
@@ -430,7 +442,10 @@ class Controller:
         node = annotations.get(keys.ASSIGNED_REMOTE_NODE)
         if cluster and node:
             placed = (cluster, node)
-        info = PodInfo(key, uid, queue, gang, root, job, placed)
+        info = PodInfo(key, uid, queue, gang, root, job, placed, bound=bool(node_name))
+        if placed is not None:
+            old = self.managed.get(uid)
+            info.placed_at = old.placed_at if old is not None and old.placed_at else time.monotonic()
         if placed is None and root.uid != uid:
             info.job = self._pin_to_siblings(info)
         return info
@@ -487,6 +502,7 @@ class Controller:
             self._wake.set()
             return
         info.placed = (cluster, node)
+        info.placed_at = time.monotonic()
         self._posted.pop(uid, None)
         if info.root is not None:  # siblings held for this one can follow it now
             for sibling in self._root_members.get(info.root.uid, ()):
@@ -542,7 +558,26 @@ class Controller:
             return
 
     # ------------------------------------------------------------------ status
+    async def nudge_unbound(self, older_than: float = 5.0, limit: int = 200) -> None:
+        """Admitted pods the front scheduler has not bound yet (it set them aside after an earlier
+        rejection): touch them so it retries now, not after its 5-minute flush."""
+        now = time.monotonic()
+        due = [
+            i
+            for i in self.managed.values()
+            if i.placed is not None and i.placed_at and now - i.placed_at > older_than and not i.bound
+        ]
+        for info in due[:limit]:
+            info.placed_at = now
+            ns, _, name = info.key.partition("/")
+            patch = {"metadata": {"annotations": {keys.NUDGE: str(int(time.time()))}}}
+            try:
+                await self.front.patch(PODS, name, patch, ns)
+            except ApiError as e:
+                log.debug("nudge %s: %s", info.key, e)
+
     async def write_statuses(self) -> None:
+        await self.nudge_unbound()
         await write_queue_statuses(self)
         await write_podgroup_statuses(self)
 

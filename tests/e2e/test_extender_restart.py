@@ -1,0 +1,55 @@
+"""Killing the extender mid-round and restarting it admits no gang twice and loses no pod."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections import defaultdict
+
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from armada_bridge.dev.environment import Environment
+from tests.e2e.bridge import Api, cluster_of, front_pods, pod, remote_pods, wait_running
+from tests.support import wait_for
+
+GANGS, SIZE = 12, 4
+
+
+def test_sigkill_during_admission_loses_nothing_and_duplicates_nothing(
+    namespace: str, cluster_api: Api, dev_env: Environment
+) -> None:
+    rng = random.Random(7)
+    core = k8s.CoreV1Api(cluster_api("front"))
+    kills = 0
+    for g in range(GANGS):
+        ann = {keys.GANG_ID: f"g{g}", keys.GANG_CARDINALITY: str(SIZE)}
+        for i in range(SIZE):
+            core.create_namespaced_pod(
+                namespace, pod(f"g{g}-{i}", cpu="4", annotations=ann, labels={"gang": f"g{g}"})
+            )
+        if g % 3 == 2:  # kill the extender while it is admitting what was just created
+            time.sleep(rng.uniform(0.05, 0.6))
+            pid = dev_env.supervisor.pid("extender")
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+            kills += 1
+            wait_for("extender gone", lambda: dev_env.supervisor.pid("extender") is None, timeout=10)
+            dev_env.up()  # what a Deployment's restart would do: a fresh process rebuilds its state
+    assert kills == GANGS // 3
+    running = wait_running(cluster_api, namespace, GANGS * SIZE, timeout=120)
+    by_gang: dict[str, set[str | None]] = defaultdict(set)
+    for p in running:
+        by_gang[p.metadata.labels["gang"]].add(cluster_of(p))
+    assert all(len(c) == 1 for c in by_gang.values()), by_gang
+    remote = {
+        c: {p.metadata.name: p for p in remote_pods(cluster_api, c, namespace)}
+        for c in ("remote-1", "remote-2")
+    }
+    for p in front_pods(cluster_api, namespace):
+        where = [c for c, pods in remote.items() if p.metadata.name in pods]
+        assert where == [cluster_of(p)], (p.metadata.name, where, cluster_of(p))
+        assert remote[where[0]][p.metadata.name].metadata.labels[keys.FRONT_UID] == p.metadata.uid
+    assert sum(len(v) for v in remote.values()) == GANGS * SIZE
