@@ -14,7 +14,9 @@ from pathlib import Path
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from armada_bridge import keys
 from armada_bridge.kube import Kube, load_config
+from armada_bridge.kube.leader import LeaderElector
 from vkubelet import certs
 from vkubelet.agent import NodeEndpoint
 from vkubelet.kubelet_api import KubeletApi
@@ -22,6 +24,7 @@ from vkubelet.manager import Manager
 from vkubelet.metrics import METRICS
 
 log = logging.getLogger("vkubelet")
+LEADER_LEASE = "armada-bridge-vkubelet"
 
 
 def _host_port(value: str, default_host: str = "0.0.0.0") -> tuple[str, int]:
@@ -66,6 +69,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--workers", type=int, default=32, help="concurrent pod reconciles per remote cluster [%(default)s]"
+    )
+    p.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="run the controllers only while holding a Lease (replicas)",
+    )
+    p.add_argument("--leader-election-namespace", default=keys.SYSTEM_NAMESPACE)
+    p.add_argument(
+        "--identity", default=f"{socket.gethostname()}-{os.getpid()}", help="leader election identity"
     )
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
@@ -113,14 +125,35 @@ async def run(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    task = asyncio.create_task(manager.run())
+    elector = (
+        LeaderElector(front, args.leader_election_namespace, LEADER_LEASE, args.identity)
+        if args.leader_elect
+        else None
+    )
+
+    async def lead() -> None:
+        if elector is not None:
+            await elector.is_leader.wait()
+        await manager.run()
+
+    tasks = [asyncio.create_task(lead()), asyncio.create_task(stop.wait())]
+    if elector is not None:
+        tasks.append(asyncio.create_task(elector.run()))
     try:
-        await asyncio.wait([task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
-        if task.done():
-            task.result()
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for t in done:
+            error = None if t is tasks[1] else t.exception()
+            if error is not None:
+                raise error
+        if elector is not None and elector.lost.is_set():
+            log.error("lost leadership: exiting so a fresh process rebuilds its state")
+            raise SystemExit(1)
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if elector is not None:
+            await elector.release()
         for runner in runners:
             await runner.cleanup()
         await front.close()

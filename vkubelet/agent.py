@@ -49,6 +49,7 @@ STATUS_REFRESH_SECONDS = 60.0
 CLUSTER_STATUS_REFRESH_SECONDS = 30.0
 MIRROR_RESYNC_SECONDS = 30.0
 FULL_RESYNC_SECONDS = 300.0
+STARTUP_WAIT_SECONDS = 5.0
 EVENT_WORKERS = 2
 
 
@@ -87,6 +88,7 @@ class ClusterAgent:
         self.problem = ("Starting", "connecting to the remote cluster")
         self._failed_pings = 0
         self._spec_changed = asyncio.Event()
+        self._synced = asyncio.Event()  # the remote side is listed and its controllers run
         self._front_labels: dict[str, dict[str, str]] = {}
         self._informers: list[Informer] = []
         # Remote Events waiting to be reflected (latest version by event UID), written by a few
@@ -209,6 +211,7 @@ class ClusterAgent:
                 len(nodes.cache),
                 len(remote_pods.cache),
             )
+            self._synced.set()
             tasks.append(asyncio.create_task(pods.run(self.workers), name=f"{self.name}/pods"))
             tasks.append(asyncio.create_task(self._mirror_loop(), name=f"{self.name}/mirrors"))
             tasks.append(
@@ -224,6 +227,7 @@ class ClusterAgent:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            self._synced.clear()
             self.pods = None
 
     # ---------------------------------------------------------------- mirrors
@@ -296,18 +300,16 @@ class ClusterAgent:
             return False
         try:
             await self.remote.request("GET", "/version", timeout=PING_TIMEOUT)
-            if self.pods is None:
-                self.problem = ("Syncing", "listing the remote cluster's nodes and pods")
-                return False
             return True
         except (ApiError, OSError, TimeoutError) as e:
             self.on_remote_error("ping")
             self.problem = ("RemoteUnreachable", f"the remote API does not answer: {type(e).__name__}: {e}")
             return False
 
-    def _capacity(self) -> Capacity:
-        if self.pods is None:
-            return Capacity({}, {}, 0)
+    def _capacity(self, node: Obj) -> Capacity:
+        if not self._synced.is_set():  # not listed yet: what the node last said
+            st = node.get("status") or {}
+            return Capacity(dict(st.get("capacity") or {}), dict(st.get("allocatable") or {}), 0)
         return remote_capacity(self.nodes.items(), self.foreign_pods.items())
 
     async def _node_loop(self) -> None:
@@ -318,10 +320,18 @@ class ClusterAgent:
         last_resync = asyncio.get_running_loop().time()
         cluster_status: Obj = {}
         loop = asyncio.get_running_loop()
+        # Give the remote side a moment to connect and list, so a (re)started vkubelet's first
+        # node write is already the truth.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._synced.wait(), STARTUP_WAIT_SECONDS)
         while True:
             try:
+                synced = self._synced.is_set()
                 ok = await self._ping()
-                self._failed_pings = 0 if ok else self._failed_pings + 1
+                if ok:
+                    self._failed_pings = 0
+                elif not (self.remote is None and self.problem[0] == "Starting"):
+                    self._failed_pings += 1
                 was = self.reachable
                 self.reachable = ok or (self.reachable and self._failed_pings < FAILED_PINGS_BEFORE_NOT_READY)
                 if self.reachable and not was:
@@ -345,7 +355,10 @@ class ClusterAgent:
                     self._spec_changed.clear()
                     node = await self.node.ensure(self.spec)
                     cluster_status = {}  # observedGeneration may have changed
-                capacity = self._capacity()
+                capacity = self._capacity(node)
+                # Until the remote cluster is listed, a node that answers keeps its last status
+                # (a restarted vkubelet must not flap its nodes); only its Lease is renewed.
+                settled = synced or self._failed_pings >= FAILED_PINGS_BEFORE_NOT_READY
                 reason, message = (
                     ("RemoteClusterReady", f"remote cluster {self.name} answers")
                     if self.reachable
@@ -362,7 +375,9 @@ class ClusterAgent:
                     previous=node,
                 )
                 t = loop.time()
-                if status_differs(node.get("status") or {}, want) or t - last_status > STATUS_REFRESH_SECONDS:
+                if settled and (
+                    status_differs(node.get("status") or {}, want) or t - last_status > STATUS_REFRESH_SECONDS
+                ):
                     node = await self.node.update_status(want)
                     last_status = t
                 if self.reachable and t - last_lease > LEASE_RENEW_SECONDS:
@@ -370,7 +385,9 @@ class ClusterAgent:
                     last_lease = t
                 pods = self.pods.report() if self.pods is not None else 0
                 cs = self._cluster_status(reason, message, capacity, pods)
-                if cs != cluster_status or t - last_cluster_status > CLUSTER_STATUS_REFRESH_SECONDS:
+                if settled and (
+                    cs != cluster_status or t - last_cluster_status > CLUSTER_STATUS_REFRESH_SECONDS
+                ):
                     await self._write_cluster_status(cs)
                     cluster_status, last_cluster_status = cs, t
             except asyncio.CancelledError:

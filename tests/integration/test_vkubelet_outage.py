@@ -193,3 +193,60 @@ def test_runs_with_the_shipped_front_rbac(env: Environment, clients: dict[str, k
         assert "403" not in log.split("kubelet API on")[-1], "forbidden calls with the shipped RBAC"
     finally:
         vkubelet_setup.setup(env, binaries.expected())
+
+
+def test_standby_replica_takes_over(env: Environment, clients: dict[str, k8s.CoreV1Api]) -> None:
+    """Two vkubelets with --leader-elect: one leads; when it stops, the other serves the nodes.
+    (Pods go to remote-2: after the outage test's kwokctl stop/start, remote-1's KWOK no longer
+    runs new pods, which is KWOK's business, not the vkubelet's.)"""
+    import os
+    import signal
+    import sys
+
+    from armada_bridge.dev import vkubelet_setup
+    from armada_bridge.dev.kwok_cluster import free_ports
+
+    front = clients["front"]
+    env.supervisor.stop(vkubelet_setup.COMPONENT)
+    base = vkubelet_setup.component(env).argv
+    procs = []
+    ports = free_ports(2)
+    try:
+        for i, port in enumerate(ports):
+            argv = [*base, "--leader-elect", "--identity", f"replica-{i}"]
+            argv[argv.index("--listen") + 1] = f"127.0.0.1:{port}"
+            argv[argv.index("--cert-dir") + 1] = str(env.state_dir / "vkubelet" / f"certs-{i}")
+            log = open(env.state_dir / "vkubelet" / f"replica-{i}.log", "ab")  # noqa: SIM115
+            procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ}))
+            if i == 0:
+                wait_for("replica-0 leads", lambda: _node_port(front, "remote-2") == ports[0], timeout=30)
+        front.create_namespaced_pod(NS, bound_pod("before-failover", "remote-2"))
+        wait_for("pod Running", lambda: phases(front, NS).get("before-failover") == "Running", timeout=30)
+        procs[0].send_signal(signal.SIGTERM)  # a clean stop releases the Lease at once
+        procs[0].wait(20)
+        wait_for("replica-1 leads", lambda: _node_port(front, "remote-2") == ports[1], timeout=30)
+        front.create_namespaced_pod(NS, bound_pod("after-failover", "remote-2"))
+        wait_for("pod Running", lambda: phases(front, NS).get("after-failover") == "Running", timeout=30)
+        for name in ("remote-1", "remote-2"):
+            ready = next(c for c in front.read_node(name).status.conditions if c.type == "Ready")
+            assert ready.status == "True", (
+                name,
+                ready,
+                (env.state_dir / "vkubelet" / "replica-1.log").read_text()[-3000:],
+            )
+        assert sys.executable in base
+    except AssertionError as e:
+        logs = [
+            (env.state_dir / "vkubelet" / f"replica-{i}.log").read_text()[-2500:] for i in range(len(procs))
+        ]
+        raise AssertionError(f"{e}\n" + "\n----\n".join(logs)) from e
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+        vkubelet_setup.setup(env, binaries.expected())
+
+
+def _node_port(front: k8s.CoreV1Api, name: str) -> int:
+    return int(front.read_node(name).status.daemon_endpoints.kubelet_endpoint.port)
