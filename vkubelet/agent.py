@@ -149,7 +149,6 @@ class ClusterAgent:
             self.problem = ("KubeconfigError", str(e))
             raise
         remote = self.remote
-        ns = None
         front_pods = Informer(
             self.front, PODS, field_selector=f"spec.nodeName={self.name}", name=f"{self.name}/front-pods"
         )
@@ -164,7 +163,7 @@ class ClusterAgent:
         nodes = Informer(remote, NODES, name=f"{self.name}/nodes")
         namespaces = Informer(remote, NAMESPACES, name=f"{self.name}/namespaces")
         events = Informer(
-            remote, CORE_EVENTS, ns, field_selector="involvedObject.kind=Pod", name=f"{self.name}/events"
+            remote, CORE_EVENTS, field_selector="involvedObject.kind=Pod", name=f"{self.name}/events"
         )
         managed_selector = f"{keys.MANAGED_BY_LABEL}={keys.MANAGED_BY_VALUE}"
         managed = {

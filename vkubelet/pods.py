@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from armada_bridge import keys
@@ -57,7 +58,7 @@ class PodController:
         remote_pods: Informer,
         mirrors: Mirrors,
         recorder: Recorder,
-        on_error: Any,
+        on_error: Callable[[str], None],
     ) -> None:
         self.cluster = cluster
         self.spec = spec
