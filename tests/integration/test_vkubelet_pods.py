@@ -550,3 +550,21 @@ def test_front_label_changes_reach_the_remote_pod(
         lambda: remote1.read_namespaced_pod("relabel", namespace).metadata.labels.get("role") == "leader",
         timeout=15,
     )
+
+
+def test_front_pod_declared_failed_stops_its_remote_pod(
+    front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
+) -> None:
+    """The extender preempts by marking the front pod Failed/Preempted: the remote pod goes."""
+    front.create_namespaced_pod(namespace, bound_pod("preempted", "remote-1"))
+    wait_for("pod Running", lambda: phases(front, namespace).get("preempted") == "Running", timeout=30)
+    front.patch_namespaced_pod_status(
+        "preempted", namespace, {"status": {"phase": "Failed", "reason": "Preempted", "message": "by a test"}}
+    )
+    wait_for(
+        "remote pod deleted",
+        lambda: not exists(remote1.read_namespaced_pod, "preempted", namespace),
+        timeout=15,
+    )
+    pod = front.read_namespaced_pod("preempted", namespace)
+    assert (pod.status.phase, pod.status.reason) == ("Failed", "Preempted")
