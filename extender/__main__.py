@@ -50,6 +50,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--scheduling-config", type=Path, help="Armada SchedulingConfig YAML (priority classes, ...)"
     )
+    p.add_argument(
+        "--gang-stall-seconds",
+        type=float,
+        default=30.0,
+        help="admit a gang one member short after this long when its minResources covers the rest",
+    )
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
@@ -61,7 +67,7 @@ async def serve(args: argparse.Namespace) -> None:
         log.warning("%s", w)
     front = Kube(load_config(args.kubeconfig), user_agent="armada-bridge-extender")
     metrics = Metrics()
-    settings = Settings(identity=args.identity)
+    settings = Settings(identity=args.identity, gang_stall_seconds=args.gang_stall_seconds)
     if scheduling is not None:
         settings.scheduling = scheduling
     controller = Controller(front, settings, metrics)

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -84,6 +84,9 @@ class Settings:
     identity: str = "armada-bridge-extender"
     coalesce_seconds: float = 0.05
     status_interval: float = 2.0
+    #: A gang one member short for this long, whose PodGroup's minResources covers the missing one,
+    #: is admitted with what is present (see Controller.relax_stalled_gangs).
+    gang_stall_seconds: float = 30.0
     scheduling: model.SchedulingConfig = field(default_factory=model.SchedulingConfig)
 
 
@@ -142,6 +145,10 @@ class Controller:
         self._posted: dict[str, str] = {}  # uid -> waiting reason last posted as an Event
         self._root_members: dict[str, set[str]] = defaultdict(set)  # root uid -> member pod uids
         self.last_result: RoundResult | None = None
+        #: (namespace, gang key) -> (members present, since when, monotonic); and gangs admitted
+        #: one member short: (namespace, gang key) -> the member count they were admitted with.
+        self._gang_seen: dict[tuple[str, str], tuple[int, float]] = {}
+        self.relaxed: dict[tuple[str, str], int] = {}
         self.rounds = 0
 
         self.pods.add_handler(self._on_pod)
@@ -431,6 +438,9 @@ class Controller:
                 coscheduling_podgroup=pgs["coscheduling"],
                 workload_podgroup=pgs["workload"],
             )
+            relaxed = self.relaxed.get((md["namespace"], gang.key)) if gang is not None else None
+            if gang is not None and relaxed is not None:
+                gang = replace(gang, min_member=relaxed)
             job = podspec.job_from_pod(
                 pod, job_id=uid, queue=queue, gang=gang, submit_time=_timestamp(md.get("creationTimestamp"))
             )
@@ -576,7 +586,56 @@ class Controller:
             except ApiError as e:
                 log.debug("nudge %s: %s", info.key, e)
 
+    def relax_stalled_gangs(self) -> None:
+        """Break the late-member deadlock (mpi-operator#608: the MPI launcher is created only once
+        the workers run, yet the PodGroup's minMember counts it).
+
+        A gang exactly one member short for `gang_stall_seconds`, whose PodGroup's minResources
+        covers the whole group, is admitted with the members present: the reservation holds room for
+        the missing one, which joins the gang's cluster when it comes. Gangs short by more, or
+        without minResources, keep waiting: all or nothing.
+        """
+        now = time.monotonic()
+        present: dict[tuple[str, str], list[PodInfo]] = defaultdict(list)
+        for info in self.managed.values():
+            if info.gang is not None and info.placed is None:
+                present[(info.key.partition("/")[0], info.gang.key)].append(info)
+        for k in list(self._gang_seen):
+            if k not in present:
+                del self._gang_seen[k]
+        for k, members in present.items():
+            count = len(members)
+            seen = self._gang_seen.get(k)
+            if seen is None or seen[0] != count:
+                self._gang_seen[k] = (count, now)
+                continue
+            gang = members[0].gang
+            assert gang is not None
+            if (
+                k in self.relaxed
+                or not gang.min_resources
+                or count != gang.min_member - 1
+                or now - seen[1] < self.settings.gang_stall_seconds
+            ):
+                continue
+            self.relaxed[k] = count
+            log.info(
+                "gang %s/%s: %d/%d present for %.0fs, admitting with room for all",
+                *k,
+                count,
+                gang.min_member,
+                now - seen[1],
+            )
+            for (
+                info
+            ) in members:  # re-added with the smaller count (the core keys a gang's size on its first member)
+                self.core.remove_job(info.uid)
+                self.managed.pop(info.uid, None)
+                self._dirty_pods.add(info.key)
+            self._wake.set()
+
     async def write_statuses(self) -> None:
+        self.relax_stalled_gangs()
         await self.nudge_unbound()
         await write_queue_statuses(self)
         await write_podgroup_statuses(self)
@@ -600,5 +659,38 @@ class Controller:
             )
         )
 
-    def members_of(self, uids: Iterable[str]) -> list[PodInfo]:
-        return [self.managed[u] for u in uids if u in self.managed]
+    def describe_state(self) -> dict[str, Any]:
+        """Queues with their shares, every managed pod with its gang, placement and reason."""
+        shares = self.last_result.queue_shares() if self.last_result else {}
+        queues = {
+            name: {
+                "priorityFactor": q.priority_factor,
+                "cordoned": q.cordoned,
+                **(
+                    {
+                        "fairShare": r.fair_share,
+                        "adjustedFairShare": r.adjusted_fair_share,
+                        "actualShare": r.actual_share,
+                        "running": r.running,
+                        "queued": r.queued,
+                    }
+                    if (r := shares.get(name))
+                    else {}
+                ),
+            }
+            for name, q in sorted(self.core.queues.items())
+        }
+        pods = {
+            info.key: {
+                "uid": uid,
+                "queue": info.queue,
+                "gang": info.gang.key if info.gang else None,
+                "gangSize": info.gang.min_member if info.gang else None,
+                "cluster": info.placed[0] if info.placed else None,
+                "node": info.placed[1] if info.placed else None,
+                "state": str(self.core.state_of(uid)),
+                "reason": None if info.placed else self.reason_for(uid),
+            }
+            for uid, info in sorted(self.managed.items(), key=lambda kv: kv[1].key)
+        }
+        return {"rounds": self.rounds, "queues": queues, "pods": pods}

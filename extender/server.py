@@ -206,6 +206,10 @@ class Api:
             raise BadRequest(str(e)) from None
         return web.json_response(answer)
 
+    async def state(self, _request: web.Request) -> web.Response:
+        """What the scheduler thinks, for `armada-bridge queues|gangs|why` and for debugging."""
+        return web.json_response(self.c.describe_state())
+
     async def healthz(self, _request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
@@ -243,7 +247,12 @@ def _instrument(api: Api, name: str, handler: Handler) -> Handler:
 def make_app(api: Api) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY)
     post: dict[str, Handler] = {"/filter": api.filter, "/prioritize": api.prioritize, "/mutate": api.mutate}
-    get: dict[str, Handler] = {"/healthz": api.healthz, "/readyz": api.readyz, "/metrics": api.metrics}
+    get: dict[str, Handler] = {
+        "/healthz": api.healthz,
+        "/readyz": api.readyz,
+        "/metrics": api.metrics,
+        "/state": api.state,
+    }
     for path, h in post.items():
         app.router.add_post(path, _instrument(api, path.strip("/"), h))
     for path, h in get.items():

@@ -87,6 +87,8 @@ def setup(env: Environment, bins: Binaries) -> None:
             "dev-extender",
             "--scheduling-config",
             str(SCHEDULING_CONFIG),
+            "--gang-stall-seconds",
+            "10",
         ],
         ready_url=f"http://127.0.0.1:{port}/readyz",
     )

@@ -490,13 +490,15 @@ class PoolRound:
             proposed = self.drf.cost_with(self.alloc[queue], req) / self.weights[queue]
 
             def fair_to_take(victim: JobRecord, pending: bool) -> bool:
+                # A job evicted this round and not rescheduled yet holds its room only until a job
+                # ordered before it needs the room (Armada's EvictedPriority): this gang reached the
+                # front of the ordering first, so taking it is fair. (Comparing the whole gang's cost
+                # with one victim's would refuse a gang the room of a fully evicted queue.) A job
+                # already rescheduled is taken only when the taking queue ends no costlier.
+                if pending:
+                    return True
                 q = victim.queue
-                held = (
-                    self.drf.cost_with(self.alloc[q], victim.requests)
-                    if pending
-                    else self.drf.cost(self.alloc[q])
-                )
-                return proposed <= held / self.weights[q] + 1e-12
+                return proposed <= self.drf.cost(self.alloc[q]) / self.weights[q] + 1e-12
 
             policy = victim_policy(
                 self.config, self.evicted_nodes.keys(), self.rescheduled, s.jobs, queue, fair_to_take

@@ -199,3 +199,48 @@ def test_urgency_can_be_disabled() -> None:
     s.schedule_round(0)
     s.add_job(job("high", "A", FULL, priority_class="priority-3"))
     assert not s.schedule_round(1).preempted
+
+
+def test_gang_takes_the_room_of_a_fully_evicted_queue_whole_gangs_only() -> None:
+    """A queue holding the whole pool with preemptible gangs is evicted entirely at the start of
+    the round; a gang of another queue that reaches the front of the ordering first may take the
+    room of evicted gangs (regression: the gang's whole cost was compared with one victim's)."""
+    from extender.core.model import Job, Node, Queue, SchedulingConfig
+    from extender.core.resources import parse_resources
+    from extender.core.scheduler import Scheduler
+
+    s = Scheduler(SchedulingConfig())
+    for c in ("c1", "c2"):
+        for i in range(4):
+            s.upsert_node(Node(f"{c}/n{i}", c, parse_resources({"cpu": "32", "memory": "128Gi"})))
+    s.upsert_queue(Queue("zeta"))
+    s.upsert_queue(Queue("alpha"))  # sorts first: it is ordered before zeta's evicted gangs
+    for g in range(8):
+        for i in range(4):
+            req = parse_resources({"cpu": "8", "memory": "1Gi"})
+            s.add_job(
+                Job(
+                    f"z{g}-{i}",
+                    "zeta",
+                    req,
+                    priority_class="armada-preemptible",
+                    gang_id=f"z{g}",
+                    gang_cardinality=4,
+                )
+            )
+    assert len(s.schedule_round(1.0).scheduled) == 32
+    for i in range(4):
+        s.add_job(
+            Job(
+                f"a-{i}",
+                "alpha",
+                parse_resources({"cpu": "8", "memory": "1Gi"}),
+                gang_id="a",
+                gang_cardinality=4,
+            )
+        )
+    r = s.schedule_round(2.0)
+    assert sorted(r.scheduled) == [f"a-{i}" for i in range(4)]
+    assert len({p.cluster for p in r.scheduled.values()}) == 1
+    gangs = {job.split("-")[0] for job in r.preempted}
+    assert len(gangs) == 1 and len(r.preempted) == 4, r.preempted
