@@ -171,3 +171,25 @@ def test_native_workload_podgroup(namespace: str, cluster_api: Api) -> None:
         return p
 
     _assert_waits_then_runs(cluster_api, namespace, make, "g=n")
+
+
+def test_late_member_does_not_deadlock_its_gang(namespace: str, cluster_api: Api) -> None:
+    """mpi-operator#608: minMember counts the launcher, which is created only once the workers run.
+    The workers (one short, with minResources covering all) are admitted after the stall time with
+    room reserved; the launcher then joins them in the same cluster."""
+    spec = {"minMember": 3, "queue": "default", "minResources": {"cpu": "6", "memory": "3Gi"}}
+    _create_podgroup(cluster_api, namespace, "scheduling.volcano.sh", "v1beta1", "mpi", spec)
+    core = k8s.CoreV1Api(cluster_api("front"))
+    ann = {keys.VOLCANO_GROUP_NAME_ANNOTATION: "mpi"}
+
+    def member(name: str) -> dict[str, Any]:
+        return pod(name, queue=None, cpu="2", scheduler="volcano", labels={"g": "mpi"}, annotations=ann)
+
+    for i in range(2):
+        core.create_namespaced_pod(namespace, member(f"worker-{i}"))
+    workers = wait_running(cluster_api, namespace, 2, "g=mpi", timeout=90)
+    waited = [e for e in events_for(cluster_api, namespace, "worker-0") if "ArmadaWaiting" in e]
+    assert any("2/3" in e for e in waited), waited  # it did wait for the whole gang first
+    core.create_namespaced_pod(namespace, member("launcher"))
+    running = wait_running(cluster_api, namespace, 3, "g=mpi", timeout=60)
+    assert {cluster_of(p) for p in running} == {cluster_of(workers[0])}
