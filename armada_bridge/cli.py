@@ -80,7 +80,36 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("simulate", help="run the scheduling core over Armada simulator input", add_help=False)
     sub.add_parser("demo", help="run the demo on the local environment")
+    for name, text in (
+        ("queues", "queues with fair, adjusted and actual shares"),
+        ("clusters", "remote clusters: readiness, nodes, free capacity"),
+        ("gangs", "gangs: members present of their size, cluster, state"),
+        ("why", "why a pod waits, or where it went"),
+    ):
+        c = sub.add_parser(name, help=text)
+        c.add_argument(
+            "--kubeconfig", help="front cluster (default: $KUBECONFIG, else the dev environment's front)"
+        )
+        if name in ("gangs", "why"):
+            c.add_argument("-n", "--namespace", default=None if name == "gangs" else "default")
+        if name == "why":
+            c.add_argument("pod")
     return p
+
+
+def _view(args: argparse.Namespace) -> int:
+    from armada_bridge import views
+
+    with views.front_client(args.kubeconfig) as api:
+        if args.command == "queues":
+            print(views.queues(api))
+        elif args.command == "clusters":
+            print(views.clusters(api))
+        elif args.command == "gangs":
+            print(views.gangs(api, args.namespace))
+        else:
+            print(views.why(api, args.pod, args.namespace))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -93,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _dev(args)
         if args.command == "demo":
             return _demo(args)
+        if args.command in ("queues", "clusters", "gangs", "why"):
+            return _view(args)
     except (ClusterError, ValueError, RuntimeError) as e:
         print(f"armada-bridge: error: {e}", file=sys.stderr)
         return 1

@@ -1,87 +1,124 @@
-"""`armada-bridge demo`: show the local environment working, one remote cluster at a time.
+"""`armada-bridge demo`: the bridge at work on the local environment.
 
-For every remote cluster: a namespace, a Job of three pods on its KWOK nodes, watched until it
-completes, and a check that the other remote clusters do not see it.
+In the front cluster: a namespace in queue `default`, a gang of four 8-CPU pods (Armada's gang
+annotations) and a plain Job. The demo shows the gang admitted whole to one remote cluster, its
+pods running there, the Job's pods completing, and the queue's share.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
-from armada_bridge.dev.environment import FRONT, Environment, api_client
+from armada_bridge import keys
+from armada_bridge.dev.environment import Environment, api_client
+from armada_bridge.dev.names import FRONT
+from armada_bridge.views import queues
 
 NAMESPACE = "armada-bridge-demo"
+GANG = 4
 
 
 def _say(msg: str) -> None:
     print(msg, flush=True)
 
 
-def _job(name: str) -> dict[str, object]:
-    pod = {
-        "restartPolicy": "Never",
-        "containers": [{"name": "main", "image": "busybox", "command": ["true"]}],
+def _pod(name: str) -> dict[str, Any]:
+    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "8", "memory": "4Gi"}}}
+    annotations = {keys.GANG_ID: "demo", keys.GANG_CARDINALITY: str(GANG)}
+    return {
+        "metadata": {"name": name, "labels": {"app": "demo-gang"}, "annotations": annotations},
+        "spec": {"containers": [container]},
     }
+
+
+def _job(name: str) -> dict[str, Any]:
+    container = {
+        "name": "main",
+        "image": "busybox",
+        "command": ["true"],
+        "resources": {"requests": {"cpu": "1"}},
+    }
+    pod = {"restartPolicy": "Never", "containers": [container]}
     return {
         "metadata": {"name": name},
         "spec": {"completions": 3, "parallelism": 3, "template": {"spec": pod}},
     }
 
 
+def _wait(what: str, probe: Any, timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise TimeoutError(f"{what}: not after {timeout:.0f}s")
+
+
 def run_demo(timeout: float = 120) -> int:
     env = Environment()
     statuses = env.status()
-    remotes = [s for s in statuses if s.name != FRONT]
-    if not remotes or not all(s.healthy for s in statuses):
+    if not statuses or not all(s.healthy for s in statuses):
         print(
             "armada-bridge demo: the environment is not up; run `armada-bridge dev up` first", file=sys.stderr
         )
         return 1
-    for s in remotes:
-        _say(f"== {s.name}: {s.nodes_ready} nodes Ready at {s.server}")
-        with api_client(env.kubeconfig(s.name)) as api:
-            core, batch = k8s.CoreV1Api(api), k8s.BatchV1Api(api)
-            try:
-                core.create_namespace({"metadata": {"name": NAMESPACE}})
-            except ApiException as e:
-                if e.status != 409:
-                    raise
-            name = f"hello-{s.name}-{int(time.time())}"
-            batch.create_namespaced_job(NAMESPACE, _job(name))
-            _say(f"   created Job {NAMESPACE}/{name} (3 pods)")
-            deadline = time.monotonic() + timeout
-            last = ""
-            while True:
-                job = batch.read_namespaced_job_status(name, NAMESPACE)
-                st = job.status
-                line = f"   active={st.active or 0} succeeded={st.succeeded or 0} failed={st.failed or 0}"
-                if line != last:
-                    _say(line)
-                    last = line
-                if (st.succeeded or 0) >= 3:
-                    _say(f"   Job {name} complete")
-                    break
-                if time.monotonic() > deadline:
-                    print(
-                        f"armada-bridge demo: Job {name} did not complete in {timeout:.0f}s", file=sys.stderr
-                    )
-                    return 1
-                time.sleep(0.5)
-            pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"job-name={name}").items
-            for p in pods:
-                _say(f"   pod {p.metadata.name} ran on {p.spec.node_name}: {p.status.phase}")
-        for other in remotes:
-            if other.name == s.name:
-                continue
-            with api_client(env.kubeconfig(other.name)) as api:
-                seen = k8s.BatchV1Api(api).list_namespaced_job(NAMESPACE).items
-            visible = any(j.metadata.name == name for j in seen)
-            _say(f"   visible in {other.name}: {'yes (unexpected!)' if visible else 'no'}")
-            if visible:
-                return 1
-    _say("demo finished: every remote cluster ran its Job on its own KWOK nodes")
+    with api_client(env.kubeconfig(FRONT)) as api:
+        core, batch = k8s.CoreV1Api(api), k8s.BatchV1Api(api)
+        try:
+            core.delete_namespace(NAMESPACE)
+            _wait(
+                "old demo namespace gone",
+                lambda: not any(n.metadata.name == NAMESPACE for n in core.list_namespace().items),
+                timeout,
+            )
+        except ApiException as e:
+            if e.status != 404:
+                raise
+        core.create_namespace({"metadata": {"name": NAMESPACE, "labels": {keys.QUEUE_LABEL: "default"}}})
+        _say(f"namespace {NAMESPACE} is in queue default (label {keys.QUEUE_LABEL})")
+        for i in range(GANG):
+            core.create_namespaced_pod(NAMESPACE, _pod(f"gang-{i}"))
+        _say(f"submitted a gang of {GANG} pods x 8 CPU (annotations {keys.GANG_ID}, {keys.GANG_CARDINALITY})")
+        batch.create_namespaced_job(NAMESPACE, _job("hello"))
+        _say("submitted Job hello (3 pods)")
+        try:
+            pods = _wait(
+                "gang Running",
+                lambda: (
+                    (ps := core.list_namespaced_pod(NAMESPACE, label_selector="app=demo-gang").items)
+                    and all(p.status.phase == "Running" for p in ps)
+                    and ps
+                ),
+                timeout,
+            )
+            for p in sorted(pods, key=lambda p: p.metadata.name):
+                ann = p.metadata.annotations or {}
+                _say(
+                    f"  {p.metadata.name}: Running on virtual node {p.spec.node_name} -> {ann.get(keys.ASSIGNED_CLUSTER)}/{ann.get(keys.ASSIGNED_REMOTE_NODE)}"
+                )
+            cluster = (pods[0].metadata.annotations or {})[keys.ASSIGNED_CLUSTER]
+            with api_client(env.kubeconfig(cluster)) as remote:
+                there = (
+                    k8s.CoreV1Api(remote).list_namespaced_pod(NAMESPACE, label_selector="app=demo-gang").items
+                )
+            _say(
+                f"  in {cluster} itself: {len(there)} pods, {sum(p.status.phase == 'Running' for p in there)} Running"
+            )
+            _wait(
+                "Job complete",
+                lambda: (batch.read_namespaced_job_status("hello", NAMESPACE).status.succeeded or 0) >= 3,
+                timeout,
+            )
+            _say("Job hello: 3/3 pods succeeded in the remote cluster")
+        except TimeoutError as e:
+            print(f"armada-bridge demo: {e}; see `armada-bridge why POD -n {NAMESPACE}`", file=sys.stderr)
+            return 1
+        _say("\n" + queues(api))
+    _say(f"\ndemo finished; try: armada-bridge gangs -n {NAMESPACE}; kubectl logs -n {NAMESPACE} gang-0")
     return 0

@@ -34,6 +34,7 @@ from armada_bridge.dev.kwok_cluster import PORT_OPTIONS, ClusterError, KwokClust
 from armada_bridge.dev.names import FRONT, remote_name
 from armada_bridge.dev.procs import kill_and_wait, pids_under
 
+REMOTE_STAGES = versions.REPO_ROOT / "hack" / "kwok" / "remote-stages.yaml"
 SCHEDULER_CONFIG_TEMPLATE = versions.REPO_ROOT / "manifests" / "scheduler" / "kube-scheduler-config.yaml"
 DEFAULT_WORKERS = 2
 DEFAULT_NODES = 4
@@ -124,7 +125,7 @@ class Environment:
             name=name,
             kwok_workdir=self.kwok_workdir,
             binaries=bins,
-            extra_config=vkubelet_setup.remote_kwok_config(self.state_dir),
+            extra_config=[*vkubelet_setup.remote_kwok_config(self.state_dir), *remote_stages()],
         )
 
     def kubeconfig(self, name: str) -> Path:
@@ -276,6 +277,11 @@ class Environment:
     def pids(self) -> list[int]:
         """Every live process whose command line names this environment's state directory."""
         return pids_under(self.state_dir)
+
+
+def remote_stages() -> list[dict[str, Any]]:
+    """KWOK's pod and node lifecycles in remote clusters (mirrored Job pods complete too)."""
+    return [d for d in yaml.safe_load_all(REMOTE_STAGES.read_text()) if d]
 
 
 def _node_ready(node: Any) -> bool:

@@ -1,0 +1,53 @@
+"""`armada-bridge queues | clusters | gangs | why` against the running bridge."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.names import FRONT
+from tests.e2e.bridge import Api, pod, wait_running
+from tests.support import wait_for
+
+
+def _cli(env: Environment, *args: str) -> str:
+    cmd = [sys.executable, "-m", "armada_bridge.cli", *args, "--kubeconfig", str(env.kubeconfig(FRONT))]
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+
+
+def test_views_tell_where_gangs_went_and_why_pods_wait(
+    namespace: str, cluster_api: Api, dev_env: Environment
+) -> None:
+    core = k8s.CoreV1Api(cluster_api("front"))
+    ok = {keys.GANG_ID: "ok", keys.GANG_CARDINALITY: "2"}
+    short = {keys.GANG_ID: "short", keys.GANG_CARDINALITY: "3"}
+    for i in range(2):
+        core.create_namespaced_pod(namespace, pod(f"ok-{i}", annotations=ok, labels={"g": "ok"}))
+        core.create_namespaced_pod(namespace, pod(f"short-{i}", annotations=short))
+    running = wait_running(cluster_api, namespace, 2, "g=ok")
+    cluster = running[0].metadata.annotations[keys.ASSIGNED_CLUSTER]
+    gangs = _cli(dev_env, "gangs", "-n", namespace)
+    assert any(
+        line.split()[1:] == ["armada/ok", "default", "2/2", cluster, "Running"] for line in gangs.splitlines()
+    ), gangs
+    assert any(
+        line.split()[1:] == ["armada/short", "default", "2/3", "-", "Waiting"] for line in gangs.splitlines()
+    ), gangs
+
+    def why_short() -> str | None:
+        text = _cli(dev_env, "why", "short-0", "-n", namespace)
+        return text if "gang 2/3 present" in text else None
+
+    why = wait_for("why names the missing member", why_short, timeout=20)
+    assert "queue: default" in why and "armada/short" in why
+    assert f"admitted to remote cluster {cluster}" in _cli(dev_env, "why", "ok-0", "-n", namespace)
+    assert "default" in _cli(dev_env, "queues")
+    clusters = _cli(dev_env, "clusters")
+    assert {line.split()[0] for line in clusters.splitlines()[1:]} >= {"remote-1", "remote-2"}
+    unmanaged = pod("plain", queue=None)
+    core.create_namespaced_pod(namespace, unmanaged)
+    assert "not managed by armada-bridge" in _cli(dev_env, "why", "plain", "-n", namespace)
