@@ -16,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from armada_bridge.dev.procs import alive, kill_and_wait
+from armada_bridge.dev.procs import alive, kill_and_wait, process_cmdline, processes
 from armada_bridge.versions import REPO_ROOT
 
 CODE_PACKAGES = ("armada_bridge", "extender", "vkubelet")
@@ -59,12 +59,16 @@ class Supervisor:
         return self._files(name)[1]
 
     def _running(self, name: str) -> tuple[int, str] | None:
-        """(pid, fingerprint) of the component's live process, from its pid file."""
+        """(pid, fingerprint) of the component's live process, from its pid file; None when that
+        pid is gone or now belongs to another program (pids are reused after a reboot)."""
         try:
-            pid, fingerprint = self._files(name)[0].read_text().split()
-        except (OSError, ValueError):
+            record = json.loads(self._files(name)[0].read_text())
+            pid, fingerprint, cmdline = int(record["pid"]), str(record["fingerprint"]), record["cmdline"]
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        return (int(pid), fingerprint) if alive(int(pid)) else None
+        if not alive(pid) or process_cmdline(pid) != cmdline:
+            return None
+        return pid, fingerprint
 
     def pid(self, name: str) -> int | None:
         running = self._running(name)
@@ -76,6 +80,10 @@ class Supervisor:
         if running and running[1] == c.fingerprint:
             return running[0], False
         self.stop(c.name)
+        # A process running this very command without our record of it (a lost or older pid file)
+        # would hold the ports: stop it too.
+        command = " ".join(c.argv)
+        kill_and_wait([pid for pid, cmd in processes().items() if cmd.strip() == command])
         self.dir.mkdir(parents=True, exist_ok=True)
         pid_file, log_file = self._files(c.name)
         with open(log_file, "ab") as log:
@@ -87,7 +95,8 @@ class Supervisor:
                 env={**os.environ, **c.env},
                 start_new_session=True,
             )
-        pid_file.write_text(f"{proc.pid} {c.fingerprint}\n")
+        record = {"pid": proc.pid, "fingerprint": c.fingerprint, "cmdline": c.argv}
+        pid_file.write_text(json.dumps(record) + "\n")
         return proc.pid, True
 
     def wait_ready(self, c: Component, timeout: float = 30) -> None:
@@ -103,7 +112,7 @@ class Supervisor:
                 return
             try:
                 with urllib.request.urlopen(c.ready_url, timeout=2, context=insecure) as r:
-                    if r.status == 200:
+                    if r.status == 200 and self.pid(c.name) is not None:
                         return
             except OSError:
                 pass

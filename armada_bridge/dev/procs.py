@@ -24,6 +24,15 @@ def processes() -> dict[int, str]:
     return out
 
 
+def process_cmdline(pid: int) -> list[str] | None:
+    """The argument vector of a live process (None when it is gone)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return raw.decode(errors="replace").split("\0")[:-1] if raw else None
+
+
 def pids_under(directory: Path) -> list[int]:
     """Live processes (other than this one) whose command line names a path inside `directory`."""
     marker = str(directory) + "/"
