@@ -447,6 +447,15 @@ class Controller:
         except (intent.IntentError, podspec.PodSpecError) as e:
             # Managed, but it cannot be scheduled as it is: it waits, and says why.
             return PodInfo(key, uid, queue, None, root, model.Job(uid, queue, {}), None, invalid=str(e))
+        if keys.SCHEDULING_CONSTRAINTS not in annotations and not node_name:
+            # The webhook never saw it (down when the pod was created): it cannot go to a virtual
+            # node. Say so; its owner recreates it once deleted.
+            why = (
+                "not set up by the armada-bridge admission webhook when created (it was unavailable, "
+                "or the pod's queue became known later), so it cannot go to a remote cluster; "
+                "delete it (its owner recreates it) or recreate it"
+            )
+            return PodInfo(key, uid, queue, gang, root, model.Job(uid, queue, {}), None, invalid=why)
         placed = None
         cluster = annotations.get(keys.ASSIGNED_CLUSTER)
         node = annotations.get(keys.ASSIGNED_REMOTE_NODE)
@@ -485,7 +494,7 @@ class Controller:
         work = [bounded(self._admit(uid, p.node)) for uid, p in result.scheduled.items()]
         work += [bounded(self._preempt(uid, why)) for uid, why in result.preempted.items()]
         posted = 0
-        for uid, reason in result.waiting.items():
+        for uid, reason in [*result.waiting.items(), *self.shell_reasons.items()]:
             if self._posted.get(uid) != reason and posted < 200:
                 posted += 1
                 self._posted[uid] = reason

@@ -159,7 +159,8 @@ class Api:
     async def prioritize(self, request: web.Request) -> web.Response:
         args = _args(await _json(request))
         pod = args.Pod.model_dump(mode="json")
-        names = args.NodeNames if args.NodeNames is not None else [n.metadata.name for n in args.Nodes.items]  # type: ignore[union-attr]
+        nodes = args.Nodes.items if args.Nodes is not None else []
+        names = args.NodeNames if args.NodeNames is not None else [n.metadata.name for n in nodes]
         passing, _ = self.decide(pod, names)
         return web.json_response([{"Host": n, "Score": 10 if n in passing else 0} for n in names])
 

@@ -15,6 +15,7 @@ from tests.e2e.bridge import Api, cluster_of, front_pods, pod
 from tests.support import wait_for
 
 PREEMPTIBLE = "armada-preemptible"
+URGENT = "armada-urgent"
 
 
 @pytest.fixture
@@ -119,12 +120,13 @@ def test_higher_priority_gang_preempts_whole_gangs_of_an_over_share_queue(
         lambda: _running_cpu(front_pods(cluster_api, namespace), a) == 32,
         timeout=120,
     )
-    # Queue b (no share yet) asks for one gang of the same shape, not preemptible itself.
+    # Queue b (no share yet) asks for one gang of the same shape, of a higher priority class.
     ann = {keys.GANG_ID: "b0", keys.GANG_CARDINALITY: "4"}
     for i in range(4):
-        core.create_namespaced_pod(
-            namespace, pod(f"b0-{i}", queue=b, cpu="8", annotations=ann, labels={"gang": "b0"})
+        urgent = pod(
+            f"b0-{i}", queue=b, cpu="8", annotations=ann, labels={"gang": "b0"}, priority_class=URGENT
         )
+        core.create_namespaced_pod(namespace, urgent)
     wait_for(
         "queue b's gang Running",
         lambda: _running_cpu(front_pods(cluster_api, namespace), b) == 4,

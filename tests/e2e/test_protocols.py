@@ -11,6 +11,7 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, pod, wait_running
+from tests.support import wait_for
 
 N = 4
 
@@ -119,8 +120,16 @@ def test_volcano_group_min_member_on_a_job(namespace: str, cluster_api: Api) -> 
     group = (pods[0].metadata.annotations or {}).get(keys.VOLCANO_GROUP_NAME_ANNOTATION, "")
     assert group.startswith("podgroup-"), pods[0].metadata.annotations
     batch.patch_namespaced_job("vj", namespace, {"spec": {"parallelism": N}})
-    running = wait_running(cluster_api, namespace, N, "g=j")
-    assert len({cluster_of(p) for p in running}) == 1
+
+    # The Job's pods run, then complete (remote KWOK completes mirrored Job pods): count both.
+    def ran_or_done() -> list[Any] | None:
+        pods = [
+            p for p in front_pods(cluster_api, namespace, "g=j") if p.status.phase in ("Running", "Succeeded")
+        ]
+        return pods if len(pods) >= N else None
+
+    ran = wait_for(f"{N} Job pods Running or Succeeded", ran_or_done, timeout=90)
+    assert len({cluster_of(p) for p in ran}) == 1
 
 
 @pytest.mark.parametrize("phase_before_pods", ["Inqueue"])
