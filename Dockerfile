@@ -10,7 +10,9 @@ COPY vkubelet ./vkubelet
 RUN pip install --no-cache-dir --prefix=/install .
 
 FROM python:3.11-slim
-RUN useradd --uid 65532 --no-create-home --shell /usr/sbin/nologin bridge
+# openssl: the vkubelet makes a self-signed serving certificate when none is mounted.
+RUN apt-get update && apt-get install -y --no-install-recommends openssl && rm -rf /var/lib/apt/lists/* \
+    && useradd --uid 65532 --no-create-home --shell /usr/sbin/nologin bridge
 COPY --from=build /install /usr/local
 USER 65532
 ENTRYPOINT ["python", "-m"]
