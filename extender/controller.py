@@ -276,6 +276,12 @@ class Controller:
             for q in wanted.values():
                 if self.core.queues.get(q.name) != q:
                     self.core.upsert_queue(q)
+        for cluster, watcher in self.remotes.watchers.items():  # nodes held back until pods synced
+            known = self._core_nodes[cluster]
+            if watcher.pods.synced.is_set() and len(known) < len(watcher.nodes.cache):
+                self._dirty_nodes.update(
+                    (cluster, n) for n in watcher.nodes.cache if core_node_name(cluster, n) not in known
+                )
         if self._dirty_nodes:
             dirty, self._dirty_nodes = self._dirty_nodes, set()
             for cluster, name in dirty:
@@ -288,6 +294,10 @@ class Controller:
     def _sync_node(self, cluster: str, name: str) -> None:
         core_name = core_node_name(cluster, name)
         watcher = self.remotes.watchers.get(cluster)
+        if watcher is not None and not watcher.pods.synced.is_set():
+            # What other pods use on the node is not known yet: offering it now could over-admit.
+            # The pods informer's first list marks the nodes dirty again.
+            return
         node = watcher.nodes.cache.get(name) if watcher else None
         if node is None:
             self._core_nodes[cluster].discard(core_name)
