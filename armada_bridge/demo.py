@@ -7,6 +7,7 @@ pods running there, the Job's pods completing, and the queue's share.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import Any
@@ -119,6 +120,16 @@ def run_demo(timeout: float = 120) -> int:
         except TimeoutError as e:
             print(f"armada-bridge demo: {e}; see `armada-bridge why POD -n {NAMESPACE}`", file=sys.stderr)
             return 1
+        crd = k8s.CustomObjectsApi(api)
+        with contextlib.suppress(TimeoutError):  # the extender writes Queue status every 2 s
+            _wait(
+                "queue status",
+                lambda: (
+                    crd.get_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", "default").get("status")
+                    or {}
+                ).get("runningGangs"),
+                10,
+            )
         _say("\n" + queues(api))
     _say(f"\ndemo finished; try: armada-bridge gangs -n {NAMESPACE}; kubectl logs -n {NAMESPACE} gang-0")
     return 0
