@@ -64,13 +64,22 @@ def _timestamp(value: str | None) -> float:
         return 0.0
 
 
-def queue_from_cr(q: Obj) -> model.Queue:
+def queue_from_cr(q: Obj, pool_total: Mapping[str, int]) -> model.Queue:
+    """The core's Queue for a Queue object; absolute limits become fractions of `pool_total`."""
     spec = q.get("spec", {})
     limits: dict[str, float] = {}
     for resource, limit in (spec.get("resourceLimits") or {}).items():
-        fraction = limit.get("fraction") if isinstance(limit, dict) else None
-        if fraction is not None:
-            limits[resource] = float(fraction)
+        if not isinstance(limit, dict):
+            continue
+        if limit.get("fraction") is not None:
+            limits[resource] = float(limit["fraction"])
+        elif limit.get("absolute") is not None:
+            total = pool_total.get(resource, 0)
+            try:
+                absolute = rs.parse_quantity(limit["absolute"])
+            except rs.QuantityError:
+                continue  # the CRD's validation rejects these; never trust it blindly
+            limits[resource] = min(1.0, absolute / total) if total > 0 else 0.0
     return model.Queue(
         name=q["metadata"]["name"],
         priority_factor=float(spec.get("priorityFactor") or 1.0),
@@ -258,6 +267,7 @@ class Controller:
 
     # ------------------------------------------------------------------ sync
     async def _sync(self) -> None:
+        """Bring the core up to date with what changed: clusters, nodes, queues, then pods."""
         if self._clusters_dirty:
             self._clusters_dirty = False
             await self.remotes.sync(self.remote_clusters.items())
@@ -267,15 +277,6 @@ class Controller:
                 if cluster not in self.remotes.watchers:
                     for name in list(self._core_nodes[cluster]):
                         self._dirty_nodes.add(split_core_node(name))
-        if self._queues_dirty:
-            self._queues_dirty = False
-            wanted = {q["metadata"]["name"]: queue_from_cr(q) for q in self.queues.items()}
-            for name in list(self.core.queues):
-                if name not in wanted:
-                    self.core.remove_queue(name)
-            for q in wanted.values():
-                if self.core.queues.get(q.name) != q:
-                    self.core.upsert_queue(q)
         for cluster, watcher in self.remotes.watchers.items():  # nodes held back until pods synced
             known = self._core_nodes[cluster]
             if watcher.pods.synced.is_set() and len(known) < len(watcher.nodes.cache):
@@ -283,9 +284,22 @@ class Controller:
                     (cluster, n) for n in watcher.nodes.cache if core_node_name(cluster, n) not in known
                 )
         if self._dirty_nodes:
+            self._queues_dirty = True  # absolute queue limits are fractions of the pool's total
             dirty, self._dirty_nodes = self._dirty_nodes, set()
             for cluster, name in dirty:
                 self._sync_node(cluster, name)
+        if self._queues_dirty:
+            self._queues_dirty = False
+            total: rs.Resources = {}
+            for entry in self.core.nodedb.entries.values():
+                rs.add_into(total, entry.node.allocatable)
+            wanted = {q["metadata"]["name"]: queue_from_cr(q, total) for q in self.queues.items()}
+            for name in list(self.core.queues):
+                if name not in wanted:
+                    self.core.remove_queue(name)
+            for q in wanted.values():
+                if self.core.queues.get(q.name) != q:
+                    self.core.upsert_queue(q)
         if self._dirty_pods:
             dirty_pods, self._dirty_pods = self._dirty_pods, set()
             for k in sorted(dirty_pods):

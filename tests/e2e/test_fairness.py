@@ -142,3 +142,31 @@ def test_higher_priority_gang_preempts_whole_gangs_of_an_over_share_queue(
     assert preempted_gangs, "nothing was preempted"
     assert all(n == 4 for n in preempted_gangs.values()), f"partial gang preemption: {preempted_gangs}"
     assert all(g.startswith("a") for g in preempted_gangs)
+
+
+def test_queue_resource_limit_caps_what_it_holds(namespace: str, cluster_api: Api) -> None:
+    crd = k8s.CustomObjectsApi(cluster_api("front"))
+    name = f"q{uuid.uuid4().hex[:6]}-capped"
+    spec = {"priorityFactor": 1, "resourceLimits": {"cpu": {"absolute": "16"}}}
+    crd.create_cluster_custom_object(
+        keys.GROUP,
+        "v1alpha1",
+        "queues",
+        {"apiVersion": keys.API_VERSION, "kind": "Queue", "metadata": {"name": name}, "spec": spec},
+    )
+    try:
+        core = k8s.CoreV1Api(cluster_api("front"))
+        for i in range(12):
+            core.create_namespaced_pod(namespace, pod(f"c-{i}", queue=name, cpu="2"))
+        wait_for(
+            "8 pods (16 CPUs) Running",
+            lambda: _running_cpu(front_pods(cluster_api, namespace), name) == 8,
+            timeout=60,
+        )
+        time.sleep(4)
+        pods = front_pods(cluster_api, namespace)
+        assert _running_cpu(pods, name) == 8
+        waiting = [p for p in pods if not cluster_of(p)]
+        assert len(waiting) == 4
+    finally:
+        crd.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", name)
