@@ -36,7 +36,7 @@ def queues(cluster_api: Api) -> Iterator[list[str]]:
         crd.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", n)
 
 
-def _running_cpu(pods: list[Any], queue: str) -> int:
+def _running_pods(pods: list[Any], queue: str) -> int:
     return sum(
         1
         for p in pods
@@ -73,17 +73,17 @@ def test_two_queues_submitting_continuously_converge_to_fair_shares(
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         pods = front_pods(cluster_api, namespace)
-        if _running_cpu(pods, a) >= 250:
+        if _running_pods(pods, a) >= 250:
             break
         _top_up(core, namespace, pods, a, 60, seq)
         time.sleep(1)
-    assert _running_cpu(front_pods(cluster_api, namespace), a) >= 250
+    assert _running_pods(front_pods(cluster_api, namespace), a) >= 250
     # Then both submit continuously; b's fair share comes from preempting a's preemptible pods.
     shares: tuple[float, float] = (1.0, 0.0)
     deadline = time.monotonic() + 150
     while time.monotonic() < deadline:
         pods = front_pods(cluster_api, namespace)
-        ra, rb = _running_cpu(pods, a), _running_cpu(pods, b)
+        ra, rb = _running_pods(pods, a), _running_pods(pods, b)
         shares = (ra / 256, rb / 256)
         if abs(shares[0] - 0.5) <= 0.05 and abs(shares[1] - 0.5) <= 0.05:
             break
@@ -117,7 +117,7 @@ def test_higher_priority_gang_preempts_whole_gangs_of_an_over_share_queue(
             )
     wait_for(
         "queue a's 32 pods Running",
-        lambda: _running_cpu(front_pods(cluster_api, namespace), a) == 32,
+        lambda: _running_pods(front_pods(cluster_api, namespace), a) == 32,
         timeout=120,
     )
     # Queue b (no share yet) asks for one gang of the same shape, of a higher priority class.
@@ -129,7 +129,7 @@ def test_higher_priority_gang_preempts_whole_gangs_of_an_over_share_queue(
         core.create_namespaced_pod(namespace, urgent)
     wait_for(
         "queue b's gang Running",
-        lambda: _running_cpu(front_pods(cluster_api, namespace), b) == 4,
+        lambda: _running_pods(front_pods(cluster_api, namespace), b) == 4,
         timeout=120,
     )
     pods = front_pods(cluster_api, namespace)
@@ -160,12 +160,12 @@ def test_queue_resource_limit_caps_what_it_holds(namespace: str, cluster_api: Ap
             core.create_namespaced_pod(namespace, pod(f"c-{i}", queue=name, cpu="2"))
         wait_for(
             "8 pods (16 CPUs) Running",
-            lambda: _running_cpu(front_pods(cluster_api, namespace), name) == 8,
+            lambda: _running_pods(front_pods(cluster_api, namespace), name) == 8,
             timeout=60,
         )
         time.sleep(4)
         pods = front_pods(cluster_api, namespace)
-        assert _running_cpu(pods, name) == 8
+        assert _running_pods(pods, name) == 8
         waiting = [p for p in pods if not cluster_of(p)]
         assert len(waiting) == 4
     finally:
