@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from armada_bridge import keys
-from extender.core.resources import QuantityError, Resources, parse_quantity, scale
+from extender.core.resources import QuantityError, Resources, format_quantity, parse_quantity, scale
 from extender.podspec import pod_requests
 
 Obj = Mapping[str, Any]
@@ -508,20 +508,5 @@ def volcano_job_pod_annotations(job: Obj) -> dict[str, str]:
     return {keys.VOLCANO_GROUP_NAME_ANNOTATION: pg["metadata"]["name"]}
 
 
-_BINARY_SUFFIXES = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
-
-
-def _format_quantity(name: str, milli: int) -> str:
-    """Milli-units back to an exact Kubernetes quantity: ``1500m``, ``16``, ``8Gi``."""
-    if milli % 1000:
-        return f"{milli}m"
-    units = milli // 1000
-    if units and (name in ("memory", "ephemeral-storage") or name.startswith("hugepages-")):
-        for suffix, factor in _BINARY_SUFFIXES:
-            if units % factor == 0:
-                return f"{units // factor}{suffix}"
-    return str(units)
-
-
 def _format_quantities(vector: Mapping[str, int]) -> dict[str, str]:
-    return {name: _format_quantity(name, vector[name]) for name in sorted(vector)}
+    return {name: format_quantity(name, vector[name]) for name in sorted(vector)}

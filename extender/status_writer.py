@@ -50,9 +50,7 @@ def queue_statuses(controller: Controller, queued: dict[str, int], running: dict
             "adjustedFairShare": round(report.adjusted_fair_share, 4) if report else 0.0,
             "actualShare": round(report.actual_share, 4) if report else 0.0,
             "allocated": {
-                k: rs.format_resources({k: v}).split("=", 1)[1]
-                for k, v in sorted(allocated.get(name, {}).items())
-                if v
+                k: rs.format_quantity(k, v) for k, v in sorted(allocated.get(name, {}).items()) if v
             },
             "queuedGangs": queued.get(name, 0),
             "runningGangs": running.get(name, 0),

@@ -15,7 +15,9 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.kube import LEASES, NODES, ApiError, Kube
-from extender.core.resources import QuantityError, parse_quantity
+from extender.core.resources import QuantityError, format_quantity, parse_quantity
+from extender.podspec import PodSpecError
+from extender.podspec import pod_requests as effective_requests
 from vkubelet.remotecluster import RemoteClusterSpec
 
 log = logging.getLogger(__name__)
@@ -39,17 +41,6 @@ def micro_time(t: dt.datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def format_quantity(milli: int, name: str = "") -> str:
-    if milli % _MILLI:
-        return f"{milli}m"
-    units = milli // _MILLI
-    if name == "memory" or name == "ephemeral-storage" or name.startswith("hugepages-"):
-        for suffix, factor in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-            if units and units % factor == 0:
-                return f"{units // factor}{suffix}"
-    return str(units)
-
-
 def _quantities(values: dict[str, Any] | None) -> dict[str, int]:
     out: dict[str, int] = {}
     for k, v in (values or {}).items():
@@ -61,17 +52,11 @@ def _quantities(values: dict[str, Any] | None) -> dict[str, int]:
 
 
 def pod_requests(pod: Obj) -> dict[str, int]:
-    """Effective requests as the scheduler counts them: max(sum of containers, each init) + overhead."""
-    spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for c in spec.get("containers") or []:
-        for k, v in _quantities((c.get("resources") or {}).get("requests")).items():
-            total[k] = total.get(k, 0) + v
-    for c in spec.get("initContainers") or []:
-        for k, v in _quantities((c.get("resources") or {}).get("requests")).items():
-            total[k] = max(total.get(k, 0), v)
-    for k, v in _quantities(spec.get("overhead")).items():
-        total[k] = total.get(k, 0) + v
+    """What a pod takes from its node as the scheduler counts it (requests, and one pod slot)."""
+    try:
+        total = effective_requests(pod)
+    except PodSpecError:
+        total = {}  # the API server admitted it, so this is only a quantity we cannot read
     total["pods"] = _MILLI
     return total
 
@@ -117,8 +102,8 @@ def remote_capacity(nodes: Iterable[Obj], foreign_pods: Iterable[Obj]) -> Capaci
             if k in alloc:
                 alloc[k] = max(0, alloc[k] - v)
     return Capacity(
-        {k: format_quantity(v, k) for k, v in sorted(cap.items())},
-        {k: format_quantity(v, k) for k, v in sorted(alloc.items())},
+        {k: format_quantity(k, v) for k, v in sorted(cap.items())},
+        {k: format_quantity(k, v) for k, v in sorted(alloc.items())},
         len(usable),
     )
 

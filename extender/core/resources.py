@@ -123,6 +123,22 @@ def _format_one(name: str, milli: int) -> str:
     return f"{milli}m"
 
 
+_BINARY_SUFFIXES = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
+def format_quantity(name: str, milli: int) -> str:
+    """Milli-units back to an exact Kubernetes quantity (``1500m``, ``16``, ``8Gi``), for objects
+    the bridge writes; :func:`format_resources` rounds for people instead."""
+    if milli % MILLI:
+        return f"{milli}m"
+    units = milli // MILLI
+    if units and (name in ("memory", "ephemeral-storage") or name.startswith("hugepages-")):
+        for suffix, factor in _BINARY_SUFFIXES:
+            if units % factor == 0:
+                return f"{units // factor}{suffix}"
+    return str(units)
+
+
 def format_resources(vector: Mapping[str, int], names: Iterable[str] | None = None) -> str:
     """Human-readable ``cpu=12, memory=40Gi`` (cpu and memory first, then alphabetical)."""
     keys = list(names) if names is not None else sorted(vector, key=lambda k: (k != "cpu", k != "memory", k))

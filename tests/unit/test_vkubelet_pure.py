@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from armada_bridge import keys
+from extender.core.resources import format_quantity
 from vkubelet import deps, podspec
 from vkubelet import status as pod_status
 from vkubelet.mirror import differs, mirror_of
-from vkubelet.node import format_quantity, node_status, remote_capacity, spec_patch
+from vkubelet.node import node_status, remote_capacity, spec_patch
 from vkubelet.remotecluster import HostAccess, parse_spec
 from vkubelet.workqueue import WorkQueue
 
@@ -253,9 +254,9 @@ def test_capacity_counts_usable_nodes_minus_foreign_pods() -> None:
 
 
 def test_format_quantity() -> None:
-    assert format_quantity(1500) == "1500m"
-    assert format_quantity(2**30 * 1000, "memory") == "1Gi"
-    assert format_quantity(3000, "pods") == "3"
+    assert format_quantity("cpu", 1500) == "1500m"
+    assert format_quantity("memory", 2**30 * 1000) == "1Gi"
+    assert format_quantity("pods", 3000) == "3"
 
 
 def test_node_status_keeps_transition_time_and_spec_patch() -> None:
