@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from dataclasses import dataclass
 
 from armada_bridge.kube import Kube
 from armada_bridge.kube.client import ApiError, Obj
+from armada_bridge.kube.events import pod_event
 from armada_bridge.kube.resources import CORE_EVENTS
+from armada_bridge.kube.times import now, rfc3339
 
 log = logging.getLogger(__name__)
 COMPONENT = "armada-bridge-extender"
@@ -24,10 +25,6 @@ class _Seen:
     name: str
     count: int
     last_sent: float
-
-
-def _now_rfc3339() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 class EventRecorder:
@@ -41,43 +38,29 @@ class EventRecorder:
         md = obj["metadata"]
         key = (reason, message)
         per_object = self._seen.setdefault(md["uid"], {})
-        now = time.monotonic()
+        t = time.monotonic()
         seen = per_object.get(key)
         try:
             if seen is None:
-                name = f"{md['name']}.{uuid.uuid4().hex[:12]}"
-                ts = _now_rfc3339()
-                await self.kube.create(
-                    CORE_EVENTS,
-                    {
-                        "metadata": {"name": name, "namespace": md["namespace"]},
-                        "involvedObject": {
-                            "apiVersion": obj.get("apiVersion", "v1"),
-                            "kind": obj.get("kind", "Pod"),
-                            "name": md["name"],
-                            "namespace": md["namespace"],
-                            "uid": md["uid"],
-                        },
-                        "reason": reason,
-                        "message": message[:1024],
-                        "type": "Warning" if warning else "Normal",
-                        "source": {"component": COMPONENT},
-                        "reportingComponent": COMPONENT,
-                        "firstTimestamp": ts,
-                        "lastTimestamp": ts,
-                        "count": 1,
-                    },
+                body = pod_event(
+                    obj,
+                    type_="Warning" if warning else "Normal",
+                    reason=reason,
+                    message=message,
+                    component=COMPONENT,
                 )
+                await self.kube.create(CORE_EVENTS, body)
+                name = body["metadata"]["name"]
                 if len(self._seen) >= self.max_entries:
                     self._seen = {md["uid"]: per_object}
-                per_object[key] = _Seen(name, 1, now)
-            elif now - seen.last_sent >= self.min_interval:
+                per_object[key] = _Seen(name, 1, t)
+            elif t - seen.last_sent >= self.min_interval:
                 seen.count += 1
-                seen.last_sent = now
+                seen.last_sent = t
                 await self.kube.patch(
                     CORE_EVENTS,
                     seen.name,
-                    {"count": seen.count, "lastTimestamp": _now_rfc3339()},
+                    {"count": seen.count, "lastTimestamp": rfc3339(now())},
                     md["namespace"],
                 )
         except ApiError as e:

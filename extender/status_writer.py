@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from armada_bridge import keys
@@ -15,6 +14,8 @@ from armada_bridge.kube.resources import (
     VOLCANO_PODGROUPS,
     Resource,
 )
+from armada_bridge.kube.times import now as utc_now
+from armada_bridge.kube.times import rfc3339
 from extender import intent
 from extender import podgroup_status as pgs
 from extender.core import resources as rs
@@ -123,7 +124,7 @@ async def write_podgroup_statuses(controller: Controller) -> None:
     minResources, before its pods exist: training-operator creates pods only then.
     """
     volcano_members, cosched_members, native_members = _members(controller)
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = rfc3339(utc_now())
     free = free_by_cluster(controller)
     for pg in controller.volcano_pgs.items():
         md, spec = pg["metadata"], pg.get("spec") or {}

@@ -26,13 +26,15 @@ from armada_bridge.kube import (
     Kube,
     load_config,
 )
+from armada_bridge.kube.events import pod_ref
 from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.resources import CORE_EVENTS
+from armada_bridge.kube.times import now, rfc3339
 from vkubelet import deps
-from vkubelet.events import Recorder, pod_ref
+from vkubelet.events import Recorder
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import FrontObjects, Mirrors
-from vkubelet.node import Capacity, NodeClient, node_status, now, remote_capacity, rfc3339, status_differs
+from vkubelet.node import Capacity, NodeClient, node_status, remote_capacity, status_differs
 from vkubelet.pods import PodController
 from vkubelet.remotecluster import REMOTECLUSTERS, RemoteClusterSpec
 from vkubelet.status import is_terminal

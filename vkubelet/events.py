@@ -3,29 +3,17 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import Any
 
 from armada_bridge.kube import ApiError, Kube
+from armada_bridge.kube.events import pod_event
 from armada_bridge.kube.resources import CORE_EVENTS
-from vkubelet.node import now, rfc3339
+from armada_bridge.kube.times import now, rfc3339
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 COMPONENT = "armada-bridge-vkubelet"
-
-
-def pod_ref(pod: Obj) -> Obj:
-    md = pod["metadata"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "name": md["name"],
-        "namespace": md["namespace"],
-        "uid": md["uid"],
-        "resourceVersion": md.get("resourceVersion", ""),
-    }
 
 
 class Recorder:
@@ -36,26 +24,13 @@ class Recorder:
         self.cluster = cluster
 
     async def pod_event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
-        md = pod["metadata"]
-        t = rfc3339(now())
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{md['name']}.{uuid.uuid4().hex[:16]}", "namespace": md["namespace"]},
-            "involvedObject": pod_ref(pod),
-            "type": type_,
-            "reason": reason,
-            "message": message,
-            "source": {"component": COMPONENT, "host": self.cluster},
-            "reportingComponent": COMPONENT,
-            "reportingInstance": self.cluster,
-            "firstTimestamp": t,
-            "lastTimestamp": t,
-            "count": 1,
-        }
+        body = pod_event(
+            pod, type_=type_, reason=reason, message=message, component=COMPONENT, host=self.cluster
+        )
         try:
             await self.front.create(CORE_EVENTS, body)
         except ApiError as e:
+            md = pod["metadata"]
             log.warning("event %s on %s/%s: %s", reason, md["namespace"], md["name"], e)
 
     async def reflect(self, remote_event: Obj, front_pod_ref: Obj) -> None:

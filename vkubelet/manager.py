@@ -16,11 +16,12 @@ from typing import Any
 from armada_bridge import keys
 from armada_bridge.kube import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS, SERVICES, ApiError, Kube
 from armada_bridge.kube.informer import Informer
+from armada_bridge.kube.times import now, rfc3339
 from vkubelet import deps
 from vkubelet.agent import ClusterAgent, NodeEndpoint
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import RESOURCES, FrontObjects
-from vkubelet.node import NodeClient, now, rfc3339
+from vkubelet.node import NodeClient
 from vkubelet.remotecluster import REMOTECLUSTERS, RemoteClusterSpec, parse_spec
 from vkubelet.status import failed_patch, is_terminal
 

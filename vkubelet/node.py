@@ -15,6 +15,7 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.kube import LEASES, NODES, ApiError, Kube
+from armada_bridge.kube.times import micro_time, now, rfc3339
 from extender.core.resources import QuantityError, format_quantity, parse_quantity
 from extender.podspec import PodSpecError
 from extender.podspec import pod_requests as effective_requests
@@ -27,18 +28,6 @@ LEASE_NAMESPACE = "kube-node-lease"
 LEASE_SECONDS = 40
 KUBELET_VERSION = "v1.37.2-armada-bridge"
 _MILLI = 1000
-
-
-def now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def rfc3339(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def micro_time(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _quantities(values: dict[str, Any] | None) -> dict[str, int]:

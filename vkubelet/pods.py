@@ -16,12 +16,12 @@ from typing import Any
 from armada_bridge import keys
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.informer import Informer, key_of
+from armada_bridge.kube.times import now, rfc3339
 from vkubelet import podspec
 from vkubelet import status as pod_status
 from vkubelet.events import Recorder
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import Mirrors
-from vkubelet.node import now, rfc3339
 from vkubelet.remotecluster import HostAccess, RemoteClusterSpec
 from vkubelet.workqueue import WorkQueue
 

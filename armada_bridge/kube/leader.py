@@ -10,16 +10,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from datetime import UTC, datetime
 
 from armada_bridge.kube.client import ApiError, Kube, Obj
 from armada_bridge.kube.resources import LEASES
+from armada_bridge.kube.times import micro_time, now
 
 log = logging.getLogger(__name__)
-
-
-def _micro_time() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -47,14 +43,14 @@ class LeaderElector:
         self._last_renew = 0.0
 
     def _spec(self, transitions: int, acquire: bool, prev: Obj | None) -> Obj:
-        now = _micro_time()
+        stamp = micro_time(now())
         spec: Obj = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": self.lease_seconds,
-            "renewTime": now,
+            "renewTime": stamp,
             "leaseTransitions": transitions,
         }
-        spec["acquireTime"] = now if acquire else (prev or {}).get("acquireTime", now)
+        spec["acquireTime"] = stamp if acquire else (prev or {}).get("acquireTime", stamp)
         return spec
 
     async def try_acquire_or_renew(self) -> bool:
