@@ -424,6 +424,16 @@ class Controller:
                 if not members:
                     del self._root_members[info.root.uid]
 
+    def queue_of(
+        self, pod: Mapping[str, Any], podgroups: Mapping[str, Obj | None] | None = None
+    ) -> str | None:
+        """The pod's queue from its protocols and its namespace's label; None: not managed."""
+        pgs = podgroups if podgroups is not None else self.podgroups_of(pod)
+        ns_obj = self.namespaces.get(pod["metadata"].get("namespace") or "")
+        ns_labels = (ns_obj or {}).get("metadata", {}).get("labels") or {}
+        queue, _source = intent.queue_of(pod, volcano_podgroup=pgs["volcano"], namespace_labels=ns_labels)
+        return queue
+
     def podgroups_of(self, pod: Mapping[str, Any]) -> dict[str, Obj | None]:
         ns = pod["metadata"]["namespace"]
         refs = intent.podgroup_refs(pod)
@@ -448,9 +458,7 @@ class Controller:
         if node_name and keys.ASSIGNED_CLUSTER not in annotations:
             return None  # bound by someone else (or to a real front node): not ours to account
         pgs = self.podgroups_of(pod)
-        ns_obj = self.namespaces.get(md["namespace"])
-        ns_labels = (ns_obj or {}).get("metadata", {}).get("labels") or {}
-        queue, _source = intent.queue_of(pod, volcano_podgroup=pgs["volcano"], namespace_labels=ns_labels)
+        queue = self.queue_of(pod, pgs)
         if queue is None:
             return None
         root = await self.owners.root(pod)

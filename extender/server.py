@@ -109,12 +109,7 @@ class Api:
         return out
 
     def _managed(self, pod: Mapping[str, Any]) -> bool:
-        ns = pod["metadata"].get("namespace") or ""
-        pgs = self.c.podgroups_of(pod)
-        ns_obj = self.c.namespaces.get(ns)
-        ns_labels = (ns_obj or {}).get("metadata", {}).get("labels") or {}
-        queue, _ = intent.queue_of(pod, volcano_podgroup=pgs["volcano"], namespace_labels=ns_labels)
-        return queue is not None
+        return self.c.queue_of(pod) is not None
 
     def decide(self, pod: dict[str, Any], names: list[str]) -> tuple[list[str], dict[str, str]]:
         """(nodes that pass, node -> why not) for one pod and the candidate node names."""
