@@ -2,49 +2,21 @@
 
 from __future__ import annotations
 
-import ipaddress
-import shutil
 import ssl
-import subprocess
 from pathlib import Path
 
+from armada_bridge import certs
 from armada_bridge.kube import CONFIGMAPS, Kube
 
 AUTH_CONFIGMAP = ("kube-system", "extension-apiserver-authentication")
 
 
 def self_signed(cert_dir: Path, node_name: str, hosts: list[str]) -> tuple[Path, Path]:
-    """A self-signed serving certificate for `hosts` (kept in `cert_dir`, reused while hosts match).
+    """The kubelet API's self-signed serving certificate for `hosts` (kept in `cert_dir`).
 
     The API server does not check kubelet serving certificates unless started with
     --kubelet-certificate-authority; give --tls-cert-file/--tls-private-key-file where it does."""
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        raise RuntimeError("openssl not found: give --tls-cert-file and --tls-private-key-file")
-    cert_dir.mkdir(parents=True, exist_ok=True)
-    cert, key, stamp = cert_dir / "kubelet.crt", cert_dir / "kubelet.key", cert_dir / "kubelet.hosts"
-    sans = []
-    for h in sorted(set(hosts)):
-        try:
-            ipaddress.ip_address(h)
-            sans.append(f"IP:{h}")
-        except ValueError:
-            sans.append(f"DNS:{h}")
-    wanted = ",".join(sans)
-    if cert.is_file() and key.is_file() and stamp.is_file() and stamp.read_text() == wanted:
-        return cert, key
-    subprocess.run(
-        [
-            openssl, "req", "-x509", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-            "-days", "365", "-subj", f"/O=system:nodes/CN=system:node:{node_name}",
-            "-addext", f"subjectAltName={wanted}", "-keyout", str(key), "-out", str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    key.chmod(0o600)
-    stamp.write_text(wanted)
-    return cert, key
+    return certs.self_signed(cert_dir, "kubelet", f"/O=system:nodes/CN=system:node:{node_name}", hosts)
 
 
 async def front_client_ca(front: Kube) -> str:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import yaml
 
 from armada_bridge import keys
+from armada_bridge.certs import self_signed
 from armada_bridge.dev.binaries import Binaries
-from armada_bridge.dev.certs import ensure_serving_cert
 from armada_bridge.dev.components import Component
 from armada_bridge.dev.names import FRONT
 from armada_bridge.versions import REPO_ROOT
@@ -65,7 +65,9 @@ def setup(env: Environment, bins: Binaries) -> None:
     from armada_bridge.dev.bridge import kubectl
 
     front = env.kubeconfig(FRONT)
-    cert = ensure_serving_cert(env.state_dir / "extender", "armada-bridge-extender")
+    cert, key = self_signed(
+        env.state_dir / "extender", "webhook", "/CN=armada-bridge-extender", ["127.0.0.1", "localhost"]
+    )
     port, webhook_port = env.port("extender"), env.port("webhook")
     component = Component(
         name="extender",
@@ -80,9 +82,9 @@ def setup(env: Environment, bins: Binaries) -> None:
             "--webhook-listen",
             f"127.0.0.1:{webhook_port}",
             "--tls-cert",
-            str(cert.cert),
+            str(cert),
             "--tls-key",
-            str(cert.key),
+            str(key),
             "--identity",
             "dev-extender",
             "--scheduling-config",
@@ -94,7 +96,7 @@ def setup(env: Environment, bins: Binaries) -> None:
     )
     env.supervisor.ensure(component)
     env.supervisor.wait_ready(component)
-    config = webhook_configuration(f"https://127.0.0.1:{webhook_port}/mutate", cert.ca.read_bytes())
+    config = webhook_configuration(f"https://127.0.0.1:{webhook_port}/mutate", cert.read_bytes())
     kubectl(
         bins, front, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump(config)
     )
