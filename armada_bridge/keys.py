@@ -18,6 +18,10 @@ SYSTEM_NAMESPACE = "armada-bridge-system"
 # The extender's decision, written on the front pod (annotations): the remote cluster (the same key
 # as the virtual node's cluster label) and, when the core chose one, the node in that cluster.
 ASSIGNED_REMOTE_NODE = f"{GROUP}/remote-node"
+# Written on the front pod by the vkubelet when the remote cluster left its remote pod unschedulable
+# too long (JSON: {"node": remote node, "reason": ...}); while it names the assigned node, the pod
+# waits for the extender to place it again in the same cluster (see armada_bridge.rejection).
+REMOTE_REJECTION = f"{GROUP}/remote-rejection"
 # Bumped by the extender on an admitted pod the front scheduler has not bound yet: a pod update is
 # what makes kube-scheduler retry a pod it had set aside (see reference: extender requeueing).
 NUDGE = f"{GROUP}/nudge"

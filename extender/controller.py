@@ -29,6 +29,7 @@ from armada_bridge.kube.resources import (
     REMOTECLUSTERS,
     VOLCANO_PODGROUPS,
 )
+from armada_bridge.rejection import rejection_of
 from extender import intent, podspec
 from extender.core import model
 from extender.core import resources as rs
@@ -92,6 +93,9 @@ def queue_from_cr(q: Obj, pool_total: Mapping[str, int]) -> model.Queue:
 class Settings:
     identity: str = "armada-bridge-extender"
     coalesce_seconds: float = 0.05
+    #: after a round that failed or could not write all its decisions, the next one waits
+    #: coalesce_seconds doubled per failure in a row, up to this.
+    max_backoff_seconds: float = 5.0
     status_interval: float = 2.0
     #: A gang one member short for this long, whose PodGroup's minResources covers the missing one,
     #: is admitted with what is present (see Controller.relax_stalled_gangs).
@@ -144,8 +148,9 @@ class Controller:
         self._queues_dirty = True
         self._clusters_dirty = True
         self._pods_by_ns: dict[str, set[str]] = defaultdict(set)
-        #: (cluster, node) -> remote pod key -> requests of pods the bridge did not place there.
-        self._foreign: dict[tuple[str, str], dict[str, rs.Resources]] = defaultdict(dict)
+        #: (cluster, node) -> remote pod key -> (front pod UID or "" for the remote cluster's own
+        #: pods, what it takes: requests and a pod slot), for every live pod on the remote node.
+        self._remote_usage: dict[tuple[str, str], dict[str, tuple[str, rs.Resources]]] = defaultdict(dict)
         self._core_nodes: dict[str, set[str]] = defaultdict(set)  # cluster -> core node names
         #: managed pods in the core, by uid; and reasons the shell (not the core) keeps pods waiting.
         self.managed: dict[str, PodInfo] = {}
@@ -159,6 +164,8 @@ class Controller:
         self._gang_seen: dict[tuple[str, str], tuple[int, float]] = {}
         self.relaxed: dict[tuple[str, str], int] = {}
         self.rounds = 0
+        self.failed_rounds = 0  # rounds in a row that failed or left decisions unwritten
+        self.unwritten = 0  # decisions of the last round that could not be written (reverted)
 
         self.pods.add_handler(self._on_pod)
         self.namespaces.add_handler(lambda _k, ns: self._dirty_namespace(ns["metadata"]["name"]))
@@ -208,13 +215,20 @@ class Controller:
             if not node:
                 return
             labels = obj["metadata"].get("labels") or {}
-            usage = self._foreign[(cluster, node)]
+            on_node = self._remote_usage[(cluster, node)]
             k = key_of(obj)
-            if kind == "DELETED" or keys.FRONT_UID in labels:
-                if usage.pop(k, None) is None:
+            if kind == "DELETED":
+                if on_node.pop(k, None) is None:
                     return
             else:
-                usage[k] = podspec.pod_requests(obj)
+                try:
+                    usage = podspec.pod_usage(obj)
+                except podspec.PodSpecError:
+                    usage = podspec.pod_usage({})  # admitted there, so only a quantity we cannot read
+                entry = (str(labels.get(keys.FRONT_UID) or ""), usage)
+                if on_node.get(k) == entry:
+                    return
+                on_node[k] = entry
             self._dirty_nodes.add((cluster, node))
         self._wake.set()
 
@@ -242,18 +256,25 @@ class Controller:
             while True:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=self.settings.status_interval)
-                await asyncio.sleep(self.settings.coalesce_seconds)
+                await asyncio.sleep(self.backoff())
                 self._wake.clear()
                 try:
                     await self.round()
+                    self.failed_rounds = self.failed_rounds + 1 if self.unwritten else 0
                 except (ApiError, OSError, TimeoutError) as e:
-                    log.warning("round failed, retrying: %s", e)
+                    self.failed_rounds += 1
+                    log.warning("round failed, retrying in %.2fs: %s", self.backoff(), e)
                     self._wake.set()
                 if time.monotonic() - last_status >= self.settings.status_interval:
                     last_status = time.monotonic()
                     await self.write_statuses()
         finally:
             await self.remotes.close()
+
+    def backoff(self) -> float:
+        """How long the next round waits to coalesce changes: longer after failures in a row."""
+        base = self.settings.coalesce_seconds
+        return min(self.settings.max_backoff_seconds, base * 2 ** min(self.failed_rounds, 16))
 
     async def round(self) -> RoundResult:
         t0 = time.perf_counter()
@@ -304,6 +325,10 @@ class Controller:
             dirty_pods, self._dirty_pods = self._dirty_pods, set()
             for k in sorted(dirty_pods):
                 await self._sync_pod(k)
+            # Pods the core let go free their room only once their remote pods are gone.
+            dirty, self._dirty_nodes = self._dirty_nodes, set()
+            for cluster, name in dirty:
+                self._sync_node(cluster, name)
 
     def _sync_node(self, cluster: str, name: str) -> None:
         core_name = core_node_name(cluster, name)
@@ -321,8 +346,9 @@ class Controller:
                 if info is not None:
                     self._dirty_pods.add(info.key)  # re-derived next round (placed pods stay out)
             return
-        used = rs.total(self._foreign.get((cluster, name), {}).values())
-        core_node = podspec.node_from_remote(node, cluster, used, core_name=core_name)
+        core_node = podspec.node_from_remote(
+            node, cluster, self._used_by_others(cluster, name), core_name=core_name
+        )
         rc = self.remote_clusters.get(cluster)
         if rc is not None and rc.get("spec", {}).get("cordoned"):
             core_node.unschedulable = True
@@ -333,6 +359,18 @@ class Controller:
                 info = self.managed.get(uid)
                 if info is not None and info.placed == (cluster, name):
                     self._dirty_pods.add(info.key)
+
+    def _used_by_others(self, cluster: str, node: str) -> rs.Resources:
+        """What pods the core does not account on this node use there: the remote cluster's own,
+        and the bridge's whose front pod the core has let go (finished, preempted, deleted) while
+        the remote pod still runs or terminates."""
+        core_name = core_node_name(cluster, node)
+        used: rs.Resources = {}
+        for uid, usage in self._remote_usage.get((cluster, node), {}).values():
+            placement = self.core.placement_of(uid) if uid else None
+            if placement is None or placement.node != core_name:
+                rs.add_into(used, usage)
+        return used
 
     async def _sync_pod(self, k: str) -> None:
         ns, _, name = k.partition("/")
@@ -413,6 +451,8 @@ class Controller:
         info = self.managed.pop(uid, None)
         if info is not None:
             self._uid_by_key.pop(info.key, None)
+            if info.placed is not None:  # its remote pod, if any, now counts as the node's own use
+                self._dirty_nodes.add(info.placed)
         self.core.remove_job(uid)
         self.shell_reasons.pop(uid, None)
         self._posted.pop(uid, None)
@@ -491,8 +531,13 @@ class Controller:
         placed = None
         cluster = annotations.get(keys.ASSIGNED_CLUSTER)
         node = annotations.get(keys.ASSIGNED_REMOTE_NODE)
-        if cluster and node:
+        rejection = rejection_of(pod)
+        if cluster and node and rejection is None:
             placed = (cluster, node)
+        elif cluster and rejection is not None:
+            # Refused by its remote cluster: placed again, in that cluster (it is bound to its
+            # virtual node), on another node.
+            job = podspec.pinned_to_cluster(job, cluster, avoid_node=rejection.node)
         info = PodInfo(key, uid, queue, gang, root, job, placed, bound=bool(node_name))
         if placed is not None:
             old = self.managed.get(uid)
@@ -507,24 +552,39 @@ class Controller:
         for sibling in self._root_members.get(info.root.uid, ()):
             other = self.managed.get(sibling)
             if other is not None and other.placed is not None:
-                selector = {**info.job.node_selector, model.CLUSTER_LABEL: other.placed[0]}
-                return replace(info.job, node_selector=selector)
+                return podspec.pinned_to_cluster(info.job, other.placed[0])
             placement = self.core.placement_of(sibling) if other is not None else None
             if placement is not None:
-                selector = {**info.job.node_selector, model.CLUSTER_LABEL: placement.cluster}
-                return replace(info.job, node_selector=selector)
+                return podspec.pinned_to_cluster(info.job, placement.cluster)
         return info.job
 
     # ------------------------------------------------------------------ outputs
     async def _apply(self, result: RoundResult) -> None:
+        """Write the round's decisions. Each is provisional until written: preemptions first (a
+        victim that could not be marked keeps running, so whatever was placed on its node this
+        round, with its whole gang, is reverted), then admissions (any that cannot be written is
+        reverted: the job is queued again and the next round reconsiders it)."""
         sem = asyncio.Semaphore(32)
 
-        async def bounded(coro: Any) -> None:
+        async def bounded(coro: Any) -> Any:
             async with sem:
-                await coro
+                return await coro
 
-        work = [bounded(self._admit(uid, p.node)) for uid, p in result.scheduled.items()]
-        work += [bounded(self._preempt(uid, why)) for uid, why in result.preempted.items()]
+        outcomes = await asyncio.gather(
+            *(bounded(self._preempt(uid, why)) for uid, why in result.preempted.items())
+        )
+        kept_nodes = {node for node in outcomes if node is not None}
+        blocked = self._blocked_by(result, kept_nodes)
+        for uid in blocked:
+            self.core.revert(uid)
+        admitted = [uid for uid in result.scheduled if uid not in blocked]
+        written = await asyncio.gather(
+            *(bounded(self._admit(uid, result.scheduled[uid].node)) for uid in admitted)
+        )
+        self.unwritten = len(kept_nodes) + len(blocked) + written.count(False)
+        if self.unwritten:
+            self._wake.set()
+        work = []
         posted = 0
         for uid, reason in [*result.waiting.items(), *self.shell_reasons.items()]:
             if self._posted.get(uid) != reason and posted < 200:
@@ -534,24 +594,48 @@ class Controller:
         await asyncio.gather(*work)
         self.metrics.observe_round(result)
 
-    async def _admit(self, uid: str, core_node: str) -> None:
+    def _blocked_by(self, result: RoundResult, kept_nodes: set[str]) -> set[str]:
+        """Jobs scheduled this round that must not be admitted: placed on a node whose victim
+        still runs, or in a gang with such a member (a gang is admitted whole or not at all)."""
+        if not kept_nodes:
+            return set()
+        blocked = {uid for uid, p in result.scheduled.items() if p.node in kept_nodes}
+        gangs = {self._gang_id(uid) for uid in blocked} - {None}
+        blocked |= {uid for uid in result.scheduled if self._gang_id(uid) in gangs}
+        return blocked
+
+    def _gang_id(self, uid: str) -> str | None:
+        info = self.managed.get(uid)
+        return info.job.gang_id if info is not None and info.gang is not None else None
+
+    async def _admit(self, uid: str, core_node: str) -> bool:
+        """Write the decision on the pod; False (and the binding reverted) when it could not be."""
         info = self.managed.get(uid)
         if info is None:
-            return
+            self.core.revert(uid)
+            return False
         cluster, node = split_core_node(core_node)
         ns, _, name = info.key.partition("/")
         patch = {
-            "metadata": {"annotations": {keys.ASSIGNED_CLUSTER: cluster, keys.ASSIGNED_REMOTE_NODE: node}}
+            "metadata": {
+                "annotations": {
+                    keys.ASSIGNED_CLUSTER: cluster,
+                    keys.ASSIGNED_REMOTE_NODE: node,
+                    keys.REMOTE_REJECTION: None,
+                }
+            }
         }
         try:
-            pod = await self.front.patch(PODS, name, patch, ns, params={"fieldManager": "armada-bridge"})
-        except ApiError as e:
-            log.info("pod %s: decision not written (%s); it is reconsidered", info.key, e)
-            self.core.remove_job(uid)
-            self.managed.pop(uid, None)
+            pod = await self.front.patch(
+                PODS, name, patch, ns, params={"fieldManager": "armada-bridge"}, uid=uid
+            )
+        except Exception as e:
+            log.info(
+                "pod %s: decision not written (%s: %s); it is reconsidered", info.key, type(e).__name__, e
+            )
+            self.core.revert(uid)
             self._dirty_pods.add(info.key)
-            self._wake.set()
-            return
+            return False
         info.placed = (cluster, node)
         info.placed_at = time.monotonic()
         self._posted.pop(uid, None)
@@ -568,6 +652,7 @@ class Controller:
             f"admitted to remote cluster {cluster} (node {node}){gang}, queue {info.queue}",
         )
         self.metrics.admitted.labels(queue=info.queue).inc()
+        return True
 
     async def _explain(self, uid: str, reason: str) -> None:
         info = self.managed.get(uid)
@@ -578,12 +663,16 @@ class Controller:
         if pod is not None:
             await self.events.emit(pod, "ArmadaWaiting", reason)
 
-    async def _preempt(self, uid: str, why: str) -> None:
+    async def _preempt(self, uid: str, why: str) -> str | None:
         """Mark the front pod Failed/Preempted (as the kubelet does); the vkubelet then deletes the
-        remote pod (a terminal front pod never keeps one running) and the owner, if any, replaces it."""
+        remote pod (a terminal front pod never keeps one running) and the owner, if any, replaces it.
+
+        Returns the core node of a victim that could not be marked: it keeps running there (the
+        core is told so), and nothing may take its room this round.
+        """
         info = self.managed.pop(uid, None)
         if info is None:
-            return
+            return None
         ns, _, name = info.key.partition("/")
         status = {
             "status": {
@@ -601,12 +690,29 @@ class Controller:
             }
         }
         try:
-            pod = await self.front.patch(PODS, name, status, ns, subresource="status", patch_type="strategic")
-            await self.events.emit(pod, "Preempted", f"preempted by armada-bridge: {why}", warning=True)
-            self.metrics.preempted.labels(queue=info.queue).inc()
-        except ApiError as e:
-            log.warning("pod %s: could not mark preempted: %s", info.key, e)
-            return
+            pod = await self.front.patch(
+                PODS, name, status, ns, subresource="status", patch_type="strategic", uid=uid
+            )
+        except Exception as e:
+            if isinstance(e, ApiError) and (e.not_found or e.uid_mismatch):
+                return None  # the pod is gone already: nothing runs there any more
+            log.warning(
+                "pod %s: could not mark preempted (%s: %s); it keeps running", info.key, type(e).__name__, e
+            )
+            if info.placed is None:
+                return None
+            node = core_node_name(*info.placed)
+            self.managed[uid] = info
+            try:
+                self.core.restore(info.job, node)
+            except SchedulerError:
+                self._dirty_pods.add(info.key)  # its node went meanwhile: re-derived next round
+            return node
+        if info.placed is not None:  # its remote pod keeps its room until it is gone
+            self._dirty_nodes.add(info.placed)
+        await self.events.emit(pod, "Preempted", f"preempted by armada-bridge: {why}", warning=True)
+        self.metrics.preempted.labels(queue=info.queue).inc()
+        return None
 
     # ------------------------------------------------------------------ status
     async def nudge_unbound(self, older_than: float = 5.0, limit: int = 200) -> None:
@@ -623,7 +729,7 @@ class Controller:
             ns, _, name = info.key.partition("/")
             patch = {"metadata": {"annotations": {keys.NUDGE: str(int(time.time()))}}}
             try:
-                await self.front.patch(PODS, name, patch, ns)
+                await self.front.patch(PODS, name, patch, ns, uid=info.uid)
             except ApiError as e:
                 log.debug("nudge %s: %s", info.key, e)
 

@@ -10,6 +10,8 @@ import logging
 import time
 from dataclasses import dataclass
 
+import aiohttp
+
 from armada_bridge.kube import Kube
 from armada_bridge.kube.client import ApiError, Obj
 from armada_bridge.kube.events import pod_event
@@ -23,6 +25,7 @@ COMPONENT = "armada-bridge-extender"
 @dataclass
 class _Seen:
     name: str
+    uid: str
     count: int
     last_sent: float
 
@@ -49,11 +52,11 @@ class EventRecorder:
                     message=message,
                     component=COMPONENT,
                 )
-                await self.kube.create(CORE_EVENTS, body)
-                name = body["metadata"]["name"]
+                created = await self.kube.create(CORE_EVENTS, body)
+                name, event_uid = created["metadata"]["name"], created["metadata"]["uid"]
                 if len(self._seen) >= self.max_entries:
                     self._seen = {md["uid"]: per_object}
-                per_object[key] = _Seen(name, 1, t)
+                per_object[key] = _Seen(name, event_uid, 1, t)
             elif t - seen.last_sent >= self.min_interval:
                 seen.count += 1
                 seen.last_sent = t
@@ -62,9 +65,19 @@ class EventRecorder:
                     seen.name,
                     {"count": seen.count, "lastTimestamp": rfc3339(now())},
                     md["namespace"],
+                    uid=seen.uid,
                 )
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:  # best effort: never stops a round
+            log.debug(
+                "event %s on %s/%s not written: %s: %s",
+                reason,
+                md["namespace"],
+                md["name"],
+                type(e).__name__,
+                e,
+            )
         except ApiError as e:
-            if e.not_found and seen is not None:
+            if (e.not_found or e.uid_mismatch) and seen is not None:
                 per_object.pop(key, None)  # the event expired; the next call writes a new one
             else:
                 log.debug("event %s on %s/%s not written: %s", reason, md["namespace"], md["name"], e)

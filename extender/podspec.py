@@ -18,12 +18,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from armada_bridge import keys
-from extender.core.model import Job, Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
-from extender.core.resources import QuantityError, Resources, add_into, parse_quantity
+from extender.core.model import (
+    CLUSTER_LABEL,
+    Job,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Taint,
+    Toleration,
+)
+from extender.core.resources import MILLI, QuantityError, Resources, add_into, parse_quantity
 
 if TYPE_CHECKING:
     from extender.intent import GangSpec
@@ -115,6 +123,19 @@ def pod_requests(pod: Obj) -> Resources:
             result[name] = qty
     add_into(result, _quantities(spec.get("overhead"), "spec.overhead"))
     return {k: v for k, v in result.items() if v}
+
+
+#: The node resource that counts pods (status.allocatable.pods): each pod takes one slot.
+POD_SLOTS = "pods"
+_ONE_POD = {POD_SLOTS: MILLI}
+
+
+def pod_usage(pod: Obj) -> Resources:
+    """What a pod takes from its node: its effective requests and one pod slot (the kubelet
+    admits no more pods than allocatable ``pods``, and kube-scheduler counts them so)."""
+    usage = pod_requests(pod)
+    add_into(usage, _ONE_POD)
+    return usage
 
 
 def priority_class_name(pod: Obj) -> str:
@@ -248,6 +269,17 @@ def node_affinity_terms(affinity: Obj | None) -> tuple[NodeSelectorTerm, ...]:
     return tuple(out)
 
 
+def pinned_to_cluster(job: Job, cluster: str, *, avoid_node: str | None = None) -> Job:
+    """`job` restricted to `cluster`'s nodes, other than `avoid_node` (a node that refused it)."""
+    selector = {**job.node_selector, CLUSTER_LABEL: cluster}
+    affinity = job.affinity
+    if avoid_node is not None:
+        avoid = NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="NotIn", values=(avoid_node,))
+        terms = affinity or (NodeSelectorTerm(),)
+        affinity = tuple(NodeSelectorTerm((*t.match_expressions, avoid)) for t in terms)
+    return replace(job, node_selector=selector, affinity=affinity)
+
+
 # --------------------------------------------------------------------------- core model
 def job_from_pod(pod: Obj, *, job_id: str, queue: str, gang: GangSpec | None, submit_time: float) -> Job:
     """The core's job for a front pod.
@@ -262,7 +294,7 @@ def job_from_pod(pod: Obj, *, job_id: str, queue: str, gang: GangSpec | None, su
     job = Job(
         id=job_id,
         queue=queue,
-        requests=pod_requests(pod),
+        requests=pod_usage(pod),
         priority_class=priority_class,
         submit_time=submit_time,
         node_selector=dict(constraints.node_selector),

@@ -64,16 +64,44 @@ async def write_queue_statuses(controller: Controller) -> None:
     controller.metrics.observe_gangs(queued, running)
     for name, status in queue_statuses(controller, queued, running).items():
         current = controller.queues.get(name)
-        if current is None or _same(current.get("status") or {}, status):
+        patch = merge_patch(current.get("status") or {}, status) if current is not None else None
+        if current is None or not patch:
             continue
         try:
-            await controller.front.patch(QUEUES, name, {"status": status}, subresource="status")
+            await controller.front.patch(
+                QUEUES, name, {"status": patch}, subresource="status", uid=current["metadata"]["uid"]
+            )
         except ApiError as e:
             log.debug("queue %s status not written: %s", name, e)
 
 
-def _same(current: Obj, wanted: Obj) -> bool:
-    return all(current.get(k) == v for k, v in wanted.items())
+def merge_patch(current: Obj, wanted: Obj) -> Obj:
+    """The JSON merge patch that makes `current` say what `wanted` says (pure; empty: nothing to
+    do). Keys of `current` that `wanted` leaves out are kept at the top level, but inside a map
+    that `wanted` gives they are removed (null), so a map always says what is true now: a queue
+    whose pods are all gone shows nothing allocated, not what it held last."""
+    patch: Obj = {}
+    for k, v in wanted.items():
+        have = current.get(k)
+        if isinstance(v, dict):  # an absent map and an empty one say the same
+            sub = _replace_map(have, v) if isinstance(have, dict) else v
+            if sub:
+                patch[k] = sub
+        elif have != v:
+            patch[k] = v
+    return patch
+
+
+def _replace_map(have: Obj, want: Obj) -> Obj:
+    out: Obj = {k: None for k in have if k not in want}
+    for k, v in want.items():
+        if isinstance(v, dict) and isinstance(have.get(k), dict):
+            sub = _replace_map(have[k], v)
+            if sub:
+                out[k] = sub
+        elif have.get(k) != v:
+            out[k] = v
+    return out
 
 
 def free_by_cluster(controller: Controller) -> dict[str, rs.Resources]:
@@ -171,14 +199,15 @@ async def write_podgroup_statuses(controller: Controller) -> None:
 
 
 async def _write_status(controller: Controller, resource: Resource, obj: Obj, status: Obj) -> None:
-    if _same(obj.get("status") or {}, status):
+    patch = merge_patch(obj.get("status") or {}, status)
+    if not patch:
         return
     md = obj["metadata"]
     # Volcano's PodGroup CRD has no status subresource (upstream ships it so): patch the object.
     sub = None if resource == VOLCANO_PODGROUPS else "status"
     try:
         await controller.front.patch(
-            resource, md["name"], {"status": status}, md["namespace"], subresource=sub
+            resource, md["name"], {"status": patch}, md["namespace"], subresource=sub, uid=md["uid"]
         )
     except ApiError as e:
         log.debug("%s %s/%s status not written: %s", resource.kind, md["namespace"], md["name"], e)

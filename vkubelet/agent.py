@@ -261,12 +261,19 @@ class ClusterAgent:
             if self.pods is None or not self.reachable:
                 continue
             try:
-                await self.mirrors.sync(self.pods.live_front_pods())
+                live = self.pods.live_front_pods()
+                await self.mirrors.sync(live)
+                await self.mirrors.collect_namespaces(self._namespaces_in_use(live))
             except (ApiError, OSError, TimeoutError) as e:
                 self.on_remote_error("mirror")
                 log.warning("%s: mirror sync: %s", self.name, e)
                 await asyncio.sleep(1)
                 self.mirror_dirty.set()
+
+    def _namespaces_in_use(self, live_front_pods: list[Obj]) -> set[str]:
+        """Namespaces of the remote cluster holding a pod (ours or its own), or about to."""
+        pods = [*live_front_pods, *self.remote_pods.items(), *self.foreign_pods.items()]
+        return {p["metadata"]["namespace"] for p in pods}
 
     # ---------------------------------------------------------------- events
     def _on_remote_event(self, kind: str, event: Obj, attempt: int = 0) -> None:
@@ -379,7 +386,7 @@ class ClusterAgent:
                 if settled and (
                     status_differs(node.get("status") or {}, want) or t - last_status > STATUS_REFRESH_SECONDS
                 ):
-                    node = await self.node.update_status(want)
+                    node = await self.node.update_status(want, node["metadata"]["uid"])
                     last_status = t
                 if self.reachable and t - last_lease > LEASE_RENEW_SECONDS:
                     await self.node.renew_lease(node["metadata"]["uid"])
@@ -437,4 +444,10 @@ class ClusterAgent:
         for c in (current.get("status") or {}).get("conditions") or []:
             if c.get("type") == "Ready" and c.get("status") == status["conditions"][0]["status"]:
                 status["conditions"][0]["lastTransitionTime"] = c.get("lastTransitionTime", t)
-        await self.front.patch(REMOTECLUSTERS, self.name, {"status": status}, subresource="status")
+        await self.front.patch(
+            REMOTECLUSTERS,
+            self.name,
+            {"status": status},
+            subresource="status",
+            uid=current["metadata"]["uid"],
+        )

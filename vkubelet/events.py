@@ -66,9 +66,11 @@ class Recorder:
         except ApiError as e:
             if not e.conflict:
                 raise
+            existing = await self.front.get(CORE_EVENTS, name, front_pod_ref["namespace"])
             await self.front.patch(
                 CORE_EVENTS,
                 name,
                 {"count": body["count"], "lastTimestamp": body["lastTimestamp"], "message": body["message"]},
                 front_pod_ref["namespace"],
+                uid=existing["metadata"]["uid"],
             )

@@ -14,7 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from armada_bridge import keys
-from armada_bridge.kube import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS, SERVICES, ApiError, Kube
+from armada_bridge.kube import (
+    CONFIGMAPS,
+    NAMESPACES,
+    PODS,
+    SECRETS,
+    SERVICEACCOUNTS,
+    SERVICES,
+    ApiError,
+    Kube,
+)
 from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.times import now, rfc3339
 from vkubelet import deps
@@ -54,11 +63,12 @@ class Manager:
                 deps.SECRET: Informer(self.front, SECRETS, name="front-secrets"),
                 deps.SERVICEACCOUNT: Informer(self.front, SERVICEACCOUNTS, name="front-serviceaccounts"),
                 deps.SERVICE: Informer(self.front, SERVICES, name="front-services"),
-            }
+            },
+            Informer(self.front, NAMESPACES, name="front-namespaces"),
         )
         self._dirty = asyncio.Event()
         self.clusters.add_handler(lambda kind, obj: self._dirty.set())
-        for informer in self.front_objects.by_kind.values():
+        for informer in self.front_objects.informers:
             informer.add_handler(self._on_front_object)
         self._bad_specs: dict[str, str] = {}
 
@@ -78,7 +88,7 @@ class Manager:
             running.agent.mirror_dirty.set()
 
     async def run(self) -> None:
-        informers = [self.clusters, *self.front_objects.by_kind.values()]
+        informers = [self.clusters, *self.front_objects.informers]
         tasks = [asyncio.create_task(i.run(), name=i.name) for i in informers]
         try:
             await asyncio.gather(*(i.synced.wait() for i in informers))
@@ -125,6 +135,7 @@ class Manager:
                             "resourceVersion": rc["metadata"]["resourceVersion"],
                         }
                     },
+                    uid=rc["metadata"]["uid"],
                 )
             # Only a different remote cluster (kubeconfig) needs a new agent; other spec changes
             # (labels, cordon, host access) are applied to the running one.
@@ -192,7 +203,9 @@ class Manager:
             ],
         }
         with contextlib.suppress(ApiError):
-            await self.front.patch(REMOTECLUSTERS, name, {"status": status}, subresource="status")
+            await self.front.patch(
+                REMOTECLUSTERS, name, {"status": status}, subresource="status", uid=rc["metadata"]["uid"]
+            )
 
     async def _remove(self, rc: Obj) -> None:
         """A RemoteCluster being deleted: clean up, then let it go."""
@@ -221,6 +234,7 @@ class Manager:
                         "resourceVersion": rc["metadata"]["resourceVersion"],
                     }
                 },
+                uid=rc["metadata"]["uid"],
             )
         log.info("%s: removed", name)
 
@@ -254,4 +268,6 @@ class Manager:
                 pod, "RemoteClusterRemoved", f"RemoteCluster {name} was deleted", rfc3339(now())
             )
             with contextlib.suppress(ApiError):
-                await self.front.patch(PODS, md["name"], patch, md["namespace"], subresource="status")
+                await self.front.patch(
+                    PODS, md["name"], patch, md["namespace"], subresource="status", uid=md["uid"]
+                )

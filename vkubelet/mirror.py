@@ -118,9 +118,18 @@ class FrontObjects:
     """The front cluster's informers of what pods depend on (shared by every cluster agent)."""
 
     by_kind: dict[str, Informer]
+    namespaces: Informer
+
+    @property
+    def informers(self) -> list[Informer]:
+        return [*self.by_kind.values(), self.namespaces]
 
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
         return self.by_kind[kind].get(name, namespace)
+
+    def namespace_live(self, name: str) -> bool:
+        ns = self.namespaces.get(name)
+        return ns is not None and not ns["metadata"].get("deletionTimestamp")
 
     def services(self, namespace: str) -> list[Obj]:
         return [s for s in self.by_kind[deps.SERVICE].items() if s["metadata"]["namespace"] == namespace]
@@ -229,6 +238,28 @@ class Mirrors:
                 return None  # changed meanwhile; the next sync retries
             raise
         return None
+
+    async def collect_namespaces(self, in_use: set[str]) -> None:
+        """Delete the remote namespaces the bridge created whose front namespace is gone (or going)
+        and where no pod remains (`in_use`: namespaces with a remote pod, ours or not)."""
+        for ns in self.namespaces.items():
+            md = ns["metadata"]
+            name = md["name"]
+            if (
+                (md.get("labels") or {}).get(keys.MANAGED_BY_LABEL) != keys.MANAGED_BY_VALUE
+                or md.get("deletionTimestamp")
+                or name in in_use
+                or self.front.namespace_live(name)
+            ):
+                continue
+            try:
+                await self.remote.delete(NAMESPACES, name, body={"preconditions": {"uid": md["uid"]}})
+                log.info("%s: namespace %s deleted (gone from the front cluster)", self.cluster, name)
+                METRICS.mirror_ops.labels(self.cluster, "Namespace", "delete").inc()
+            except ApiError as e:
+                if not e.conflict:
+                    self.on_error("mirror")
+                    log.warning("%s: deleting namespace %s: %s", self.cluster, name, e)
 
     async def sync(self, pods: Iterable[Obj]) -> None:
         """Level-triggered pass: every mirror the given (live, mirrored) pods need exists and is

@@ -17,8 +17,7 @@ from armada_bridge import keys
 from armada_bridge.kube import LEASES, NODES, ApiError, Kube
 from armada_bridge.kube.times import micro_time, now, rfc3339
 from extender.core.resources import QuantityError, format_quantity, parse_quantity
-from extender.podspec import PodSpecError
-from extender.podspec import pod_requests as effective_requests
+from extender.podspec import POD_SLOTS, PodSpecError, pod_usage
 from vkubelet.remotecluster import RemoteClusterSpec
 
 log = logging.getLogger(__name__)
@@ -43,11 +42,9 @@ def _quantities(values: dict[str, Any] | None) -> dict[str, int]:
 def pod_requests(pod: Obj) -> dict[str, int]:
     """What a pod takes from its node as the scheduler counts it (requests, and one pod slot)."""
     try:
-        total = effective_requests(pod)
+        return pod_usage(pod)
     except PodSpecError:
-        total = {}  # the API server admitted it, so this is only a quantity we cannot read
-    total["pods"] = _MILLI
-    return total
+        return {POD_SLOTS: _MILLI}  # the API server admitted it: only a quantity we cannot read
 
 
 def node_usable(node: Obj) -> bool:
@@ -230,6 +227,7 @@ class NodeClient:
     def __init__(self, front: Kube, name: str) -> None:
         self.front = front
         self.name = name
+        self._lease_uid: str | None = None
 
     async def ensure(self, spec: RemoteClusterSpec) -> Obj:
         node = await self.front.get_or_none(NODES, self.name)
@@ -243,37 +241,46 @@ class NodeClient:
                 node = await self.front.get(NODES, self.name)
         patch = spec_patch(node, self.name, spec)
         if patch:
-            node = await self.front.patch(NODES, self.name, patch)
+            node = await self.front.patch(NODES, self.name, patch, uid=node["metadata"]["uid"])
         return node
 
-    async def update_status(self, status: Obj) -> Obj:
-        return await self.front.patch(NODES, self.name, {"status": status}, subresource="status")
+    async def update_status(self, status: Obj, node_uid: str) -> Obj:
+        return await self.front.patch(
+            NODES, self.name, {"status": status}, subresource="status", uid=node_uid
+        )
 
     async def renew_lease(self, node_uid: str) -> None:
         t = micro_time(now())
         spec = {"holderIdentity": self.name, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": t}
-        try:
-            await self.front.patch(LEASES, self.name, {"spec": spec}, LEASE_NAMESPACE)
-        except ApiError as e:
-            if not e.not_found:
-                raise
-            body = {
-                "apiVersion": "coordination.k8s.io/v1",
-                "kind": "Lease",
-                "metadata": {
-                    "name": self.name,
-                    "namespace": LEASE_NAMESPACE,
-                    "ownerReferences": [
-                        {"apiVersion": "v1", "kind": "Node", "name": self.name, "uid": node_uid}
-                    ],
-                },
-                "spec": {**spec, "acquireTime": t},
-            }
+        if self._lease_uid is None:
+            lease = await self.front.get_or_none(LEASES, self.name, LEASE_NAMESPACE)
+            self._lease_uid = lease["metadata"]["uid"] if lease is not None else None
+        if self._lease_uid is not None:
             try:
-                await self.front.create(LEASES, body)
-            except ApiError as e2:
-                if not e2.conflict:
+                await self.front.patch(
+                    LEASES, self.name, {"spec": spec}, LEASE_NAMESPACE, uid=self._lease_uid
+                )
+                return
+            except ApiError as e:
+                self._lease_uid = None
+                if not (e.not_found or e.uid_mismatch):
                     raise
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": self.name,
+                "namespace": LEASE_NAMESPACE,
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": self.name, "uid": node_uid}],
+            },
+            "spec": {**spec, "acquireTime": t},
+        }
+        try:
+            created = await self.front.create(LEASES, body)
+            self._lease_uid = created["metadata"]["uid"]
+        except ApiError as e:
+            if not e.conflict:
+                raise
 
     async def delete(self) -> None:
         await self.front.delete(NODES, self.name)

@@ -17,6 +17,7 @@ from armada_bridge import keys
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.informer import Informer, key_of
 from armada_bridge.kube.times import now, rfc3339
+from armada_bridge.rejection import Rejection, rejection_of
 from vkubelet import podspec
 from vkubelet import status as pod_status
 from vkubelet.events import Recorder
@@ -93,7 +94,8 @@ class PodController:
         if kind == "DELETED":
             if self.remote_key.get(uid) == key_of(pod):
                 self.remote_key.pop(uid, None)
-            self.last_remote[uid] = pod
+            if (pod.get("spec") or {}).get("nodeName"):  # it may have run: never again
+                self.last_remote[uid] = pod
         else:
             self.remote_key[uid] = key_of(pod)
         self.queue.add(uid)
@@ -166,9 +168,17 @@ class PodController:
                 await self._delete_remote(remote, None)
             return
 
+        if rejection_of(front) is not None:
+            # Refused by the remote cluster: no remote pod until the extender places it again.
+            if remote is not None and not _deleting(remote):
+                await self._delete_remote(remote, 0)
+            return
+
         if remote is not None:
             if _deleting(remote):
                 await self._fail(front, "RemotePodDeleted", self._gone_message(remote, "is being deleted"))
+                return
+            if await self._given_back(front, remote):
                 return
             await self._sync_metadata(front, remote)
             await self._sync_status(front, remote)
@@ -224,8 +234,48 @@ class PodController:
         md = front["metadata"]
         log.info("%s: %s/%s failed: %s: %s", self.cluster, md["namespace"], md["name"], reason, message)
         patch = pod_status.failed_patch(front, reason, message, rfc3339(now()))
-        await self.front.patch(PODS, md["name"], patch, md["namespace"], subresource="status")
+        await self.front.patch(PODS, md["name"], patch, md["namespace"], subresource="status", uid=md["uid"])
         await self.recorder.pod_event(front, "Warning", reason, message)
+
+    async def _given_back(self, front: Obj, remote: Obj) -> bool:
+        """A remote pod its cluster has left unschedulable past the bound goes back to the extender:
+        the refusal is noted on the front pod (which waits, Pending), then the remote pod deleted."""
+        since = pod_status.unschedulable_since(remote)
+        if since is None:
+            return False
+        try:
+            created = dt.datetime.fromisoformat(since.replace("Z", "+00:00"))
+        except ValueError:
+            return False
+        waited = (now() - created).total_seconds()
+        bound = self.spec.unschedulable_seconds
+        if waited < bound:
+            self.queue.add_after(_uid(front), bound - waited + 1)
+            return False
+        md = front["metadata"]
+        node = (md.get("annotations") or {}).get(keys.ASSIGNED_REMOTE_NODE) or ""
+        scheduled: Obj = next(
+            (c for c in remote["status"].get("conditions") or [] if c.get("type") == "PodScheduled"), {}
+        )
+        why = f"unschedulable on node {node} for {int(waited)}s: {scheduled.get('message') or 'no reason given'}"
+        log.info("%s: %s/%s given back to the extender: %s", self.cluster, md["namespace"], md["name"], why)
+        annotations = {keys.REMOTE_REJECTION: Rejection(node, why).encode()}
+        await self.front.patch(
+            PODS, md["name"], {"metadata": {"annotations": annotations}}, md["namespace"], uid=md["uid"]
+        )
+        await self.front.patch(
+            PODS,
+            md["name"],
+            pod_status.given_back_patch(front, self.cluster, why, rfc3339(now())),
+            md["namespace"],
+            subresource="status",
+            uid=md["uid"],
+        )
+        await self.recorder.pod_event(
+            front, "Warning", "RemoteUnschedulable", f"remote cluster {self.cluster}: {why}; placing it again"
+        )
+        await self._delete_remote(remote, 0)
+        return True
 
     async def _wait(self, front: Obj, reason: str, message: str) -> None:
         """The pod cannot be created yet: say why once (an Event), try again later."""
@@ -240,7 +290,9 @@ class PodController:
         if patch is None:
             return
         md = front["metadata"]
-        updated = await self.front.patch(PODS, md["name"], patch, md["namespace"], subresource="status")
+        updated = await self.front.patch(
+            PODS, md["name"], patch, md["namespace"], subresource="status", uid=md["uid"]
+        )
         if patch["status"].get("phase") == "Running":
             self._observe_running(updated)
 
@@ -258,9 +310,11 @@ class PodController:
         if patch:
             patch["resourceVersion"] = rmd["resourceVersion"]  # never on a newer pod blindly
             try:
-                await self.remote.patch(PODS, rmd["name"], {"metadata": patch}, rmd["namespace"])
+                await self.remote.patch(
+                    PODS, rmd["name"], {"metadata": patch}, rmd["namespace"], uid=rmd["uid"]
+                )
             except ApiError as e:
-                if not e.conflict:
+                if not (e.conflict or e.uid_mismatch):
                     raise
                 self.queue.add(_uid(front))
 

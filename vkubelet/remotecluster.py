@@ -35,6 +35,7 @@ class RemoteClusterSpec(BaseModel):
     node_labels: dict[str, str] = Field(default_factory=dict, alias="nodeLabels")
     cordoned: bool = False
     host_access: HostAccess = Field(default=HostAccess.DENY, alias="hostAccess")
+    unschedulable_seconds: int = Field(default=120, ge=1, le=86400, alias="unschedulableSeconds")
 
 
 def parse_spec(obj: dict[str, Any]) -> RemoteClusterSpec:

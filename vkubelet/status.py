@@ -43,8 +43,46 @@ def marker(cluster: str, created: str) -> Obj:
 
 def has_marker(front: Obj) -> bool:
     return any(
-        c.get("type") == keys.REMOTE_POD_CONDITION for c in front.get("status", {}).get("conditions") or []
+        c.get("type") == keys.REMOTE_POD_CONDITION and c.get("status") == "True"
+        for c in front.get("status", {}).get("conditions") or []
     )
+
+
+def unschedulable_since(remote: Obj) -> str | None:
+    """When a remote pod never scheduled was created, if its scheduler says it cannot place it."""
+    if (remote.get("spec") or {}).get("nodeName") or (remote.get("status") or {}).get("phase") not in (
+        None,
+        "Pending",
+    ):
+        return None
+    for c in (remote.get("status") or {}).get("conditions") or []:
+        if (
+            c.get("type") == "PodScheduled"
+            and c.get("status") == "False"
+            and c.get("reason") == "Unschedulable"
+        ):
+            return str(remote["metadata"].get("creationTimestamp") or "") or None
+    return None
+
+
+def given_back_patch(front: Obj, cluster: str, message: str, now: str) -> Obj:
+    """The front pod waits again (Pending, no remote pod): its marker says the remote pod is gone
+    without having run, so a new one may be created where the extender places it next."""
+    conditions = [
+        c
+        for c in front.get("status", {}).get("conditions") or []
+        if c.get("type") != keys.REMOTE_POD_CONDITION
+    ]
+    conditions.append(
+        {
+            "type": keys.REMOTE_POD_CONDITION,
+            "status": "False",
+            "reason": "RemoteUnschedulable",
+            "message": f"remote cluster {cluster}: {message}"[:1000],
+            "lastTransitionTime": now,
+        }
+    )
+    return {"status": {"phase": "Pending", "conditions": conditions}}
 
 
 def front_status(remote: Obj, cluster: str) -> Obj:

@@ -50,6 +50,14 @@ class ApiError(Exception):
         return self.status == 409
 
     @property
+    def uid_mismatch(self) -> bool:
+        """A UID precondition failed: the name now belongs to another object (or none)."""
+        if self.status == 409 and "precondition" in self.message.lower():
+            return True
+        causes = ((self.body or {}).get("details") or {}).get("causes") or []
+        return self.status == 422 and any(c.get("field") == "metadata.uid" for c in causes)
+
+    @property
     def gone(self) -> bool:
         return self.status == 410
 
@@ -187,7 +195,13 @@ class Kube:
         subresource: str | None = None,
         patch_type: str = "merge",
         params: Mapping[str, Any] | None = None,
+        uid: str | None = None,
     ) -> Obj:
+        """Patch an object by name. With ``uid``, the patch applies only to that very object: a
+        namespace/name reused by a new object makes it fail (422: the UID is immutable) instead of
+        changing the new one."""
+        if uid is not None:
+            patch = with_uid_precondition(patch, uid, patch_type)
         return await self.request(
             "PATCH",
             r.path(namespace, name, subresource),
@@ -236,6 +250,21 @@ class Kube:
                 raise _error(resp.status, await resp.text())
             async for chunk in resp.content.iter_any():
                 yield chunk
+
+
+def with_uid_precondition(patch: Any, uid: str, patch_type: str) -> Any:
+    """`patch` made to fail unless the object's UID is `uid` (pure).
+
+    Merge and strategic patches carry ``metadata.uid``: the API server refuses to change a UID,
+    so the patch fails on any other object. A JSON patch gets a ``test`` operation first.
+    """
+    if patch_type == "json":
+        return [{"op": "test", "path": "/metadata/uid", "value": uid}, *patch]
+    if patch_type not in ("merge", "strategic"):
+        raise ValueError(f"a UID precondition cannot be put on a {patch_type} patch")
+    out = dict(patch)
+    out["metadata"] = {**(patch.get("metadata") or {}), "uid": uid}
+    return out
 
 
 def _error(status: int, text: str) -> ApiError:

@@ -10,6 +10,9 @@ Usage::
 
 Decisions of a round are applied to the state: scheduled jobs become RUNNING on their node,
 preempted jobs leave the state (the caller deletes the pods; re-adding them queues them again).
+They are provisional until the caller has written them: a binding it failed to write is undone
+with :meth:`Scheduler.revert` (the job is queued again), a preemption it failed to write with
+:meth:`Scheduler.restore` (the job runs on its node again), so no decision is lost or half-made.
 No I/O, no clocks, no randomness: the same snapshot and calls give the same results.
 """
 
@@ -178,6 +181,20 @@ class Scheduler:
             self._unbind(rec)
             self._enqueue(rec)
         self.bind(rec, node, now)
+
+    def revert(self, job_id: str) -> None:
+        """Undo a binding the caller could not write: the job is queued again, its room freed."""
+        rec = self.jobs.get(job_id)
+        if rec is None or rec.state is not JobState.RUNNING:
+            return
+        self._unbind(rec)
+        self._enqueue(rec)
+
+    def restore(self, job: Job, node: str, now: float = 0.0) -> None:
+        """Undo a preemption the caller could not write: the job runs on ``node`` again."""
+        if job.id not in self.jobs:
+            self.add_job(job)
+        self.mark_running(job.id, node, now)
 
     def state_of(self, job_id: str) -> JobState:
         rec = self.jobs.get(job_id)

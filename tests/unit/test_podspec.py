@@ -280,7 +280,7 @@ def test_job_from_pod_uses_original_constraints() -> None:
     pod["spec"]["priorityClassName"] = "armada-preemptible"
     job = podspec.job_from_pod(pod, job_id="u", queue="q", gang=None, submit_time=12.5)
     assert job.id == "u" and job.queue == "q" and job.submit_time == 12.5
-    assert job.requests == R(cpu="1")
+    assert job.requests == R(cpu="1", pods="1")  # a pod slot: nodes admit only so many pods
     assert job.priority_class == "armada-preemptible"
     assert job.node_selector == {"disk": "ssd"}
     assert len(job.affinity) == 2

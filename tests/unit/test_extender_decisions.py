@@ -1,0 +1,251 @@
+"""The extender's shell around the core: a decision counts only once written, pod slots, status.
+
+The controller runs here against an API server that is not there (a closed loopback port), with
+its caches filled by hand: every write fails the way a dropped connection does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from typing import Any
+
+from armada_bridge import keys
+from armada_bridge.kube.client import Kube, KubeConfig, with_uid_precondition
+from armada_bridge.kube.informer import Informer, key_of
+from armada_bridge.kube.resources import NODES, PODS
+from armada_bridge.rejection import Rejection, rejection_of
+from extender.controller import Controller, Settings, core_node_name
+from extender.core.model import JobState
+from extender.core.result import Placement, RoundResult
+from extender.metrics import Metrics
+from extender.remotes import RemoteWatcher
+from extender.status_writer import merge_patch
+
+Obj = dict[str, Any]
+CLUSTER = "remote-1"
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _feed(informer: Informer, obj: Obj, kind: str = "ADDED") -> None:
+    if kind == "DELETED":
+        informer.cache.pop(key_of(obj), None)
+    else:
+        informer.cache[key_of(obj)] = obj
+    informer._emit(kind, obj)
+
+
+def _node(name: str, *, cpu: str = "32", pods: str = "110") -> Obj:
+    return {
+        "metadata": {"name": name, "labels": {}},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "128Gi", "pods": pods},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def _pod(name: str, *, cpu: str = "1", annotations: dict[str, str] | None = None) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "team-a",
+            "uid": f"uid-{name}",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "annotations": {keys.SCHEDULING_CONSTRAINTS: "{}", **(annotations or {})},
+        },
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        "status": {"phase": "Pending"},
+    }
+
+
+def _remote_pod(name: str, node: str, *, front_uid: str | None = None, cpu: str = "1") -> Obj:
+    labels = {keys.FRONT_UID: front_uid} if front_uid else {}
+    return {
+        "metadata": {"name": name, "namespace": "team-a", "uid": f"r-{name}", "labels": labels},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
+        "status": {"phase": "Running"},
+    }
+
+
+def _controller(nodes: list[Obj]) -> Controller:
+    kube = Kube(KubeConfig(server=f"http://127.0.0.1:{_closed_port()}"), timeout=2)
+    c = Controller(kube, Settings(), Metrics())
+    _feed(c.namespaces, {"metadata": {"name": "team-a", "labels": {keys.QUEUE_LABEL: "default"}}})
+    _feed(c.queues, {"metadata": {"name": "default", "uid": "q"}, "spec": {}})
+    c._clusters_dirty = False  # the remote cluster's watcher is made by hand below
+    remote_nodes = Informer(kube, NODES, name=f"{CLUSTER}/nodes")
+    remote_pods = Informer(kube, PODS, name=f"{CLUSTER}/pods")
+    remote_nodes.add_handler(lambda kind, obj: c._on_remote(CLUSTER, "nodes", kind, obj))
+    remote_pods.add_handler(lambda kind, obj: c._on_remote(CLUSTER, "pods", kind, obj))
+    remote_nodes.synced.set()
+    remote_pods.synced.set()
+    c.remotes.watchers[CLUSTER] = RemoteWatcher(CLUSTER, "1", kube, remote_nodes, remote_pods)
+    for n in nodes:
+        _feed(remote_nodes, n)
+    return c
+
+
+def _run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_a_decision_that_cannot_be_written_is_reverted_and_retried() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        _feed(c.pods, _pod("a"))
+        first = await c.round()
+        assert list(first.scheduled) == ["uid-a"]
+        # The patch failed (nothing listens): the core must not keep the job running.
+        assert c.core.state_of("uid-a") is JobState.QUEUED
+        assert c.unwritten == 1 and c.managed["uid-a"].placed is None
+        second = await c.round()
+        assert list(second.scheduled) == ["uid-a"]  # reconsidered, not forgotten
+        assert c.core.state_of("uid-a") is JobState.QUEUED
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_a_preemption_that_cannot_be_written_keeps_the_victim_and_blocks_its_room() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0"), _node("n1")])
+        placed = {keys.ASSIGNED_CLUSTER: CLUSTER, keys.ASSIGNED_REMOTE_NODE: "n0"}
+        _feed(c.pods, _pod("victim", annotations=placed))
+        _feed(c.pods, _pod("taker"))
+        _feed(c.pods, _pod("elsewhere"))
+        await c._sync()
+        n0, n1 = core_node_name(CLUSTER, "n0"), core_node_name(CLUSTER, "n1")
+        assert c.core.state_of("uid-victim") is JobState.RUNNING
+        # What a round that preempts does in the core: the victim leaves, others are bound.
+        c.core.remove_job("uid-victim")
+        c.core.mark_running("uid-taker", n0)
+        c.core.mark_running("uid-elsewhere", n1)
+        result = RoundResult(
+            time=0.0,
+            scheduled={
+                "uid-taker": Placement(cluster=CLUSTER, node=n0, pool="default"),
+                "uid-elsewhere": Placement(cluster=CLUSTER, node=n1, pool="default"),
+            },
+            preempted={"uid-victim": "fair share"},
+        )
+        await c._apply(result)
+        placement = c.core.placement_of("uid-victim")
+        assert placement is not None and placement.node == n0  # it still runs there
+        assert c.core.state_of("uid-taker") is JobState.QUEUED  # its room was never freed
+        assert c.core.state_of("uid-elsewhere") is JobState.QUEUED  # not written either
+        assert c.unwritten == 3
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_rounds_back_off_after_failures() -> None:
+    c = Controller(Kube(KubeConfig(server="http://127.0.0.1:1")), Settings(coalesce_seconds=0.05), Metrics())
+    assert c.backoff() == 0.05
+    c.failed_rounds = 3
+    assert c.backoff() == 0.4
+    c.failed_rounds = 1000
+    assert c.backoff() == Settings().max_backoff_seconds
+
+
+def test_pod_slots_are_counted() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0", pods="2"), _node("n1", pods="2")])
+        for i in range(5):
+            _feed(c.pods, _pod(f"p{i}", cpu="50m"))
+        result = await c.round()
+        assert len(result.scheduled) == 4  # two per node, whatever their CPU
+        nodes = [p.node for p in result.scheduled.values()]
+        assert sorted(nodes) == sorted(
+            [core_node_name(CLUSTER, "n0")] * 2 + [core_node_name(CLUSTER, "n1")] * 2
+        )
+        assert "uid-p4" in result.waiting
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_remote_pods_the_core_does_not_account_take_room() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0", cpu="8", pods="10")])
+        placed = {keys.ASSIGNED_CLUSTER: CLUSTER, keys.ASSIGNED_REMOTE_NODE: "n0"}
+        _feed(c.pods, _pod("running", annotations=placed))
+        await c._sync()
+        pods = c.remotes.watchers[CLUSTER].pods
+        _feed(pods, _remote_pod("running", "n0", front_uid="uid-running"))  # accounted by the core
+        _feed(pods, _remote_pod("foreign", "n0", cpu="2"))  # the remote cluster's own
+        _feed(pods, _remote_pod("finished", "n0", front_uid="uid-gone", cpu="3"))  # front pod let go
+        await c._sync()
+        free = c.core.nodedb.entries[core_node_name(CLUSTER, "n0")].free
+        assert free["cpu"] == (8 - 1 - 2 - 3) * 1000
+        assert free["pods"] == (10 - 3) * 1000
+        # Its remote pod gone, the room comes back.
+        _feed(pods, _remote_pod("finished", "n0", front_uid="uid-gone", cpu="3"), kind="DELETED")
+        await c._sync()
+        assert c.core.nodedb.entries[core_node_name(CLUSTER, "n0")].free["cpu"] == (8 - 1 - 2) * 1000
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_a_pod_its_remote_cluster_refused_is_placed_again_on_another_node() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0"), _node("n1")])
+        refused = Rejection("n0", "Too many pods").encode()
+        annotations = {
+            keys.ASSIGNED_CLUSTER: CLUSTER,
+            keys.ASSIGNED_REMOTE_NODE: "n0",
+            keys.REMOTE_REJECTION: refused,
+        }
+        pod = _pod("refused", annotations=annotations)
+        pod["spec"]["nodeName"] = CLUSTER  # bound to its virtual node
+        _feed(c.pods, pod)
+        result = await c.round()
+        assert result.scheduled["uid-refused"].node == core_node_name(CLUSTER, "n1")
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_rejection_applies_only_to_the_node_it_names() -> None:
+    pod = _pod(
+        "p",
+        annotations={keys.ASSIGNED_REMOTE_NODE: "n1", keys.REMOTE_REJECTION: Rejection("n0", "x").encode()},
+    )
+    assert rejection_of(pod) is None
+    pod["metadata"]["annotations"][keys.ASSIGNED_REMOTE_NODE] = "n0"
+    assert rejection_of(pod) == Rejection("n0", "x")
+    pod["metadata"]["annotations"][keys.REMOTE_REJECTION] = "not json"
+    assert rejection_of(pod) is None
+
+
+def test_queue_status_patch_removes_what_is_no_longer_allocated() -> None:
+    current = {"allocated": {"cpu": "63", "memory": "126Gi"}, "queuedGangs": 2, "fairShare": 0.5}
+    wanted = {"allocated": {}, "queuedGangs": 0, "fairShare": 0.5}
+    assert merge_patch(current, wanted) == {"allocated": {"cpu": None, "memory": None}, "queuedGangs": 0}
+    assert merge_patch({"allocated": {"cpu": "1"}}, {"allocated": {"cpu": "2", "pods": "1"}}) == {
+        "allocated": {"cpu": "2", "pods": "1"}
+    }
+    assert merge_patch({}, {"allocated": {}}) == {}  # absent and empty say the same
+    assert merge_patch(wanted, wanted) == {}
+
+
+def test_uid_precondition_on_patches() -> None:
+    assert with_uid_precondition({"status": {"phase": "Failed"}}, "u1", "strategic") == {
+        "status": {"phase": "Failed"},
+        "metadata": {"uid": "u1"},
+    }
+    merged = with_uid_precondition({"metadata": {"annotations": {"a": "b"}}}, "u1", "merge")
+    assert merged == {"metadata": {"annotations": {"a": "b"}, "uid": "u1"}}
+    ops = with_uid_precondition([{"op": "remove", "path": "/x"}], "u1", "json")
+    assert ops[0] == {"op": "test", "path": "/metadata/uid", "value": "u1"}
+    assert json.dumps(ops)
