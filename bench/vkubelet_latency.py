@@ -26,9 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from armada_bridge import keys
 from armada_bridge.dev import binaries, bridge, vkubelet_setup
 from armada_bridge.dev.environment import Environment
-from armada_bridge.kube import NAMESPACES, PODS, Kube, load_config
-
-CONCURRENCY = 16
+from armada_bridge.kube import NAMESPACES, Kube, load_config
+from bench.pods import batch, pct
 
 
 def pod(name: str, node: str | None) -> dict[str, Any]:
@@ -49,53 +48,6 @@ def pod(name: str, node: str | None) -> dict[str, Any]:
         "metadata": {"name": name, "labels": {"bench": "vk"}},
         "spec": spec,
     }
-
-
-async def watch_running(
-    kube: Kube, ns: str, running: dict[str, float], want: int, done: asyncio.Event
-) -> None:
-    while not done.is_set():
-        try:
-            async for kind, obj in kube.watch(PODS, ns, timeout_seconds=120):
-                if kind == "BOOKMARK":
-                    continue
-                name = obj["metadata"]["name"]
-                if obj.get("status", {}).get("phase") == "Running" and name not in running:
-                    running[name] = time.monotonic()
-                    if len(running) >= want:
-                        done.set()
-                        return
-        except Exception as e:  # a dropped watch: resume (pods already Running are re-sent as ADDED)
-            print(f"watch restarted: {e}", file=sys.stderr)
-
-
-async def batch(
-    targets: list[tuple[Kube, str, dict[str, Any]]], watchers: list[Kube], ns: str
-) -> list[float]:
-    """Create the pods (bounded concurrency) and return each one's seconds from create to Running."""
-    running: dict[str, float] = {}
-    created: dict[str, float] = {}
-    done = asyncio.Event()
-    tasks = [asyncio.create_task(watch_running(k, ns, running, len(targets), done)) for k in watchers]
-    await asyncio.sleep(0.5)  # watches established
-    sem = asyncio.Semaphore(CONCURRENCY)
-
-    async def create(kube: Kube, body: dict[str, Any]) -> None:
-        async with sem:
-            created[body["metadata"]["name"]] = time.monotonic()
-            await kube.create(PODS, body, ns)
-
-    await asyncio.gather(*(create(k, b) for k, _, b in targets))
-    await asyncio.wait_for(done.wait(), 600)
-    for t in tasks:
-        t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    return [running[n] - created[n] for n in created]
-
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
 
 
 def memory_kib(pid: int) -> dict[str, int]:

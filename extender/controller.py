@@ -29,7 +29,7 @@ from armada_bridge.kube.resources import (
     REMOTECLUSTERS,
     VOLCANO_PODGROUPS,
 )
-from armada_bridge.rejection import rejection_of
+from armada_bridge.rejection import rejection_of, rejections_of
 from extender import intent, podspec
 from extender.core import model
 from extender.core import resources as rs
@@ -531,13 +531,12 @@ class Controller:
         placed = None
         cluster = annotations.get(keys.ASSIGNED_CLUSTER)
         node = annotations.get(keys.ASSIGNED_REMOTE_NODE)
-        rejection = rejection_of(pod)
-        if cluster and node and rejection is None:
+        if cluster and node and rejection_of(pod) is None:
             placed = (cluster, node)
-        elif cluster and rejection is not None:
+        elif cluster and (refused := rejections_of(pod)) is not None:
             # Refused by its remote cluster: placed again, in that cluster (it is bound to its
-            # virtual node), on another node.
-            job = podspec.pinned_to_cluster(job, cluster, avoid_node=rejection.node)
+            # virtual node), on a node that has not refused it.
+            job = podspec.pinned_to_cluster(job, cluster, avoid_nodes=refused.nodes)
         info = PodInfo(key, uid, queue, gang, root, job, placed, bound=bool(node_name))
         if placed is not None:
             old = self.managed.get(uid)

@@ -269,12 +269,12 @@ def node_affinity_terms(affinity: Obj | None) -> tuple[NodeSelectorTerm, ...]:
     return tuple(out)
 
 
-def pinned_to_cluster(job: Job, cluster: str, *, avoid_node: str | None = None) -> Job:
-    """`job` restricted to `cluster`'s nodes, other than `avoid_node` (a node that refused it)."""
+def pinned_to_cluster(job: Job, cluster: str, *, avoid_nodes: tuple[str, ...] = ()) -> Job:
+    """`job` restricted to `cluster`'s nodes, other than `avoid_nodes` (nodes that refused it)."""
     selector = {**job.node_selector, CLUSTER_LABEL: cluster}
     affinity = job.affinity
-    if avoid_node is not None:
-        avoid = NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="NotIn", values=(avoid_node,))
+    if avoid_nodes:
+        avoid = NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="NotIn", values=tuple(avoid_nodes))
         terms = affinity or (NodeSelectorTerm(),)
         affinity = tuple(NodeSelectorTerm((*t.match_expressions, avoid)) for t in terms)
     return replace(job, node_selector=selector, affinity=affinity)

@@ -17,7 +17,7 @@ from armada_bridge import keys
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.informer import Informer, key_of
 from armada_bridge.kube.times import now, rfc3339
-from armada_bridge.rejection import Rejection, rejection_of
+from armada_bridge.rejection import Rejection, rejection_of, rejections_of
 from vkubelet import podspec
 from vkubelet import status as pod_status
 from vkubelet.events import Recorder
@@ -259,7 +259,8 @@ class PodController:
         )
         why = f"unschedulable on node {node} for {int(waited)}s: {scheduled.get('message') or 'no reason given'}"
         log.info("%s: %s/%s given back to the extender: %s", self.cluster, md["namespace"], md["name"], why)
-        annotations = {keys.REMOTE_REJECTION: Rejection(node, why).encode()}
+        refused = rejections_of(front) or Rejection((), "")
+        annotations = {keys.REMOTE_REJECTION: refused.adding(node, why).encode()}
         await self.front.patch(
             PODS, md["name"], {"metadata": {"annotations": annotations}}, md["namespace"], uid=md["uid"]
         )

@@ -43,6 +43,35 @@ def scheduling_constraints(front: Obj) -> Obj:
     return value if isinstance(value, dict) else {}
 
 
+def _virtual_only(key: str, values: list[str] | tuple[str, ...]) -> bool:
+    """A node selection only virtual nodes match (the cluster choice, made in the front)."""
+    return key == keys.CLUSTER_LABEL or (key == keys.NODE_TYPE_LABEL and keys.NODE_TYPE_VIRTUAL in values)
+
+
+def without_virtual_node_selection(constraints: Obj) -> Obj:
+    """The pod's own node selection for the remote cluster: without what selects the virtual node
+    (``bridge.armadaproject.io/cluster``, ``type=virtual-kubelet``), which no remote node carries;
+    the cluster was chosen in the front and the remote node is pinned."""
+    out = copy.deepcopy(constraints)
+    selector = {k: v for k, v in (out.get("nodeSelector") or {}).items() if not _virtual_only(k, [v])}
+    if selector:
+        out["nodeSelector"] = selector
+    else:
+        out.pop("nodeSelector", None)
+    required = ((out.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    for term in (required or {}).get("nodeSelectorTerms") or []:
+        exprs = [
+            e
+            for e in term.get("matchExpressions") or []
+            if not (e.get("operator") == "In" and _virtual_only(str(e.get("key")), e.get("values") or []))
+        ]
+        if exprs or "matchExpressions" in term:
+            term["matchExpressions"] = exprs
+    return out
+
+
 def pin_to_node(affinity: Obj, node: str) -> Obj:
     """`affinity` with a required node affinity on metadata.name == node in every term."""
     out = copy.deepcopy(affinity)
@@ -92,7 +121,7 @@ def remote_pod(front: Obj) -> Obj:
                     c.pop("volumeMounts", None)
 
     tolerations = [t for t in spec.get("tolerations") or [] if not is_bridge_toleration(t)]
-    constraints = scheduling_constraints(front)
+    constraints = without_virtual_node_selection(scheduling_constraints(front))
     tolerations += constraints.get("tolerations") or []
     if tolerations:
         spec["tolerations"] = tolerations

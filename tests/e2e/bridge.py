@@ -8,6 +8,8 @@ from typing import Any
 from kubernetes import client as k8s
 
 from armada_bridge import keys
+from extender.core.resources import parse_quantity
+from extender.podspec import pod_usage
 from tests.support import wait_for
 
 Api = Callable[[str], k8s.ApiClient]
@@ -66,3 +68,21 @@ def events_for(api: Api, namespace: str, name: str) -> list[str]:
 
 def remote_pods(api: Api, cluster: str, namespace: str) -> list[Any]:
     return list(k8s.CoreV1Api(api(cluster)).list_namespaced_pod(namespace).items)
+
+
+REMOTES = ("remote-1", "remote-2")
+
+
+def free_in_remotes(api: Api, resource: str = "cpu", clusters: tuple[str, ...] = REMOTES) -> int:
+    """Whole units of `resource` free on the remote clusters' schedulable nodes (allocatable minus
+    what live pods take), so a test can size itself to whatever else runs on the environment."""
+    free = 0
+    for cluster in clusters:
+        core = k8s.CoreV1Api(api(cluster))
+        nodes = [n for n in core.list_node().items if not n.spec.unschedulable]
+        names = {n.metadata.name for n in nodes}
+        free += sum(parse_quantity(n.status.allocatable.get(resource, "0")) for n in nodes)
+        for p in core.list_pod_for_all_namespaces().items:
+            if p.spec.node_name in names and p.status.phase not in ("Succeeded", "Failed"):
+                free -= pod_usage(api(cluster).sanitize_for_serialization(p)).get(resource, 0)
+    return max(0, free) // 1000

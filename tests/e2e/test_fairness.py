@@ -1,4 +1,7 @@
-"""Fair share and preemption end to end: two remote clusters of 4x32 CPUs (256 CPUs in all)."""
+"""Fair share and preemption end to end: two remote clusters of 4x32 CPUs (256 CPUs in all).
+
+The tests size themselves to the CPUs free when they start (the demo, or other tests, may hold
+some): what others hold is not demanded again, so the two test queues share the rest."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from tests.e2e.bridge import Api, cluster_of, front_pods, pod
+from tests.e2e.bridge import Api, cluster_of, free_in_remotes, front_pods, pod
 from tests.support import wait_for
 
 PREEMPTIBLE = "armada-preemptible"
@@ -69,28 +72,30 @@ def test_two_queues_submitting_continuously_converge_to_fair_shares(
     a, b = queues
     core = k8s.CoreV1Api(cluster_api("front"))
     seq = [0]
-    # Queue a alone first: it takes the whole pool (256 one-CPU pods).
+    pool = free_in_remotes(cluster_api)
+    assert pool >= 64, f"only {pool} CPUs free"
+    # Queue a alone first: it takes what is free (one-CPU pods).
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         pods = front_pods(cluster_api, namespace)
-        if _running_pods(pods, a) >= 250:
+        if _running_pods(pods, a) >= pool - 6:
             break
         _top_up(core, namespace, pods, a, 60, seq)
         time.sleep(1)
-    assert _running_pods(front_pods(cluster_api, namespace), a) >= 250
+    assert _running_pods(front_pods(cluster_api, namespace), a) >= pool - 6
     # Then both submit continuously; b's fair share comes from preempting a's preemptible pods.
     shares: tuple[float, float] = (1.0, 0.0)
     deadline = time.monotonic() + 150
     while time.monotonic() < deadline:
         pods = front_pods(cluster_api, namespace)
         ra, rb = _running_pods(pods, a), _running_pods(pods, b)
-        shares = (ra / 256, rb / 256)
+        shares = (ra / pool, rb / pool)
         if abs(shares[0] - 0.5) <= 0.05 and abs(shares[1] - 0.5) <= 0.05:
             break
         _top_up(core, namespace, pods, a, 20, seq)
         _top_up(core, namespace, pods, b, 20, seq)
         time.sleep(2)
-    assert abs(shares[0] - 0.5) <= 0.05 and abs(shares[1] - 0.5) <= 0.05, shares
+    assert abs(shares[0] - 0.5) <= 0.05 and abs(shares[1] - 0.5) <= 0.05, (shares, pool)
     preempted = [
         p
         for p in front_pods(cluster_api, namespace)
@@ -104,8 +109,9 @@ def test_higher_priority_gang_preempts_whole_gangs_of_an_over_share_queue(
 ) -> None:
     a, b = queues
     core = k8s.CoreV1Api(cluster_api("front"))
-    # Queue a fills both clusters with eight preemptible gangs of 4 x 8 CPUs.
-    for g in range(8):
+    # Queue a fills both clusters with preemptible gangs of 4 x 8 CPUs, one more than fit.
+    gangs = free_in_remotes(cluster_api) // 32 + 1
+    for g in range(gangs):
         ann = {keys.GANG_ID: f"a{g}", keys.GANG_CARDINALITY: "4"}
         for i in range(4):
             labels = {"gang": f"a{g}"}
@@ -115,11 +121,16 @@ def test_higher_priority_gang_preempts_whole_gangs_of_an_over_share_queue(
                     f"a{g}-{i}", queue=a, cpu="8", annotations=ann, labels=labels, priority_class=PREEMPTIBLE
                 ),
             )
-    wait_for(
-        "queue a's 32 pods Running",
-        lambda: _running_pods(front_pods(cluster_api, namespace), a) == 32,
-        timeout=120,
-    )
+
+    def a_full() -> bool:
+        pods = front_pods(cluster_api, namespace)
+        waiting = [p for p in pods if not cluster_of(p)]
+        return bool(waiting) and _running_pods(pods, a) == 4 * gangs - len(waiting)
+
+    # Wait until a's gangs that fit run and the rest wait: no room is left for that shape.
+    wait_for("queue a's gangs placed as far as they fit", a_full, timeout=120)
+    time.sleep(3)
+    assert a_full()
     # Queue b (no share yet) asks for one gang of the same shape, of a higher priority class.
     ann = {keys.GANG_ID: "b0", keys.GANG_CARDINALITY: "4"}
     for i in range(4):

@@ -199,8 +199,8 @@ def test_remote_pods_the_core_does_not_account_take_room() -> None:
 
 def test_a_pod_its_remote_cluster_refused_is_placed_again_on_another_node() -> None:
     async def scenario() -> None:
-        c = _controller([_node("n0"), _node("n1")])
-        refused = Rejection("n0", "Too many pods").encode()
+        c = _controller([_node("n0"), _node("n1", cpu="64"), _node("n2")])
+        refused = Rejection(("n0", "n2"), "Too many pods").encode()
         annotations = {
             keys.ASSIGNED_CLUSTER: CLUSTER,
             keys.ASSIGNED_REMOTE_NODE: "n0",
@@ -219,11 +219,15 @@ def test_a_pod_its_remote_cluster_refused_is_placed_again_on_another_node() -> N
 def test_rejection_applies_only_to_the_node_it_names() -> None:
     pod = _pod(
         "p",
-        annotations={keys.ASSIGNED_REMOTE_NODE: "n1", keys.REMOTE_REJECTION: Rejection("n0", "x").encode()},
+        annotations={
+            keys.ASSIGNED_REMOTE_NODE: "n1",
+            keys.REMOTE_REJECTION: Rejection(("n0",), "x").encode(),
+        },
     )
     assert rejection_of(pod) is None
     pod["metadata"]["annotations"][keys.ASSIGNED_REMOTE_NODE] = "n0"
-    assert rejection_of(pod) == Rejection("n0", "x")
+    assert rejection_of(pod) == Rejection(("n0",), "x")
+    assert Rejection(("n0", "n1"), "x").adding("n1", "y") == Rejection(("n1", "n0"), "y")
     pod["metadata"]["annotations"][keys.REMOTE_REJECTION] = "not json"
     assert rejection_of(pod) is None
 

@@ -337,3 +337,61 @@ def test_user_from_client_certificate() -> None:
     cert = {"subject": ((("organizationName", "system:masters"),), (("commonName", "kwok-admin"),))}
     assert user_from_cert(cert) == User("kwok-admin", ("system:masters",))
     assert user_from_cert({"subject": ()}) is None
+
+
+def test_unschedulable_remote_pods_are_recognised() -> None:
+    refused = {
+        "metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {},
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+        },
+    }
+    assert pod_status.unschedulable_since(refused) == "2026-01-01T00:00:00Z"
+    assert pod_status.unschedulable_since({**refused, "spec": {"nodeName": "n0"}}) is None  # placed
+    waiting = {**refused, "status": {"phase": "Pending", "conditions": []}}
+    assert pod_status.unschedulable_since(waiting) is None  # not refused (yet)
+
+
+def test_a_given_back_pod_may_get_a_new_remote_pod() -> None:
+    conditions = [pod_status.marker("remote-1", "t0"), {"type": "Other"}]
+    front = {"status": {"phase": "Pending", "conditions": conditions}}
+    assert pod_status.has_marker(front)
+    patch = pod_status.given_back_patch(front, "remote-1", "Too many pods", "t1")
+    after = {"status": patch["status"]}
+    assert not pod_status.has_marker(after)
+    types = [c["type"] for c in after["status"]["conditions"]]
+    assert types.count(keys.REMOTE_POD_CONDITION) == 1 and "Other" in types
+
+
+def test_selection_of_the_virtual_node_is_not_asked_of_remote_nodes() -> None:
+    constraints = {
+        "nodeSelector": {keys.CLUSTER_LABEL: "remote-2", "disk": "ssd"},
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {
+                                    "key": keys.NODE_TYPE_LABEL,
+                                    "operator": "In",
+                                    "values": [keys.NODE_TYPE_VIRTUAL],
+                                },
+                                {"key": "zone", "operator": "In", "values": ["a"]},
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    annotations = {keys.SCHEDULING_CONSTRAINTS: json.dumps(constraints), keys.ASSIGNED_REMOTE_NODE: "n1"}
+    spec = podspec.remote_pod(front_pod(annotations=annotations))["spec"]
+    assert spec["nodeSelector"] == {"disk": "ssd"}
+    (term,) = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert term["matchExpressions"] == [{"key": "zone", "operator": "In", "values": ["a"]}]
+    assert term["matchFields"] == [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]
