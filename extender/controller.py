@@ -409,6 +409,9 @@ class Controller:
             return
         self.managed[uid] = info
         state = self.core.state_of(uid)
+        if state is JobState.RUNNING and info.placed is None:
+            self.core.revert(uid)  # its remote cluster refused it: it is placed again
+            state = JobState.QUEUED
         try:
             if state is JobState.GONE:
                 self.core.add_job(info.job)

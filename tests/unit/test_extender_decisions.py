@@ -206,9 +206,17 @@ def test_a_pod_its_remote_cluster_refused_is_placed_again_on_another_node() -> N
             keys.ASSIGNED_REMOTE_NODE: "n0",
             keys.REMOTE_REJECTION: refused,
         }
-        pod = _pod("refused", annotations=annotations)
-        pod["spec"]["nodeName"] = CLUSTER  # bound to its virtual node
-        _feed(c.pods, pod)
+        placed = _pod(
+            "refused",
+            annotations={k: annotations[k] for k in (keys.ASSIGNED_CLUSTER, keys.ASSIGNED_REMOTE_NODE)},
+        )
+        placed["spec"]["nodeName"] = CLUSTER  # bound to its virtual node
+        _feed(c.pods, placed)
+        await c._sync()
+        assert c.core.state_of("uid-refused") is JobState.RUNNING
+        pod = _pod("refused", annotations=annotations)  # then the vkubelet notes the refusal
+        pod["spec"]["nodeName"] = CLUSTER
+        _feed(c.pods, pod, kind="MODIFIED")
         result = await c.round()
         assert result.scheduled["uid-refused"].node == core_node_name(CLUSTER, "n1")
         await c.front.close()
