@@ -2,12 +2,19 @@
 
 Objects are plain dicts as the API server sends them: the bridge copies pods and other objects
 between clusters, so it keeps every field it does not know about.
+
+Requests other than POST are retried, with exponential backoff and jitter, on 429 (honouring
+Retry-After), 5xx and connection errors: GET, PUT (resourceVersion), DELETE (preconditions) and the
+bridge's PATCHes (fixed values, UID precondition) are idempotent. A token read from a file (the
+in-cluster ServiceAccount token, which rotates) is read again when the file changes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import random
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +74,27 @@ class KubeConfig:
     server: str
     ssl_context: ssl.SSLContext | bool = True
     headers: dict[str, str] = field(default_factory=dict)
+    #: a bearer token file read again whenever it changes (in-cluster ServiceAccount tokens rotate)
+    token_file: str | None = None
+
+
+@dataclass
+class RetryPolicy:
+    attempts: int = 4
+    base_seconds: float = 0.2
+    max_seconds: float = 10.0
+
+    def delay(self, attempt: int, retry_after: str | None = None) -> float:
+        if retry_after:
+            try:
+                return min(self.max_seconds, max(0.0, float(retry_after)))
+            except ValueError:
+                pass
+        return min(self.max_seconds, self.base_seconds * 2**attempt) * (0.5 + random.random() / 2)
+
+
+RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "PATCH"})
 
 
 def load_config(
@@ -98,7 +126,11 @@ def load_config(
     token = (c.api_key or {}).get("authorization")  # "Bearer <token>" as the loaders set it
     if token:
         headers["Authorization"] = token
-    return KubeConfig(server=c.host.rstrip("/"), ssl_context=ctx, headers=headers)
+    token_file = None if path else IN_CLUSTER_TOKEN
+    return KubeConfig(server=c.host.rstrip("/"), ssl_context=ctx, headers=headers, token_file=token_file)
+
+
+IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 
 def _params(params: Mapping[str, Any] | None) -> dict[str, str]:
@@ -113,18 +145,49 @@ def _params(params: Mapping[str, Any] | None) -> dict[str, str]:
 class Kube:
     """One API server. Use as `async with Kube(cfg) as kube:`."""
 
-    def __init__(self, config: KubeConfig, *, timeout: float = 30, user_agent: str = "armada-bridge") -> None:
+    def __init__(
+        self,
+        config: KubeConfig,
+        *,
+        timeout: float = 30,
+        user_agent: str = "armada-bridge",
+        retry: RetryPolicy | None = None,
+    ) -> None:
         self.config = config
+        self.retry = retry or RetryPolicy()
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._headers = {"User-Agent": user_agent, "Accept": "application/json", **config.headers}
         self._session: aiohttp.ClientSession | None = None
+        self._token_mtime = 0.0
 
     @property
     def session(self) -> aiohttp.ClientSession:
+        self._refresh_token()
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(ssl=self.config.ssl_context, limit=64)
             self._session = aiohttp.ClientSession(connector=connector, headers=self._headers)
         return self._session
+
+    def _refresh_token(self) -> None:
+        """Read the token file again when it changed (a new session carries the new token)."""
+        path = self.config.token_file
+        if not path:
+            return
+        try:
+            mtime = os.stat(path).st_mtime
+        except OSError:
+            return
+        if mtime == self._token_mtime:
+            return
+        self._token_mtime = mtime
+        try:
+            token = Path(path).read_text().strip()
+        except OSError:
+            return
+        if token and self._headers.get("Authorization") != f"Bearer {token}":
+            self._headers["Authorization"] = f"Bearer {token}"
+            if self._session is not None and not self._session.closed:
+                self._session.headers["Authorization"] = f"Bearer {token}"
 
     async def close(self) -> None:
         if self._session is not None:
@@ -152,13 +215,30 @@ class Kube:
         data = None if body is None else (body if isinstance(body, bytes | str) else json.dumps(body))
         headers = {"Content-Type": content_type} if data is not None else {}
         t = aiohttp.ClientTimeout(total=timeout) if timeout else self._timeout
-        async with self.session.request(
-            method, self.config.server + path, params=_params(params), data=data, headers=headers, timeout=t
-        ) as resp:
-            text = await resp.text()
-            if resp.status >= 400:
-                raise _error(resp.status, text)
-            return dict(json.loads(text)) if text else {}
+        attempts = self.retry.attempts if method in _IDEMPOTENT else 1
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            try:
+                async with self.session.request(
+                    method,
+                    self.config.server + path,
+                    params=_params(params),
+                    data=data,
+                    headers=headers,
+                    timeout=t,
+                ) as resp:
+                    text = await resp.text()
+                    if resp.status in RETRIED_STATUS and not last:
+                        await asyncio.sleep(self.retry.delay(attempt, resp.headers.get("Retry-After")))
+                        continue
+                    if resp.status >= 400:
+                        raise _error(resp.status, text)
+                    return dict(json.loads(text)) if text else {}
+            except (aiohttp.ClientConnectionError, TimeoutError):
+                if last:
+                    raise
+                await asyncio.sleep(self.retry.delay(attempt))
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     # ------------------------------------------------------------------ typed
     async def get(
@@ -176,6 +256,20 @@ class Kube:
 
     async def list(self, r: Resource, namespace: str | None = None, **params: Any) -> Obj:
         return await self.request("GET", r.path(namespace), params=params)
+
+    async def list_all(
+        self, r: Resource, namespace: str | None = None, *, page: int = 500, **params: Any
+    ) -> Obj:
+        """List in pages of `page` (the API server's `limit`/`continue`); one list of every item,
+        with the resourceVersion of the first page (the snapshot the pages belong to)."""
+        first = await self.list(r, namespace, limit=page, **params)
+        items = list(first.get("items") or [])
+        token = (first.get("metadata") or {}).get("continue")
+        while token:
+            more = await self.list(r, namespace, limit=page, **{**params, "continue": token})
+            items += more.get("items") or []
+            token = (more.get("metadata") or {}).get("continue")
+        return {**first, "items": items}
 
     async def create(self, r: Resource, body: Obj, namespace: str | None = None) -> Obj:
         ns = namespace or body.get("metadata", {}).get("namespace")

@@ -19,6 +19,19 @@ log = logging.getLogger(__name__)
 Handler = Callable[[str, Obj], None]
 
 
+def _too_new(e: ApiError) -> bool:
+    causes = ((e.body or {}).get("details") or {}).get("causes") or []
+    return any(c.get("reason") == "ResourceVersionTooLarge" for c in causes) or (
+        "too large resource version" in e.message.lower()
+    )
+
+
+def trimmed(obj: Obj) -> Obj:
+    """The object as the cache keeps it: without managedFields (often half its size, never read)."""
+    obj.get("metadata", {}).pop("managedFields", None)
+    return obj
+
+
 def key_of(obj: Obj) -> str:
     md = obj["metadata"]
     ns = md.get("namespace")
@@ -70,12 +83,12 @@ class Informer:
         return {"labelSelector": self.label_selector, "fieldSelector": self.field_selector}
 
     async def _relist(self) -> str:
-        listed = await self.kube.list(self.resource, self.namespace, **self._selectors())
+        listed = await self.kube.list_all(self.resource, self.namespace, **self._selectors())
         fresh = {}
         for item in listed.get("items", []):
             item.setdefault("apiVersion", self.resource.api_version)
             item.setdefault("kind", self.resource.kind)
-            fresh[key_of(item)] = item
+            fresh[key_of(item)] = trimmed(item)
         old = self.cache
         self.cache = fresh
         for k, obj in fresh.items():
@@ -90,7 +103,8 @@ class Informer:
         return str(listed["metadata"]["resourceVersion"])
 
     async def run(self) -> None:
-        """Run until cancelled: relist on start, on 410 Gone and after errors (with backoff)."""
+        """Run until cancelled: list on start, then watch from the last resourceVersion seen (bookmarks
+        keep it fresh), resuming after errors with backoff; list again only on 410 Gone."""
         backoff = 0.2
         rv = ""
         while True:
@@ -105,7 +119,7 @@ class Informer:
                     rv = obj["metadata"].get("resourceVersion", rv)
                     if kind == "BOOKMARK":
                         continue
-                    k = key_of(obj)
+                    k = key_of(trimmed(obj))
                     if kind == "DELETED":
                         self.cache.pop(k, None)
                     else:
@@ -115,12 +129,15 @@ class Informer:
             except asyncio.CancelledError:
                 raise
             except ApiError as e:
-                if e.gone:
+                if e.gone:  # too old to resume from: list again
                     rv = ""
                     continue
+                if _too_new(e):  # a cluster recreated under the same address: start over
+                    rv = ""
                 self._failed(str(e))
-                rv = ""
-            except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as e:
+            except (aiohttp.ClientError, TimeoutError, OSError) as e:
+                self._failed(f"{type(e).__name__}: {e}")  # resumed from rv (relisted on 410)
+            except ValueError as e:  # an undecodable answer: start from a fresh list
                 self._failed(f"{type(e).__name__}: {e}")
                 rv = ""
             await asyncio.sleep(backoff * (1 + random.random()))
