@@ -2,9 +2,9 @@
 
 The vkubelet writes it when the remote scheduler leaves a remote pod unschedulable past its
 RemoteCluster's bound, and deletes that remote pod; the extender then places the front pod again on
-another node of the same cluster (a bound pod cannot change cluster), clearing the note as it
-writes the new node. While the note's last refusal is the node the pod is assigned to, nothing runs it; the extender
-keeps the pod off every node the note names.
+another node of the same cluster (a bound pod cannot change cluster). While the note's last
+refusal is the node the pod is assigned to, nothing runs it; the extender keeps the pod off every
+node the note names, so a pod is never sent back where it was refused.
 """
 
 from __future__ import annotations

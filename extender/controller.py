@@ -623,7 +623,6 @@ class Controller:
                 "annotations": {
                     keys.ASSIGNED_CLUSTER: cluster,
                     keys.ASSIGNED_REMOTE_NODE: node,
-                    keys.REMOTE_REJECTION: None,
                 }
             }
         }

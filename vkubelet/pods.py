@@ -44,6 +44,13 @@ def _deleting(obj: Obj) -> bool:
     return bool(obj["metadata"].get("deletionTimestamp"))
 
 
+def _refused(front: Obj, remote: Obj) -> bool:
+    """`remote` was made for a node that has since refused the front pod (it is given back)."""
+    refused = rejections_of(front)
+    node = (remote["metadata"].get("annotations") or {}).get(keys.ASSIGNED_REMOTE_NODE)
+    return refused is not None and node in refused.nodes
+
+
 def _owned_by_daemonset(pod: Obj) -> bool:
     return any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or [])
 
@@ -168,8 +175,9 @@ class PodController:
                 await self._delete_remote(remote, None)
             return
 
-        if rejection_of(front) is not None:
-            # Refused by the remote cluster: no remote pod until the extender places it again.
+        if rejection_of(front) is not None or (remote is not None and _refused(front, remote)):
+            # Refused by the remote cluster: no remote pod until the extender has placed it again,
+            # and the refused one gone.
             if remote is not None and not _deleting(remote):
                 await self._delete_remote(remote, 0)
             return

@@ -5,6 +5,7 @@ Each test sizes itself to what is free, so it holds whatever else runs on the en
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -60,8 +61,9 @@ def test_a_pod_its_remote_cluster_refuses_is_placed_again(namespace: str, cluste
     blocker_label = {"blocker": namespace}
     for c in REMOTES:
         remote = k8s.CoreV1Api(cluster_api(c))
-        for i in range(3):  # every node but the last of each cluster holds a blocker
-            blocker = pod(f"blocker-{i}", queue=None, cpu="10m", labels=blocker_label)
+        for i in range(3):  # every node but the last of each cluster holds a blocker, big enough
+            # that best fit (fullest node first) tries the blocked nodes first
+            blocker = pod(f"blocker-{i}", queue=None, cpu="12", labels=blocker_label)
             blocker["spec"]["nodeName"] = f"{c}-node-{i}"
             remote.create_namespaced_pod(namespace, blocker)
         custom.patch_cluster_custom_object(
@@ -85,9 +87,9 @@ def test_a_pod_its_remote_cluster_refuses_is_placed_again(namespace: str, cluste
         remote = [r for r in remote_pods(cluster_api, cluster, namespace) if r.metadata.name == "picky"]
         assert len(remote) == 1 and remote[0].spec.node_name == node
         events = events_for(cluster_api, namespace, "picky")
-        refused = (running.metadata.annotations or {}).get(keys.REMOTE_REJECTION)
-        if refused:  # the core may have picked the free node first; if not, the user was told why
-            assert any(e.startswith("RemoteUnschedulable") for e in events), events
+        assert any(e.startswith("RemoteUnschedulable") for e in events), events
+        refused = json.loads((running.metadata.annotations or {})[keys.REMOTE_REJECTION])
+        assert node not in refused["nodes"] and refused["nodes"], refused
     finally:
         for c in REMOTES:
             custom.patch_cluster_custom_object(
