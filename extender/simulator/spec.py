@@ -2,7 +2,7 @@
 
 Keys are camelCase as in Armada's YAML files. ClusterSpec accepts both layouts Armada has used:
 ``clusters: [{name, pool, nodeTemplates}]`` (current) and
-``pools: [{name, clusterGroups: [{clusters: [...]}]}]`` (older files such as ``tinyCluster.yaml``).
+``pools: [{name, clusterGroups: [{clusters: [...]}]}]`` (older files such as ``cpu_1_1_2.yaml``).
 Unknown keys are errors in cluster and workload files (they are almost always typos); the
 SchedulingConfig accepts Armada's many keys the core does not use, with a warning.
 """

@@ -126,11 +126,13 @@ def test_default_config_and_legacy_config(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_tiny_cluster_has_two_pools(tmp_path: Path) -> None:
-    """The big jobs (32 cpu, 1Ti) only fit the 128-cpu node of pool2."""
+    """Pools are scheduled in name order: the first big job (32 cpu, 1Ti) fills the cpu pool's
+    only node, the second goes to the gpu pool's 128-cpu node."""
     cycles, jobs = run(tmp_path, "tinyCluster.yaml", "small-short_big-long/only-big.yaml")
-    assert {j["cluster"] for j in jobs} == {"pool2-0-0"}
+    assert sorted(str(j["cluster"]) for j in jobs) == ["pool1-0-0", "pool2-0-0"]
     assert {j["state"] for j in jobs} == {"SUCCEEDED"}
-    assert {c["pool"] for c in cycles} == {"pool1", "pool2"}
+    assert {j["scheduled"] for j in jobs} == {1800}
+    assert {c["pool"] for c in cycles} == {"cpu", "gpu"}
 
 
 def test_unschedulable_workload_stops_instead_of_cycling_forever(tmp_path: Path) -> None:
