@@ -405,20 +405,27 @@ class PoolRound:
         for rec in members:
             reasons[rec.id] = reason
 
-    def _queue_limit(self, queue: str, members: list[JobRecord]) -> str:
+    def _queue_limit(self, queue: str, members: list[JobRecord], pool: str | None = None) -> str:
+        """Why ``members`` would take ``queue`` over a limit in this round's pool (or, as things
+        stand, in ``pool``), or ""."""
         s = self.s
         q = s.queues[queue]
+        pc = members[0].pc
+        if pool is None or pool == self.pool:
+            alloc, alloc_pc, total = self.alloc[queue], self.alloc_pc[queue].get(pc.name, {}), self.total
+        else:
+            alloc, alloc_pc = s.alloc.of(pool, queue), s.alloc.of_pc(pool, queue, pc.name)
+            total = s.nodedb.pool_total(pool)
         req = members[0].requests if len(members) == 1 else rs.total(m.requests for m in members)
         if q.resource_limits:
-            res = would_exceed(self.alloc[queue], req, self.total, q.resource_limits)
+            res = would_exceed(alloc, req, total, q.resource_limits)
             if res:
                 return (
                     f"queue {queue} would exceed its limit of {q.resource_limits[res]:g} of the pool's {res}"
                 )
-        pc = members[0].pc
         fractions = q.resource_limits_by_priority_class.get(pc.name, pc.maximum_resource_fraction_per_queue)
         if fractions:
-            res = would_exceed(self.alloc_pc[queue].get(pc.name, {}), req, self.total, fractions)
+            res = would_exceed(alloc_pc, req, total, fractions)
             if res:
                 return (
                     f"queue {queue} would exceed its limit of {fractions[res]:g} of the pool's {res} "
@@ -514,9 +521,12 @@ class PoolRound:
         """
         nodedb = self.s.nodedb
         allowed = members[0].pools
+        queue = members[0].queue
         for pool in nodedb.pools():
             if pool == self.pool or (allowed is not None and pool not in allowed):
                 continue
+            if self._queue_limit(queue, members, pool):
+                continue  # room there, but not for this queue
             domains, _why = self._domains(members, pool)
             for d in domains:
                 if plan_without_preemption(nodedb, members, d) is not None:

@@ -173,3 +173,19 @@ def test_placement_without_preemption_in_any_pool_comes_first() -> None:
     result = s.schedule_round(2)
     assert result.scheduled["b1"].pool == "a"
     assert len(result.preempted) == 16
+
+
+def test_a_pool_the_queue_may_not_use_more_of_does_not_count() -> None:
+    """Pool b has a free node, but B's limit (half of a pool's cpu) keeps it out of b: B preempts
+    in pool a rather than waiting for a pool that will never take it."""
+    s = Scheduler(CONFIG)
+    s.upsert_node(node("n-a", "c-a", {"cpu": 32, "memory": "128Gi"}, pool="a"))
+    s.upsert_node(node("n-b", "c-b", {"cpu": 16, "memory": "64Gi"}, pool="b"))
+    s.upsert_queue(Queue("A"))
+    s.upsert_queue(Queue("B", resource_limits={"cpu": 0.5}))
+    s.add_jobs(job(f"a{i}", "A", ONE, submit_time=i, pools=("a",)) for i in range(32))
+    s.schedule_round(0)
+    s.add_job(job("b0", "B", {"cpu": "16", "memory": "64Gi"}, submit_time=100))
+    result = s.schedule_round(1)
+    assert result.scheduled["b0"].pool == "a"
+    assert len(result.preempted) == 16
