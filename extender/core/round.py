@@ -6,10 +6,12 @@
 3. Scheduling pass: a heap of per-queue iterators ordered as Armada's
    ``QueueCandidateGangIteratorPQ``: higher priority class of the head gang first, then the lowest
    weighted DRF cost *including the head gang* (progressive filling), then queue name. Within a
-   queue, evicted gangs come first (in their original scheduling order), then queued jobs by
+   queue, evicted gangs come first (longest running first), then queued jobs by
    priority class, job priority, submit time and id; a gang is yielded once all its members are
    present. Each candidate goes through the round and queue constraints, then placement
-   (:mod:`extender.core.gang`), then fair-share reclaim and urgency preemption if it fits nowhere.
+   (:mod:`extender.core.gang`); if it fits nowhere, and not in another pool either without
+   preemption, it may take the room of evicted jobs not rescheduled yet (the ones Armada's order
+   would reschedule last first), or urgency-preempt lower priorities.
 4. Evicted jobs that were not rescheduled are preempted.
 """
 
