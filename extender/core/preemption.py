@@ -9,12 +9,18 @@
   reschedule the same jobs, so it would cost work and improve nothing.
 * **Urgency preemption** (NodeDb): a job that fits nowhere may displace jobs of lower
   priority-class priority; see :func:`victim_policy`.
+
+Armada's order is kept throughout: evicted gangs are offered their own nodes again first (within
+a queue: higher priority class, lower job priority, longest running first), and a new job that
+needs room takes it from the evicted jobs that would be rescheduled last.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping, Set
 
+from extender.core import resources as rs
 from extender.core.fairness import QueueShare
 from extender.core.gang import VictimPolicy
 from extender.core.model import SchedulingConfig
@@ -84,40 +90,61 @@ def select_evictions(
     return out
 
 
-def victim_policy(
-    config: SchedulingConfig,
-    evicted: Set[str],
-    rescheduled: Set[str],
-    jobs: Mapping[str, JobRecord],
-    queue: str,
-    fair_to_take: Callable[[JobRecord, bool], bool],
-) -> VictimPolicy:
+def reschedule_order(
+    evictions: Mapping[str, list[list[JobRecord]]],
+    alloc: Mapping[str, rs.Resources],
+    weights: Mapping[str, float],
+    cost: Callable[[rs.Resources], float],
+) -> dict[str, int]:
+    """Job id -> position in the order evicted jobs would be rescheduled if nothing new came.
+
+    This is Armada's ``addEvictedJobsToNodeDb``: the queues' evicted gangs (each queue's list
+    already in rescheduling order) are merged as the scheduling pass takes them: higher priority
+    class first, then the lowest weighted cost *including* the gang, then queue name, each
+    queue's allocation (``alloc``: after eviction) growing as its gangs are taken.
+    """
+    order: dict[str, int] = {}
+    tally = {q: dict(alloc.get(q, {})) for q in evictions}
+    heads = {q: 0 for q, gangs in evictions.items() if gangs}
+
+    def key(q: str) -> tuple[int, float, str]:
+        gang = evictions[q][heads[q]]
+        proposed = rs.add(tally[q], rs.total(r.requests for r in gang))
+        return (-min(r.pc.priority for r in gang), cost(proposed) / weights[q], q)
+
+    heap = [key(q) for q in heads]
+    heapq.heapify(heap)
+    while heap:
+        q = heapq.heappop(heap)[2]
+        for rec in evictions[q][heads[q]]:
+            order[rec.id] = len(order)
+            rs.add_into(tally[q], rec.requests)
+        heads[q] += 1
+        if heads[q] < len(evictions[q]):
+            heapq.heappush(heap, key(q))
+    return order
+
+
+def victim_policy(config: SchedulingConfig, evicted: Mapping[str, int]) -> VictimPolicy:
     """Which bound jobs a new job may displace, and how much that costs (lower is preferred).
 
-    * Jobs evicted this round and not yet rescheduled: their room is reserved for them, but any
-      job reaching the front of the queue ordering before them may take it (Armada binds evicted
-      jobs at EvictedPriority, below every real priority).
-    * Jobs evicted and already rescheduled, from another queue, of at most the new job's priority:
-      the rescheduling is undone (Armada's fair-share step in the NodeDb).
-    * Any job of strictly lower priority, when urgency preemption is on.
-
-    The first two are fair-share moves: ``fair_to_take(victim, pending)`` must confirm that the
-    taking queue does not end up costlier than the queue it takes from (no preemption that does
-    not improve fairness).
+    * **Fair share** (Armada's ``selectNodeForJobWithFairPreemption``): jobs evicted this round
+      and not rescheduled yet, of at most the new job's priority. Their room is reserved for them
+      only until a job ordered before them needs it. ``evicted`` maps them to their position in
+      the rescheduling order (:func:`reschedule_order`); those that would be rescheduled *last*
+      are taken first, and the node whose needed victims come latest in that order wins.
+      A job already rescheduled this round is never taken back: that is what makes fair-share
+      preemption converge (see ``docs/scheduling-core.md``, "Why preemption cannot cycle").
+    * **Urgency**: any job of strictly lower priority, when urgency preemption is on.
     """
     urgency = config.enable_urgency_preemption
+    last = len(evicted)
 
     def policy(job_id: str, bound_priority: int, priority: int) -> int | None:
-        if job_id in evicted:
-            if fair_to_take(jobs[job_id], True):
-                return 2 * bound_priority - (1 << 40)
-        elif (
-            job_id in rescheduled
-            and bound_priority <= priority
-            and jobs[job_id].queue != queue
-            and fair_to_take(jobs[job_id], False)
-        ):
-            return 2 * bound_priority - 1
+        index = evicted.get(job_id)
+        if index is not None and bound_priority <= priority:
+            # Far below any urgency victim; later in the rescheduling order = cheaper.
+            return (last - index) - (1 << 40)
         if urgency and bound_priority < priority:
             return 2 * bound_priority
         return None

@@ -6,10 +6,12 @@
 3. Scheduling pass: a heap of per-queue iterators ordered as Armada's
    ``QueueCandidateGangIteratorPQ``: higher priority class of the head gang first, then the lowest
    weighted DRF cost *including the head gang* (progressive filling), then queue name. Within a
-   queue, evicted gangs come first (in their original scheduling order), then queued jobs by
+   queue, evicted gangs come first (longest running first), then queued jobs by
    priority class, job priority, submit time and id; a gang is yielded once all its members are
    present. Each candidate goes through the round and queue constraints, then placement
-   (:mod:`extender.core.gang`), then fair-share reclaim and urgency preemption if it fits nowhere.
+   (:mod:`extender.core.gang`); if it fits nowhere, and not in another pool either without
+   preemption, it may take the room of evicted jobs not rescheduled yet (the ones Armada's order
+   would reschedule last first), or urgency-preempt lower priorities.
 4. Evicted jobs that were not rescheduled are preempted.
 """
 
@@ -30,7 +32,7 @@ from extender.core.gang import (
     plan_without_preemption,
 )
 from extender.core.model import CLUSTER_LABEL, JobState
-from extender.core.preemption import select_evictions, victim_policy
+from extender.core.preemption import reschedule_order, select_evictions, victim_policy
 from extender.core.result import Placement, QueueReport, RoundResult
 from extender.core.scheduler import Scheduler
 from extender.core.state import JobRecord
@@ -198,8 +200,9 @@ class PoolRound:
         self.scheduled_new: rs.Resources = {}
         self.scheduled_count = 0
         self.reports: dict[str, QueueReport] = {}
-        self.rescheduled: set[str] = set()
-        self.evicted_nodes: dict[str, str] = {}
+        #: jobs evicted this round and not rescheduled (or taken) yet -> their position in
+        #: Armada's rescheduling order; the last ones are taken first.
+        self.evicted: dict[str, int] = {}
         self.epochs = s.epochs()
         self.round_stop = ""
         self._reason_memo: dict[tuple[str, int, str], str] = {}
@@ -302,13 +305,13 @@ class PoolRound:
         for queue, gangs in evictions.items():
             for gang in gangs:
                 for rec in gang:
-                    # The job stays bound: its room is kept for it unless a job with a better claim
-                    # (lower queue cost, or higher priority) needs it (Armada's EvictedPriority).
-                    self.evicted_nodes[rec.id] = rec.node or ""
+                    # The job stays bound: its room is kept for it unless a job ordered before it
+                    # needs it (Armada's EvictedPriority).
                     rs.sub_into(self.alloc[queue], rec.requests)
                     rs.sub_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
                     self.reports[queue].evicted += 1
-        if self.evicted_nodes:
+        self.evicted = reschedule_order(evictions, self.alloc, self.weights, self.drf.cost)
+        if self.evicted:
             s.capacity_epoch += 1
             self.epochs = s.epochs()
         return evictions
@@ -374,10 +377,10 @@ class PoolRound:
             if cached is not None and cached[0] == self.epochs:
                 self._wait(members, self.reason_for(queue.name, cached[1]))
                 return
-        plan, why = self._plan(queue.name, members)
+        plan, why, cacheable = self._plan(queue.name, members)
         if plan is None:
             self._wait(members, self.reason_for(queue.name, why))
-            if single:
+            if single and cacheable:
                 s.unfeasible[(self.pool, members[0].skey)] = (self.epochs, why)
             return
         self._commit(queue.name, plan)
@@ -404,20 +407,27 @@ class PoolRound:
         for rec in members:
             reasons[rec.id] = reason
 
-    def _queue_limit(self, queue: str, members: list[JobRecord]) -> str:
+    def _queue_limit(self, queue: str, members: list[JobRecord], pool: str | None = None) -> str:
+        """Why ``members`` would take ``queue`` over a limit in this round's pool (or, as things
+        stand, in ``pool``), or ""."""
         s = self.s
         q = s.queues[queue]
+        pc = members[0].pc
+        if pool is None or pool == self.pool:
+            alloc, alloc_pc, total = self.alloc[queue], self.alloc_pc[queue].get(pc.name, {}), self.total
+        else:
+            alloc, alloc_pc = s.alloc.of(pool, queue), s.alloc.of_pc(pool, queue, pc.name)
+            total = s.nodedb.pool_total(pool)
         req = members[0].requests if len(members) == 1 else rs.total(m.requests for m in members)
         if q.resource_limits:
-            res = would_exceed(self.alloc[queue], req, self.total, q.resource_limits)
+            res = would_exceed(alloc, req, total, q.resource_limits)
             if res:
                 return (
                     f"queue {queue} would exceed its limit of {q.resource_limits[res]:g} of the pool's {res}"
                 )
-        pc = members[0].pc
         fractions = q.resource_limits_by_priority_class.get(pc.name, pc.maximum_resource_fraction_per_queue)
         if fractions:
-            res = would_exceed(self.alloc_pc[queue].get(pc.name, {}), req, self.total, fractions)
+            res = would_exceed(alloc_pc, req, total, fractions)
             if res:
                 return (
                     f"queue {queue} would exceed its limit of {fractions[res]:g} of the pool's {res} "
@@ -426,24 +436,26 @@ class PoolRound:
         return ""
 
     # ------------------------------------------------------------- placing
-    def _domains(self, members: list[JobRecord]) -> tuple[list[Domain], str]:
+    def _domains(self, members: list[JobRecord], pool: str | None = None) -> tuple[list[Domain], str]:
+        """Where ``members`` may land in ``pool`` (default: this round's pool), or why nowhere."""
         s = self.s
+        pool = pool or self.pool
         rec = members[0]
         g = s.gangs.get(rec.gang_key) if rec.job.is_gang else None
         if g is None:
-            return [(self.pool, None, None, None)], ""
+            return [(pool, None, None, None)], ""
         if g.domain is not None:
-            pool, cluster, key, value = g.domain
-            if pool != self.pool:
-                return [], f"gang already admitted in pool {pool}"
-            return [(pool, cluster, key, value)], ""
+            gpool, cluster, key, value = g.domain
+            if gpool != pool:
+                return [], f"gang already admitted in pool {gpool}"
+            return [(gpool, cluster, key, value)], ""
         label = g.uniformity_label or None
         indexed = self.config.indexed_node_labels
         if label is not None and label != CLUSTER_LABEL and indexed is not None and label not in indexed:
             return [], f"uniformity label {label} is not indexed"
         if label == CLUSTER_LABEL:
             label = None
-        domains = gang_domains(s.nodedb, self.pool, label)
+        domains = gang_domains(s.nodedb, pool, label)
         if not domains:
             return [], f"no nodes with uniformity label {label}"
         if g.min_resources:
@@ -474,43 +486,54 @@ class PoolRound:
             return "nothing"
         return f"{rs.format_resources(best[2], _shown(best[2]))} in cluster {best[1]}"
 
-    def _plan(self, queue: str, members: list[JobRecord]) -> tuple[Plan | None, str]:
+    def _plan(self, queue: str, members: list[JobRecord]) -> tuple[Plan | None, str, bool]:
+        """A placement, or why there is none and whether that verdict may be cached per shape."""
         s = self.s
         domains, why = self._domains(members)
         if not domains:
-            return None, why
+            return None, why, True
         for d in domains:
             plan = plan_without_preemption(s.nodedb, members, d)
             if plan is not None:
-                return plan, ""
+                return plan, "", True
         priority = members[0].pc.priority
         urgency = self.config.enable_urgency_preemption and s.nodedb.has_bound_below(self.pool, priority)
-        if urgency or self.rescheduled or self.evicted_nodes:
-            req = rs.total(m.requests for m in members)
-            proposed = self.drf.cost_with(self.alloc[queue], req) / self.weights[queue]
-
-            def fair_to_take(victim: JobRecord, pending: bool) -> bool:
-                # A job evicted this round and not rescheduled yet holds its room only until a job
-                # ordered before it needs the room (Armada's EvictedPriority): this gang reached the
-                # front of the ordering first, so taking it is fair. (Comparing the whole gang's cost
-                # with one victim's would refuse a gang the room of a fully evicted queue.) A job
-                # already rescheduled is taken only when the taking queue ends no costlier.
-                if pending:
-                    return True
-                q = victim.queue
-                return proposed <= self.drf.cost(self.alloc[q]) / self.weights[q] + 1e-12
-
-            policy = victim_policy(
-                self.config, self.evicted_nodes.keys(), self.rescheduled, s.jobs, queue, fair_to_take
-            )
+        if urgency or self.evicted:
+            # Placement without preemption in any pool comes before preemption in this one.
+            elsewhere = self._fits_elsewhere(members)
+            if elsewhere:
+                return None, f"fits in pool {elsewhere} without preempting anything", False
+            # A job evicted this round and not rescheduled yet holds its room only until a job
+            # ordered before it needs the room: this gang reached the front of the ordering first.
+            policy = victim_policy(self.config, self.evicted)
             best: Plan | None = None
             for d in domains:
                 plan = plan_with_preemption(s.nodedb, members, d, policy)
                 if plan is not None and better(plan, best):
                     best = plan
             if best is not None:
-                return best, ""
-        return None, self._no_fit_reason(members)
+                return best, "", True
+        return None, self._no_fit_reason(members), True
+
+    def _fits_elsewhere(self, members: list[JobRecord]) -> str:
+        """Another pool where ``members`` fit now without preempting anything, or "".
+
+        Pools are scheduled one after another (in name order); a job that would have to preempt
+        here but fits as it is in another pool waits for that pool instead.
+        """
+        nodedb = self.s.nodedb
+        allowed = members[0].pools
+        queue = members[0].queue
+        for pool in nodedb.pools():
+            if pool == self.pool or (allowed is not None and pool not in allowed):
+                continue
+            if self._queue_limit(queue, members, pool):
+                continue  # room there, but not for this queue
+            domains, _why = self._domains(members, pool)
+            for d in domains:
+                if plan_without_preemption(nodedb, members, d) is not None:
+                    return pool
+        return ""
 
     def _no_fit_reason(self, members: list[JobRecord]) -> str:
         nodedb = self.s.nodedb
@@ -580,13 +603,12 @@ class PoolRound:
             return
         queue = rec.queue
         pool = rec.pool
-        if rec.id in self.evicted_nodes:
+        if rec.id in self.evicted:
             # Evicted and not rescheduled: the round already took it out of the allocation.
-            del self.evicted_nodes[rec.id]
+            del self.evicted[rec.id]
         elif queue in self.alloc and pool == self.pool:
             rs.sub_into(self.alloc[queue], rec.requests)
             rs.sub_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
-        self.rescheduled.discard(rec.id)
         s._drop(rec)  # nodedb.unbind is a no-op for a job the eviction already unbound
         self.result.preempted[rec.id] = reason
         if pool == self.pool and queue in self.reports:
@@ -594,13 +616,12 @@ class PoolRound:
 
     def _reschedule(self, queue: str, members: list[JobRecord]) -> None:
         """An evicted gang goes back onto its own nodes if nobody took its room, all or nothing."""
-        if not all(rec.id in self.evicted_nodes and rec.state is JobState.RUNNING for rec in members):
+        if not all(rec.id in self.evicted and rec.state is JobState.RUNNING for rec in members):
             return
         for rec in members:
             rs.add_into(self.alloc[queue], rec.requests)
             rs.add_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
-            self.rescheduled.add(rec.id)
-            del self.evicted_nodes[rec.id]
+            del self.evicted[rec.id]
 
     # -------------------------------------------------------------- finish
     def _finish(
@@ -608,11 +629,11 @@ class PoolRound:
     ) -> None:
         s = self.s
         # Every evicted gang was offered its room back; anything still pending kept it.
-        for job_id in sorted(self.evicted_nodes):
+        for job_id in sorted(self.evicted):
             rec = s.jobs.get(job_id)
             if rec is not None and rec.state is JobState.RUNNING:
                 rs.add_into(self.alloc[rec.queue], rec.requests)
-        self.evicted_nodes.clear()
+        self.evicted.clear()
         for it in iterators.values():
             if it.stop_reason:
                 it.mark_remaining(it.stop_reason)

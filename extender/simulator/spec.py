@@ -2,7 +2,7 @@
 
 Keys are camelCase as in Armada's YAML files. ClusterSpec accepts both layouts Armada has used:
 ``clusters: [{name, pool, nodeTemplates}]`` (current) and
-``pools: [{name, clusterGroups: [{clusters: [...]}]}]`` (older files such as ``tinyCluster.yaml``).
+``pools: [{name, clusterGroups: [{clusters: [...]}]}]`` (older files such as ``cpu_1_1_2.yaml``).
 Unknown keys are errors in cluster and workload files (they are almost always typos); the
 SchedulingConfig accepts Armada's many keys the core does not use, with a warning.
 """
@@ -18,11 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from extender.core.resources import QuantityError, parse_quantity
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_SECONDS = re.compile(r"\d+(?:\.\d*)?|\.\d+")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_duration(value: Any) -> float:
-    """Go duration ("1h30m", "36s", "5m") or a number of seconds -> seconds."""
+    """Go duration ("1h30m", "36s", "5m") or a number of seconds (90, "720000") -> seconds."""
     if isinstance(value, bool):
         raise ValueError("expected a duration such as 30s, 5m or 1h30m")
     if isinstance(value, int | float):
@@ -32,6 +33,8 @@ def parse_duration(value: Any) -> float:
     text = str(value).strip()
     if text in ("0", ""):
         return 0.0
+    if _SECONDS.fullmatch(text):
+        return float(text)  # a bare number: seconds (e.g. --until 720000)
     pos = 0
     total = 0.0
     for m in _DURATION_PART.finditer(text):

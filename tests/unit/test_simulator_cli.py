@@ -19,13 +19,23 @@ WORKLOAD = str(DATA / "workloads" / "basicWorkload.yaml")
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("5m", 300), ("36s", 36), ("1h30m", 5400), ("1.5h", 5400), ("250ms", 0.25), (90, 90), ("0", 0)],
+    [
+        ("5m", 300),
+        ("36s", 36),
+        ("1h30m", 5400),
+        ("1.5h", 5400),
+        ("250ms", 0.25),
+        (90, 90),
+        ("0", 0),
+        ("720000", 720000),
+        ("1.5", 1.5),
+    ],
 )
 def test_parse_duration(text: str | int, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("bad", ["5 minutes", "m5", "-3s", "1d"])
+@pytest.mark.parametrize("bad", ["5 minutes", "m5", "-3s", "1d", "-60", "1e3", "nan"])
 def test_parse_duration_rejects(bad: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(bad)
@@ -46,8 +56,9 @@ def test_table_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert row.split()[2:5] == ["10", "10", "0"]
 
 
-def test_jsonl_to_stdout_and_until(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--clusters", CLUSTERS, "--workload", WORKLOAD, "--until", "60s"]) == 0
+@pytest.mark.parametrize("until", ["60s", "60", "1m"])
+def test_jsonl_to_stdout_and_until(capsys: pytest.CaptureFixture[str], until: str) -> None:
+    assert main(["--clusters", CLUSTERS, "--workload", WORKLOAD, "--until", until]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     cycles = [r for r in records if r["type"] == "cycle"]
     jobs = [r for r in records if r["type"] == "job"]
