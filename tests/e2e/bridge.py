@@ -75,7 +75,9 @@ REMOTES = ("remote-1", "remote-2")
 
 def free_in_remotes(api: Api, resource: str = "cpu", clusters: tuple[str, ...] = REMOTES) -> int:
     """Whole units of `resource` free on the remote clusters' schedulable nodes (allocatable minus
-    what live pods take), so a test can size itself to whatever else runs on the environment."""
+    what live pods take), so a test can size itself to whatever else runs on the environment.
+    Namespaces being deleted (earlier tests) are waited for first: their pods are going."""
+    wait_settled(api)
     free = 0
     for cluster in clusters:
         core = k8s.CoreV1Api(api(cluster))
@@ -86,3 +88,19 @@ def free_in_remotes(api: Api, resource: str = "cpu", clusters: tuple[str, ...] =
             if p.spec.node_name in names and p.status.phase not in ("Succeeded", "Failed"):
                 free -= pod_usage(api(cluster).sanitize_for_serialization(p)).get(resource, 0)
     return max(0, free) // 1000
+
+
+def wait_settled(api: Api, timeout: float = 300) -> None:
+    """Wait until no namespace is being deleted in any cluster (what it held is then free)."""
+
+    def terminating() -> list[str]:
+        return [
+            f"{c}/{ns.metadata.name}"
+            for c in ("front", *REMOTES)
+            for ns in k8s.CoreV1Api(api(c)).list_namespace().items
+            if ns.status.phase == "Terminating"
+        ]
+
+    wait_for(
+        "namespaces of earlier tests deleted", lambda: not terminating() or None, timeout=timeout, interval=1
+    )
