@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -224,6 +225,14 @@ class KubeletApi:
         if remote is None:
             return web.Response(status=404, text=f"pod {ns}/{name} has no remote pod on node {node}\n")
         log.info("%s %s/%s%s for %s", kind, ns, name, f" ({container})" if container else "", user.name)
+        if kind == "run" and not streams.is_upgrade(request.headers):
+            # As the kubelet reads it: one `cmd` parameter, split on white space.
+            command = request.query.get("cmd", "").split() or request.query.getall("command", [])
+            try:
+                output = await streams.run(remote, ns, name, container or "", command)
+            except (aiohttp.ClientError, OSError, TimeoutError) as e:
+                return web.Response(status=502, text=f"remote exec failed: {e}\n")
+            return web.Response(body=output, content_type="text/plain")
         return await streams.relay(request, remote.config, kind, ns, name, container)
 
     async def _proxy(
