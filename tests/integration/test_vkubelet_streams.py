@@ -72,6 +72,20 @@ def test_exec_output_and_exit_code(vkubelet: Environment, namespace: str, runnin
     assert r.returncode == 0, r.stderr
     assert r.stdout == "from stdin\n"
 
+    # The kubelet's /run (the output in one answer), called as the front apiserver does (its
+    # client certificate).
+    pki = vkubelet.kwok_workdir / "clusters" / "front" / "pki"
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.load_cert_chain(pki / "admin.crt", pki / "admin.key")
+    req = urllib.request.Request(
+        f"https://127.0.0.1:{vkubelet_setup.kubelet_port(vkubelet)}/run/{namespace}/{running}/main?cmd=echo+run-ok",
+        method="POST",
+    )
+    with urllib.request.urlopen(req, context=ctx, timeout=20) as resp:
+        assert resp.read() == b"run-ok\n"
+
 
 def test_exec_with_a_tty(vkubelet: Environment, namespace: str, running: str) -> None:  # noqa: F811
     master, slave = pty.openpty()
