@@ -39,6 +39,7 @@ ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
 SECRET_PREFIX = "front-api-"
 REFRESH_FRACTION = 0.8
 RESYNC_SECONDS = 60.0
+CA_CACHE_SECONDS = 60.0
 TOKENREQUEST = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 
 
@@ -171,6 +172,7 @@ class FrontTokens:
         self.spec = spec
         self.on_error = on_error
         self.queue = WorkQueue(f"tokens/{cluster}")
+        self._ca: dict[str, tuple[float, str]] = {}  # namespace -> (when read, front CA)
         secrets.add_handler(lambda _kind, s: self.queue.add(_key(s)))
         front_pods.add_handler(self._on_front_pod)
 
@@ -226,8 +228,16 @@ class FrontTokens:
         return token_secret(front, str(status.get("token", "")), ca, renew)
 
     async def _front_ca(self, namespace: str) -> str:
+        """The front CA as the front's kubelet would mount it (kube-root-ca.crt of the namespace)."""
+        hit = self._ca.get(namespace)
+        t = asyncio.get_running_loop().time()
+        if hit is not None and t - hit[0] < CA_CACHE_SECONDS:
+            return hit[1]
         cm = await self.front.get_or_none(CONFIGMAPS, ROOT_CA_CONFIGMAP, namespace)
-        return str(((cm or {}).get("data") or {}).get("ca.crt", ""))
+        ca = str(((cm or {}).get("data") or {}).get("ca.crt", ""))
+        if ca:
+            self._ca[namespace] = (t, ca)
+        return ca
 
     # ---------------------------------------------------------------- renewal and deletion
     async def run(self, workers: int = 2) -> None:
