@@ -137,6 +137,21 @@ async def _open(config: KubeConfig) -> tuple[asyncio.StreamReader, asyncio.Strea
     return reader, writer, u.netloc
 
 
+class _Hijacked(asyncio.StreamReaderProtocol):
+    """Our protocol on a taken-over connection; its end is still reported to aiohttp's protocol,
+    so aiohttp forgets the connection."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, previous: asyncio.BaseProtocol, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        super().__init__(reader, loop=loop)
+        self._previous = previous
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self._previous.connection_lost(exc)
+
+
 def _hijack(request: web.Request) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Take the request's connection away from aiohttp's HTTP parser (aiohttp upgrades only to
     WebSocket): from here on, its bytes go to a stream reader of ours."""
@@ -145,7 +160,7 @@ def _hijack(request: web.Request) -> tuple[asyncio.StreamReader, asyncio.StreamW
         raise ConnectionResetError("client went away")
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=CHUNK, loop=loop)
-    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+    protocol = _Hijacked(reader, transport.get_protocol(), loop)
     transport.set_protocol(protocol)
     protocol.connection_made(transport)
     return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
