@@ -251,12 +251,15 @@ async def _error_body(reader: asyncio.StreamReader, head: Head) -> bytes:
 
 async def run(remote: Kube, namespace: str, pod: str, container: str, command: list[str]) -> bytes:
     """The kubelet's `/run` (a command's output in one answer): an exec on the remote pod over
-    WebSocket (v4.channel.k8s.io: channel 1 stdout, 2 stderr, 3 the final status)."""
+    WebSocket (v5.channel.k8s.io, which kube-apiserver translates for the remote kubelet: channel 1
+    stdout, 2 stderr, 3 the final status)."""
     query = [("container", container), ("stdout", "true"), ("stderr", "true")]
     query += [("command", c) for c in command]
     url = f"{remote.config.server}/api/v1/namespaces/{namespace}/pods/{pod}/exec?{urlencode(query)}"
     out = bytearray()
-    async with remote.session.ws_connect(url, protocols=("v4.channel.k8s.io",), method="GET") as ws:
+    async with remote.session.ws_connect(
+        url, protocols=("v5.channel.k8s.io", "v4.channel.k8s.io"), method="GET"
+    ) as ws:
         async for msg in ws:
             if msg.type != aiohttp.WSMsgType.BINARY or not msg.data:
                 continue

@@ -31,6 +31,12 @@ REMOTE_LOG_LINES = (
 )
 
 
+def remote_attach_log(state_dir: Path) -> Path:
+    """What `kubectl attach` on a simulated remote container shows: lines appended to this file
+    (CRI log format) while attached."""
+    return state_dir / "vkubelet" / "remote-attach.log"
+
+
 def remote_exec_dir(state_dir: Path) -> Path:
     """Where `kubectl exec` on a simulated remote container runs its command (a local directory)."""
     return state_dir / "vkubelet" / "remote-exec"
@@ -39,7 +45,8 @@ def remote_exec_dir(state_dir: Path) -> Path:
 def remote_kwok_config(state_dir: Path) -> list[dict[str, Any]]:
     """Extra kwokctl documents for remote clusters, served by KWOK from its kubelet port, which the
     remote kube-apiserver proxies the pod subresources to:
-    - ClusterLogs: every container "printed" REMOTE_LOG_LINES (`pods/log`; `attach` replays them);
+    - ClusterLogs: every container "printed" REMOTE_LOG_LINES (`pods/log`);
+    - ClusterAttach: `pods/attach` follows remote_attach_log from its end;
     - ClusterExec: `pods/exec` runs the command locally, in remote_exec_dir (so `kubectl cp` with a
       relative path lands there);
     - ClusterPortForward: every port of every pod echoes what it receives (`cat`)."""
@@ -54,6 +61,8 @@ def remote_kwok_config(state_dir: Path) -> list[dict[str, Any]]:
         )
     exec_dir = remote_exec_dir(state_dir)
     exec_dir.mkdir(parents=True, exist_ok=True)
+    attach_log = remote_attach_log(state_dir)
+    attach_log.touch()
     return [
         {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
@@ -73,7 +82,7 @@ def remote_kwok_config(state_dir: Path) -> list[dict[str, Any]]:
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
             "kind": "ClusterAttach",
             "metadata": {"name": "armada-bridge-remote-attach"},
-            "spec": {"attaches": [{"logsFile": str(log_file)}]},
+            "spec": {"attaches": [{"logsFile": str(attach_log)}]},
         },
         {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
