@@ -199,6 +199,7 @@ class ClusterAgent:
             remote,
             token_secrets,
             front_pods,
+            remote_pods,
             pods,
             lambda: self.spec.front_api,
             self.on_remote_error,

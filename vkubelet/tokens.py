@@ -160,6 +160,7 @@ class FrontTokens:
         remote: Kube,
         secrets: Informer,
         front_pods: Informer,
+        remote_pods: Informer,
         pods: Pods,
         spec: Callable[[], FrontApi],
         on_error: Callable[[str], None],
@@ -175,11 +176,18 @@ class FrontTokens:
         self._ca: dict[str, tuple[float, str]] = {}  # namespace -> (when read, front CA)
         secrets.add_handler(lambda _kind, s: self.queue.add(_key(s)))
         front_pods.add_handler(self._on_front_pod)
+        remote_pods.add_handler(self._on_remote_pod)
 
     def _on_front_pod(self, kind: str, pod: Obj) -> None:
         if kind == "DELETED" or pod_status.is_terminal(pod) or pod["metadata"].get("deletionTimestamp"):
             md = pod["metadata"]
             self.queue.add(f"{md['namespace']}/{secret_name(md['uid'])}")
+
+    def _on_remote_pod(self, kind: str, pod: Obj) -> None:
+        """A new remote pod owns its Secret (created just before it)."""
+        uid = (pod["metadata"].get("labels") or {}).get(keys.FRONT_UID)
+        if kind == "ADDED" and uid:
+            self.queue.add(f"{pod['metadata']['namespace']}/{secret_name(uid)}")
 
     # ---------------------------------------------------------------- pod creation
     async def prepare(self, front: Obj, body: Obj) -> Obj:
