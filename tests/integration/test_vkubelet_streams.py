@@ -147,6 +147,18 @@ def test_exec_with_a_tty(vkubelet: Environment, namespace: str, running: str) ->
     assert "33 101" in text  # the terminal size travelled (kubectl sends it as a resize)
 
 
+def _stop_processes_in(directory: Path) -> None:
+    """Kill the processes whose working directory is `directory` (commands KWOK ran for a test)."""
+    for proc_dir in Path("/proc").iterdir():
+        if not proc_dir.name.isdigit():
+            continue
+        try:
+            if Path(os.readlink(proc_dir / "cwd")) == directory:
+                os.kill(int(proc_dir.name), 9)
+        except OSError:
+            continue
+
+
 def test_cp_both_ways(vkubelet: Environment, namespace: str, running: str, tmp_path: Path) -> None:  # noqa: F811
     exec_dir = vkubelet_setup.remote_exec_dir(vkubelet.state_dir)  # where KWOK's "container" runs
     name = f"{namespace}.bin"
@@ -175,6 +187,7 @@ def test_cp_both_ways(vkubelet: Environment, namespace: str, running: str, tmp_p
     finally:
         proc.kill()
         proc.wait(10)
+        _stop_processes_in(exec_dir)  # the tar KWOK left waiting for the end of its stdin
     try:
         # From the pod: `tar cf -` in the container, complete.
         (exec_dir / name).write_bytes(b"bytes from the pod\n")
