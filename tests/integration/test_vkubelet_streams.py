@@ -121,7 +121,9 @@ def test_exec_with_a_tty(vkubelet: Environment, namespace: str, running: str) ->
         "--",
         "sh",
         "-c",
-        "test -t 0 && echo is-a-tty; stty size; exit 5",
+        # KWOK v0.8.0 drops what a TTY process prints before its pty tunnel runs or after the
+        # process ends (also when kubectl talks to the remote cluster directly): wait at both ends.
+        "sleep 1; test -t 0 && echo is-a-tty; stty size; sleep 1; exit 5",
     ]
     proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
     os.close(slave)
