@@ -23,7 +23,7 @@ from vkubelet.events import Recorder
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import Mirrors
 from vkubelet.remotecluster import HostAccess, RemoteClusterSpec
-from vkubelet.tokens import FrontTokens
+from vkubelet.tokens import FrontTokens, TokenUnavailable
 from vkubelet.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -302,7 +302,11 @@ class PodController:
             return
         body = podspec.remote_pod(front)
         if self.tokens is not None:
-            body = await self.tokens.prepare(front, body)
+            try:
+                body = await self.tokens.prepare(front, body)
+            except TokenUnavailable as e:
+                await self._wait(front, "FrontTokenWaiting", str(e))
+                return
         try:
             created = await self.remote.create(PODS, body)
         except ApiError as e:

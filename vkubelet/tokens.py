@@ -43,6 +43,10 @@ CA_CACHE_SECONDS = 60.0
 TOKENREQUEST = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 
 
+class TokenUnavailable(Exception):
+    """The front apiserver refused the token (no such ServiceAccount, no right to ask): the pod waits."""
+
+
 @dataclass(frozen=True)
 class Endpoint:
     host: str
@@ -192,7 +196,7 @@ class FrontTokens:
     # ---------------------------------------------------------------- pod creation
     async def prepare(self, front: Obj, body: Obj) -> Obj:
         """The remote pod to create for `front`, with the front API when the RemoteCluster wants it
-        (its Secret created first, so the pod starts with its token)."""
+        (its Secret created first, so the pod starts with its token). TokenUnavailable: not yet."""
         spec = self.spec()
         if not spec.enabled:
             return body
@@ -202,7 +206,15 @@ class FrontTokens:
         md = front["metadata"]
         name = secret_name(md["uid"])
         if self.secrets.get(name, md["namespace"]) is None:
-            secret = await self._issue(front, volume, spec)
+            try:
+                secret = await self._issue(front, volume, spec)
+            except ApiError as e:
+                if e.status not in (400, 403, 404, 422):
+                    raise
+                sa = front["spec"].get("serviceAccountName") or "default"
+                raise TokenUnavailable(
+                    f"no front token for ServiceAccount {md['namespace']}/{sa}: {e.message}"
+                ) from e
             try:
                 created = await self.remote.create(SECRETS, secret)
                 self.secrets.cache[f"{md['namespace']}/{name}"] = created
