@@ -61,6 +61,9 @@ CORDONED_BY_SPEC = f"{GROUP}/cordoned-by-remotecluster"
 REMOTECLUSTER_FINALIZER = f"{GROUP}/vkubelet-cleanup"
 # Mirrored ConfigMaps/Secrets/Services/ServiceAccounts in a remote cluster: the front object's UID.
 FRONT_OBJECT_UID = f"{GROUP}/front-object-uid"
+# Remote Secret holding the front API credentials of one remote pod (token, ca.crt, namespace); it
+# carries FRONT_UID (the front pod's UID) as label. Annotation: when the token is renewed (RFC 3339).
+FRONT_API_REFRESH_AT = f"{GROUP}/front-api-token-refresh-at"
 # Default key of the kubeconfig in a RemoteCluster's Secret.
 KUBECONFIG_SECRET_KEY = "kubeconfig"
 

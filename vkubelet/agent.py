@@ -38,6 +38,7 @@ from vkubelet.node import Capacity, NodeClient, node_status, remote_capacity, st
 from vkubelet.pods import PodController
 from vkubelet.remotecluster import REMOTECLUSTERS, RemoteClusterSpec
 from vkubelet.status import is_terminal
+from vkubelet.tokens import FrontTokens
 from vkubelet.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -189,6 +190,21 @@ class ClusterAgent:
             self.recorder,
             self.on_remote_error,
         )
+        token_secrets = Informer(
+            remote, SECRETS, label_selector=keys.FRONT_UID, name=f"{self.name}/front-api-tokens"
+        )
+        tokens = FrontTokens(
+            self.name,
+            self.front,
+            remote,
+            token_secrets,
+            front_pods,
+            remote_pods,
+            pods,
+            lambda: self.spec.front_api,
+            self.on_remote_error,
+        )
+        pods.tokens = tokens
         self.pods = pods
         self.mirrors = mirrors
         self.nodes, self.foreign_pods, self.remote_pods = nodes, foreign_pods, remote_pods
@@ -199,6 +215,7 @@ class ClusterAgent:
             nodes,
             namespaces,
             events,
+            token_secrets,
             *managed.values(),
         ]
         events.add_handler(self._on_remote_event)
@@ -215,6 +232,7 @@ class ClusterAgent:
             self._synced.set()
             tasks.append(asyncio.create_task(pods.run(self.workers), name=f"{self.name}/pods"))
             tasks.append(asyncio.create_task(self._mirror_loop(), name=f"{self.name}/mirrors"))
+            tasks.append(asyncio.create_task(tokens.run(), name=f"{self.name}/tokens"))
             tasks.append(
                 asyncio.create_task(
                     self.event_queue.run(self._reflect, EVENT_WORKERS), name=f"{self.name}/events"

@@ -1,9 +1,12 @@
-"""The kubelet API of the virtual nodes (TLS): `kubectl logs` on front pods, proxied to the remote pod.
+"""The kubelet API of the virtual nodes (TLS): `kubectl logs` on front pods, proxied to the remote pod;
+`kubectl exec|attach|port-forward|cp`, relayed to the remote pod (vkubelet/streams.py).
 
 Callers are authenticated as the kubelet does it: a client certificate signed by the front
 cluster's client CA, or a bearer token checked with a TokenReview; anonymous requests get 401.
 They are then authorized with a SubjectAccessReview on the node's subresource (containerLogs:
-nodes/proxy, like the kubelet); a denied request gets 403.
+nodes/proxy with verb get; exec, attach, portForward and run: nodes/proxy with verb create for POST
+and get for GET, like the kubelet); a denied request gets 403. End users are authorized on
+pods/exec|attach|portforward by the front apiserver before it calls here.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from armada_bridge.kube import PODS, ApiError, Kube, Resource
+from vkubelet import streams
 from vkubelet.metrics import METRICS
 
 log = logging.getLogger(__name__)
@@ -138,6 +143,15 @@ class KubeletApi:
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self.container_logs)
+        for kind in streams.SUBRESOURCES:
+            with_container = kind != "portForward"
+            tail = "/{container}" if with_container else ""
+            for path in (
+                f"/{kind}/{{namespace}}/{{pod}}{tail}",
+                f"/{kind}/{{namespace}}/{{pod}}/{{uid}}{tail}",
+            ):
+                app.router.add_route("GET", path, self.stream)
+                app.router.add_route("POST", path, self.stream)
         app.router.add_get("/metrics", self.metrics)
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/readyz", self.readyz)
@@ -190,6 +204,36 @@ class KubeletApi:
         params = {k: request.query[k] for k in LOG_PARAMS if k in request.query}
         params["container"] = container
         return await self._proxy(request, remote, f"/api/v1/namespaces/{ns}/pods/{name}/log", params)
+
+    async def stream(self, request: web.Request) -> web.StreamResponse:
+        """exec, attach, portForward (and run, as exec): authorized like the kubelet, then relayed."""
+        user = await self._authenticated(request)
+        if isinstance(user, web.Response):
+            return user
+        kind = request.path.split("/")[1]
+        ns, name = request.match_info["namespace"], request.match_info["pod"]
+        container = request.match_info.get("container")
+        pod = await self.front.get_or_none(PODS, name, ns)
+        if pod is None or request.match_info.get("uid", pod["metadata"]["uid"]) != pod["metadata"]["uid"]:
+            return web.Response(status=404, text=f"pod {ns}/{name} not found\n")
+        node = (pod.get("spec") or {}).get("nodeName") or ""
+        verb = "create" if request.method == "POST" else "get"
+        allowed, _ = await self.auth.authorize(user, verb, node, "proxy")
+        if not allowed:
+            return _forbidden(user, verb, node, "proxy")
+        remote = self.agents.remote_for(node, pod["metadata"]["uid"])
+        if remote is None:
+            return web.Response(status=404, text=f"pod {ns}/{name} has no remote pod on node {node}\n")
+        log.info("%s %s/%s%s for %s", kind, ns, name, f" ({container})" if container else "", user.name)
+        if kind == "run" and not streams.is_upgrade(request.headers):
+            # As the kubelet reads it: one `cmd` parameter, split on white space.
+            command = request.query.get("cmd", "").split() or request.query.getall("command", [])
+            try:
+                output = await streams.run(remote, ns, name, container or "", command)
+            except (aiohttp.ClientError, OSError, TimeoutError) as e:
+                return web.Response(status=502, text=f"remote exec failed: {e}\n")
+            return web.Response(body=output, content_type="text/plain")
+        return await streams.relay(request, remote.config, kind, ns, name, container)
 
     async def _proxy(
         self, request: web.Request, remote: Kube, path: str, params: dict[str, str]

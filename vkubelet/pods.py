@@ -24,6 +24,7 @@ from vkubelet.events import Recorder
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import Mirrors
 from vkubelet.remotecluster import HostAccess, RemoteClusterSpec
+from vkubelet.tokens import FrontTokens, TokenUnavailable
 from vkubelet.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ class PodController:
         self.remote_key: dict[str, str] = {}  # front pod UID -> namespace/name of its remote pod
         self.last_remote: dict[str, Obj] = {}  # front pod UID -> last state of a deleted remote pod
         self._warned: dict[str, str] = {}  # front pod UID -> last waiting message (one Event per change)
+        self.tokens: FrontTokens | None = None  # the front API in remote pods (vkubelet/tokens.py)
         front_pods.add_handler(self._on_front)
         remote_pods.add_handler(self._on_remote)
 
@@ -362,6 +364,12 @@ class PodController:
             await self._wait(front, "MirrorWaiting", f"waiting for {', '.join(problems)} (front cluster)")
             return
         body = podspec.remote_pod(front)
+        if self.tokens is not None:
+            try:
+                body = await self.tokens.prepare(front, body)
+            except TokenUnavailable as e:
+                await self._wait(front, "FrontTokenWaiting", str(e))
+                return
         try:
             created = await self.remote.create(PODS, body)
         except ApiError as e:

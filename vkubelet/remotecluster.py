@@ -28,6 +28,20 @@ class SecretRef(BaseModel):
     key: str = keys.KUBECONFIG_SECRET_KEY
 
 
+class FrontApi(BaseModel):
+    """What remote pods see as their Kubernetes API (issue 10): the front's, or the remote's own."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    # True: a pod that mounts a ServiceAccount token gets a token of its front ServiceAccount, the
+    # front CA and KUBERNETES_SERVICE_HOST/PORT of the front endpoint. False: the remote cluster's.
+    enabled: bool = True
+    # The front apiserver as reachable from the remote pods (default: the vkubelet's own front URL).
+    host: str = ""
+    port: int = Field(default=443, ge=1, le=65535)
+    token_expiration_seconds: int = Field(default=3600, ge=600, alias="tokenExpirationSeconds")
+
+
 class RemoteClusterSpec(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
@@ -36,6 +50,7 @@ class RemoteClusterSpec(BaseModel):
     cordoned: bool = False
     host_access: HostAccess = Field(default=HostAccess.DENY, alias="hostAccess")
     unschedulable_seconds: int = Field(default=120, ge=1, le=86400, alias="unschedulableSeconds")
+    front_api: FrontApi = Field(default_factory=FrontApi, alias="frontAPI")
 
 
 def parse_spec(obj: dict[str, Any]) -> RemoteClusterSpec:

@@ -7,6 +7,7 @@ import base64
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import yaml
 from kubernetes import client as k8s
@@ -30,9 +31,25 @@ REMOTE_LOG_LINES = (
 )
 
 
+def remote_attach_log(state_dir: Path) -> Path:
+    """What `kubectl attach` on a simulated remote container shows: lines appended to this file
+    (CRI log format) while attached."""
+    return state_dir / "vkubelet" / "remote-attach.log"
+
+
+def remote_exec_dir(state_dir: Path) -> Path:
+    """Where `kubectl exec` on a simulated remote container runs its command (a local directory)."""
+    return state_dir / "vkubelet" / "remote-exec"
+
+
 def remote_kwok_config(state_dir: Path) -> list[dict[str, Any]]:
-    """Extra kwokctl documents for remote clusters: a ClusterLogs for every pod (KWOK serves it
-    from its kubelet port, which the remote kube-apiserver proxies `pods/log` to)."""
+    """Extra kwokctl documents for remote clusters, served by KWOK from its kubelet port, which the
+    remote kube-apiserver proxies the pod subresources to:
+    - ClusterLogs: every container "printed" REMOTE_LOG_LINES (`pods/log`);
+    - ClusterAttach: `pods/attach` follows remote_attach_log from its end;
+    - ClusterExec: `pods/exec` runs the command locally, in remote_exec_dir (so `kubectl cp` with a
+      relative path lands there);
+    - ClusterPortForward: every port of every pod echoes what it receives (`cat`)."""
     log_file = state_dir / "vkubelet" / "remote-container.log"
     if not log_file.is_file():
         log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -42,6 +59,10 @@ def remote_kwok_config(state_dir: Path) -> list[dict[str, Any]]:
                 for i, line in enumerate(REMOTE_LOG_LINES)
             )
         )
+    exec_dir = remote_exec_dir(state_dir)
+    exec_dir.mkdir(parents=True, exist_ok=True)
+    attach_log = remote_attach_log(state_dir)
+    attach_log.touch()
     return [
         {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
@@ -50,7 +71,25 @@ def remote_kwok_config(state_dir: Path) -> list[dict[str, Any]]:
             "spec": {
                 "logs": [{"logsFile": str(log_file), "previousLogsFile": str(log_file), "follow": True}]
             },
-        }
+        },
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterExec",
+            "metadata": {"name": "armada-bridge-remote-exec"},
+            "spec": {"execs": [{"local": {"workDir": str(exec_dir)}}]},
+        },
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterAttach",
+            "metadata": {"name": "armada-bridge-remote-attach"},
+            "spec": {"attaches": [{"logsFile": str(attach_log)}]},
+        },
+        {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterPortForward",
+            "metadata": {"name": "armada-bridge-remote-port-forward"},
+            "spec": {"forwards": [{"command": ["cat"]}]},
+        },
     ]
 
 
@@ -104,12 +143,17 @@ def _upsert_secret(core: k8s.CoreV1Api, name: str, kubeconfig: dict[str, Any]) -
         core.create_namespaced_secret(keys.SYSTEM_NAMESPACE, body)
 
 
-def _upsert_remote_cluster(custom: k8s.CustomObjectsApi, name: str, secret: str) -> None:
+def _upsert_remote_cluster(custom: k8s.CustomObjectsApi, name: str, secret: str, front_server: str) -> None:
+    # Remote pods reach the front apiserver where the vkubelet does (loopback, in the dev environment).
+    front = urlsplit(front_server)
     body = {
         "apiVersion": keys.API_VERSION,
         "kind": "RemoteCluster",
         "metadata": {"name": name},
-        "spec": {"kubeconfigSecret": {"name": secret}},
+        "spec": {
+            "kubeconfigSecret": {"name": secret},
+            "frontAPI": {"host": front.hostname or "", "port": front.port or 443},
+        },
     }
     try:
         custom.create_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters", body)
@@ -169,7 +213,7 @@ def setup(env: Environment, bins: Binaries) -> None:
                 continue
             secret = f"{name}-kubeconfig"
             _upsert_secret(core, secret, inline_kubeconfig(kubeconfig))
-            _upsert_remote_cluster(custom, name, secret)
+            _upsert_remote_cluster(custom, name, secret, env.cluster(FRONT, bins).server())
     c = component(env)
     env.supervisor.ensure(c)
     env.supervisor.wait_ready(c)

@@ -1,0 +1,358 @@
+"""kubectl exec / attach / port-forward / cp on front pods, on the real path:
+kubectl -> front kube-apiserver -> vkubelet kubelet API -> remote kube-apiserver -> KWOK (local commands)."""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import os
+import pty
+import select
+import socket
+import ssl
+import struct
+import subprocess
+import termios
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+
+from armada_bridge.dev import binaries, vkubelet_setup
+from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.kwok_cluster import free_ports
+from tests.integration.test_vkubelet_pods import (  # noqa: F401  (fixtures)
+    bound_pod,
+    front,
+    phases,
+    remote1,
+    vkubelet,
+)
+from tests.support import wait_for
+
+
+def kubectl(
+    env: Environment,
+    *args: str,
+    kubeconfig: Path | None = None,
+    stdin: str | None = None,
+    timeout: float = 30,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(binaries.expected().kubectl), "--kubeconfig", str(kubeconfig or env.kubeconfig("front")), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def running(vkubelet: Environment, front: k8s.CoreV1Api, namespace: str) -> Iterator[str]:  # noqa: F811
+    front.create_namespaced_pod(namespace, bound_pod("shell", "remote-1"))
+    wait_for("pod Running", lambda: phases(front, namespace).get("shell") == "Running", timeout=30)
+    yield "shell"
+
+
+def test_exec_output_and_exit_code(vkubelet: Environment, namespace: str, running: str) -> None:  # noqa: F811
+    r = kubectl(
+        vkubelet, "exec", "-n", namespace, running, "--", "sh", "-c", "echo hi; echo oops >&2; exit 3"
+    )
+    assert r.stdout == "hi\n"
+    assert "oops" in r.stderr
+    # The exit status is what the remote kubelet writes on the error channel, relayed untouched. A
+    # real kubelet reports NonZeroExitCode with ExitCode=3 (kubectl exits 3); KWOK v0.8.0 wraps the
+    # process error and reports InternalError "... exit status 3" (kubectl exits 1).
+    assert r.returncode != 0 and "exit status 3" in r.stderr, r.stderr
+    r = kubectl(vkubelet, "exec", "-n", namespace, running, "--", "sh", "-c", "echo fine; exit 0")
+    assert (r.returncode, r.stdout) == (0, "fine\n"), r.stderr
+
+    # stdin (one line: KWOK v0.8.0 never passes the end of stdin on to the process, even when
+    # kubectl talks to the remote cluster directly).
+    r = kubectl(
+        vkubelet,
+        "exec",
+        "-i",
+        "-n",
+        namespace,
+        running,
+        "--",
+        "sh",
+        "-c",
+        "read l; echo got:$l",
+        stdin="abc\n",
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "got:abc\n"
+
+    # The kubelet's /run (the output in one answer), called as the front apiserver does (its
+    # client certificate).
+    pki = vkubelet.kwok_workdir / "clusters" / "front" / "pki"
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.load_cert_chain(pki / "admin.crt", pki / "admin.key")
+    req = urllib.request.Request(
+        f"https://127.0.0.1:{vkubelet_setup.kubelet_port(vkubelet)}/run/{namespace}/{running}/main?cmd=echo+run-ok",
+        method="POST",
+    )
+    with urllib.request.urlopen(req, context=ctx, timeout=20) as resp:
+        assert resp.read() == b"run-ok\n"
+
+
+def test_exec_with_a_tty(vkubelet: Environment, namespace: str, running: str) -> None:  # noqa: F811
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
+    argv = [
+        str(binaries.expected().kubectl),
+        "--kubeconfig",
+        str(vkubelet.kubeconfig("front")),
+        "exec",
+        "-it",
+        "-n",
+        namespace,
+        running,
+        "--",
+        "sh",
+        "-c",
+        # KWOK v0.8.0 drops what a TTY process prints before its pty tunnel runs or after the
+        # process ends (also when kubectl talks to the remote cluster directly): wait at both ends.
+        "sleep 1; test -t 0 && echo is-a-tty; stty size; sleep 1; exit 5",
+    ]
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    out = b""
+    try:
+        deadline = time.monotonic() + 30
+        while proc.poll() is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    out += os.read(master, 4096)
+                except OSError:
+                    break
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    text = out.decode(errors="replace")
+    # The exit status as the remote kubelet reports it (KWOK: InternalError "exit status 5").
+    assert proc.returncode != 0 and "exit status 5" in text, text
+    assert "is-a-tty" in text
+    assert "33 101" in text  # the terminal size travelled (kubectl sends it as a resize)
+
+
+def _stop_processes_in(directory: Path) -> None:
+    """Kill the processes whose working directory is `directory` (commands KWOK ran for a test)."""
+    for proc_dir in Path("/proc").iterdir():
+        if not proc_dir.name.isdigit():
+            continue
+        try:
+            if Path(os.readlink(proc_dir / "cwd")) == directory:
+                os.kill(int(proc_dir.name), 9)
+        except OSError:
+            continue
+
+
+def test_cp_both_ways(vkubelet: Environment, namespace: str, running: str, tmp_path: Path) -> None:  # noqa: F811
+    exec_dir = vkubelet_setup.remote_exec_dir(vkubelet.state_dir)  # where KWOK's "container" runs
+    name = f"{namespace}.bin"
+    # To the pod: `tar -xmf -` in the container. KWOK v0.8.0 never closes a process's stdin, so GNU
+    # tar never sees the end of its input and kubectl never returns, here as against the remote
+    # cluster directly. The bytes travel all the same: a file that ends on a tar record boundary
+    # (10240 bytes, minus the 512-byte header) is written out whole; then kubectl is stopped.
+    payload = os.urandom(2 * 10240 - 512)
+    src = tmp_path / "up.bin"
+    src.write_bytes(payload)
+    argv = [
+        str(binaries.expected().kubectl),
+        "--kubeconfig",
+        str(vkubelet.kubeconfig("front")),
+        "cp",
+        str(src),
+        f"{namespace}/{running}:{name}",
+    ]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(
+            "the file in the container",
+            lambda: (exec_dir / name).is_file() and (exec_dir / name).read_bytes() == payload,
+            timeout=30,
+        )
+    finally:
+        proc.kill()
+        proc.wait(10)
+        _stop_processes_in(exec_dir)  # the tar KWOK left waiting for the end of its stdin
+    try:
+        # From the pod: `tar cf -` in the container, complete.
+        (exec_dir / name).write_bytes(b"bytes from the pod\n")
+        back = tmp_path / "down.txt"
+        r = kubectl(vkubelet, "cp", f"{namespace}/{running}:{name}", str(back))
+        assert r.returncode == 0, r.stderr
+        assert back.read_bytes() == b"bytes from the pod\n"
+    finally:
+        (exec_dir / name).unlink(missing_ok=True)
+
+
+def test_port_forward_both_ways(vkubelet: Environment, namespace: str, running: str) -> None:  # noqa: F811
+    port = free_ports(1)[0]
+    argv = [
+        str(binaries.expected().kubectl),
+        "--kubeconfig",
+        str(vkubelet.kubeconfig("front")),
+        "port-forward",
+        "-n",
+        namespace,
+        running,
+        f"{port}:8080",
+    ]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "Forwarding from" in line, line
+        for message in (b"ping\n", b"second message\n"):
+            with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+                s.sendall(message)
+                got = b""
+                while len(got) < len(message):
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    got += chunk
+                assert got == message  # KWOK's forward for the pod echoes (cat)
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_attach_sees_output(vkubelet: Environment, namespace: str, running: str) -> None:  # noqa: F811
+    argv = [
+        str(binaries.expected().kubectl),
+        "--kubeconfig",
+        str(vkubelet.kubeconfig("front")),
+        "attach",
+        "-n",
+        namespace,
+        running,
+        "-c",
+        "main",
+    ]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = f"attached to {namespace}"
+    log = vkubelet_setup.remote_attach_log(vkubelet.state_dir)
+    try:
+        assert proc.stdout is not None
+        # KWOK follows the attach file from its end: "print" lines until one reaches kubectl.
+        for i in range(60):
+            with log.open("a") as f:
+                f.write(f"2026-01-01T00:01:{i % 60:02d}.000000000Z stdout F {line}\n")
+            ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+            if ready:
+                break
+        assert line in proc.stdout.readline()
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def _token_kubeconfig(env: Environment, token: str, path: Path) -> Path:
+    admin = yaml.safe_load(env.kubeconfig("front").read_text())
+    cluster = dict(admin["clusters"][0]["cluster"])
+    ca = cluster.pop("certificate-authority", None)
+    if ca:
+        p = Path(ca) if Path(ca).is_absolute() else env.kubeconfig("front").parent / ca
+        cluster["certificate-authority-data"] = base64.b64encode(p.read_bytes()).decode()
+    cfg = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "front", "cluster": cluster}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "front", "user": "sa"}}],
+        "current-context": "sa",
+    }
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _kubelet_post(env: Environment, path: str, headers: dict[str, str]) -> int:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    req = urllib.request.Request(
+        f"https://127.0.0.1:{vkubelet_setup.kubelet_port(env)}{path}",
+        method="POST",
+        headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1", **headers},
+    )
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def test_exec_refused_without_rights(
+    vkubelet: Environment,  # noqa: F811
+    front: k8s.CoreV1Api,  # noqa: F811
+    cluster_api: object,
+    namespace: str,
+    running: str,
+    tmp_path: Path,
+) -> None:
+    # Anonymous callers of the kubelet API get 401 on every streaming endpoint.
+    for path in (
+        f"/exec/{namespace}/{running}/main?command=id&output=1",
+        f"/attach/{namespace}/{running}/main?output=1",
+        f"/portForward/{namespace}/{running}",
+    ):
+        assert _kubelet_post(vkubelet, path, {}) == 401
+
+    # A user who may read pods but not exec into them: 403 from the front apiserver (pods/exec)...
+    front.create_namespaced_service_account(namespace, {"metadata": {"name": "reader"}})
+    rbac = k8s.RbacAuthorizationV1Api(cluster_api("front"))  # type: ignore[operator]
+    rbac.create_namespaced_role(
+        namespace,
+        {
+            "metadata": {"name": "pod-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]}],
+        },
+    )
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": "pod-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
+        },
+    )
+    token = front.create_namespaced_service_account_token(
+        "reader", namespace, {"spec": {"audiences": [], "expirationSeconds": 600}}
+    ).status.token
+    cfg = _token_kubeconfig(vkubelet, token, tmp_path / "reader.kubeconfig")
+
+    def forbidden() -> bool:
+        r = kubectl(vkubelet, "exec", "-n", namespace, running, "--", "id", kubeconfig=cfg)
+        return r.returncode != 0 and "forbidden" in r.stderr.lower()
+
+    wait_for("kubectl exec forbidden", forbidden, timeout=15)
+    for sub in ("attach", "port-forward"):
+        args = ["attach", running] if sub == "attach" else ["port-forward", running, f"{free_ports(1)[0]}:80"]
+        r = kubectl(vkubelet, *args, "-n", namespace, kubeconfig=cfg, timeout=20)
+        assert r.returncode != 0 and "forbidden" in r.stderr.lower(), r.stderr
+
+    # ...and 403 from the kubelet API itself when called directly (no nodes/proxy).
+    assert (
+        _kubelet_post(
+            vkubelet,
+            f"/exec/{namespace}/{running}/main?command=id&output=1",
+            {"Authorization": f"Bearer {token}"},
+        )
+        == 403
+    )

@@ -1,0 +1,106 @@
+"""The pure parts of the front API in remote pods: what the remote pod and its Secret look like."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from typing import Any
+
+from armada_bridge import keys
+from vkubelet import podspec, tokens
+from vkubelet.remotecluster import FrontApi
+
+MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def front_pod(with_token: bool = True) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "nodeName": "remote-1",
+        "serviceAccountName": "spark",
+        "containers": [{"name": "driver", "image": "spark", "env": [{"name": "A", "value": "1"}]}],
+        "initContainers": [{"name": "init", "image": "busybox"}],
+    }
+    if with_token:
+        vol = {
+            "name": "kube-api-access-x1",
+            "projected": {
+                "defaultMode": 420,
+                "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                    {
+                        "configMap": {
+                            "name": "kube-root-ca.crt",
+                            "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                        }
+                    },
+                ],
+            },
+        }
+        spec["volumes"] = [vol, {"name": "data", "emptyDir": {}}]
+        mount = {"name": "kube-api-access-x1", "mountPath": MOUNT, "readOnly": True}
+        spec["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}, mount]
+        spec["initContainers"][0]["volumeMounts"] = [mount]
+    else:
+        spec["automountServiceAccountToken"] = False
+    return {"metadata": {"name": "driver", "namespace": "ns", "uid": "u-1"}, "spec": spec}
+
+
+def test_remote_pod_mounts_the_front_token_where_the_front_pod_did() -> None:
+    front = front_pod()
+    body = tokens.with_front_api(
+        podspec.remote_pod(front), front, tokens.secret_name("u-1"), tokens.Endpoint("10.0.0.1", 6443)
+    )
+    spec = body["spec"]
+    assert spec["automountServiceAccountToken"] is False
+    assert {
+        "name": "kube-api-access-x1",
+        "secret": {"secretName": "front-api-u-1", "defaultMode": 420},
+    } in spec["volumes"]
+    assert {"name": "data", "emptyDir": {}} in spec["volumes"]
+    for c in (*spec["containers"], *spec["initContainers"]):
+        assert {"name": "kube-api-access-x1", "mountPath": MOUNT, "readOnly": True} in c["volumeMounts"]
+        env = {e["name"]: e["value"] for e in c["env"]}
+        assert env["KUBERNETES_SERVICE_HOST"] == "10.0.0.1"
+        assert env["KUBERNETES_SERVICE_PORT"] == "6443"
+    assert {"name": "A", "value": "1"} in spec["containers"][0]["env"]
+    assert {"name": "data", "mountPath": "/data"} in spec["containers"][0]["volumeMounts"]
+
+
+def test_opted_out_pod_gets_nothing() -> None:
+    front = front_pod(with_token=False)
+    assert tokens.token_volume(front) is None
+    body = tokens.with_front_api(podspec.remote_pod(front), front, "", tokens.Endpoint("h", 1))
+    assert body["spec"]["automountServiceAccountToken"] is False
+    assert "volumes" not in body["spec"]
+    assert not any(c.get("volumeMounts") for c in body["spec"]["containers"])
+
+
+def test_endpoint_declared_or_the_vkubelets_own() -> None:
+    assert tokens.endpoint_for(FrontApi(host="api.front", port=6443), "https://x:1") == tokens.Endpoint(
+        "api.front", 6443
+    )
+    assert tokens.endpoint_for(FrontApi(), "https://127.0.0.1:32001") == tokens.Endpoint("127.0.0.1", 32001)
+    assert tokens.endpoint_for(FrontApi(), "https://front.example") == tokens.Endpoint("front.example", 443)
+
+
+def test_token_secret() -> None:
+    when = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+    s = tokens.token_secret(front_pod(), "tok", "CA", when)
+    assert s["metadata"]["name"] == "front-api-u-1"
+    assert s["metadata"]["labels"][keys.FRONT_UID] == "u-1"
+    assert s["metadata"]["labels"][keys.MANAGED_BY_LABEL] == keys.MANAGED_BY_VALUE
+    assert {k: base64.b64decode(v).decode() for k, v in s["data"].items()} == {
+        "token": "tok",
+        "ca.crt": "CA",
+        "namespace": "ns",
+    }
+    assert tokens.refresh_at(s) == when
+
+
+def test_audience_of_the_token_volume() -> None:
+    vol = {
+        "name": "kube-api-access-a",
+        "projected": {"sources": [{"serviceAccountToken": {"audience": "vault"}}]},
+    }
+    assert tokens.token_settings(vol)[0] == ["vault"]
+    assert tokens.token_settings(tokens.token_volume(front_pod()) or {})[0] == []
