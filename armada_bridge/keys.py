@@ -84,6 +84,12 @@ KUEUE_POD_GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
 KUEUE_POD_GROUP_TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
 KUEUE_QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 
+# Pod Security Admission namespace labels (k8s.io/pod-security-admission/api): set on the remote
+# namespaces the vkubelet creates, so the remote cluster's own admission applies its levels.
+POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_AUDIT = "pod-security.kubernetes.io/audit"
+POD_SECURITY_WARN = "pod-security.kubernetes.io/warn"
+
 # Node taints the DefaultTolerationSeconds admission plugin tolerates by default (NoExecute, 300s).
 TAINT_NODE_NOT_READY = "node.kubernetes.io/not-ready"
 TAINT_NODE_UNREACHABLE = "node.kubernetes.io/unreachable"

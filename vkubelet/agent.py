@@ -105,6 +105,7 @@ class ClusterAgent:
         if self.pods is not None:
             self.pods.spec = spec
         self._spec_changed.set()
+        self.mirror_dirty.set()  # namespace labels follow the spec
 
     # ---------------------------------------------------------------- entry
     async def run(self) -> None:
@@ -282,6 +283,7 @@ class ClusterAgent:
                 live = self.pods.live_front_pods()
                 await self.mirrors.sync(live)
                 await self.mirrors.collect_namespaces(self._namespaces_in_use(live))
+                await self.mirrors.label_namespaces(self.spec.namespace_labels())
             except (ApiError, OSError, TimeoutError) as e:
                 self.on_remote_error("mirror")
                 log.warning("%s: mirror sync: %s", self.name, e)

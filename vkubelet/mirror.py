@@ -166,7 +166,8 @@ class Mirrors:
         ]
         return refs
 
-    async def ensure_namespace(self, namespace: str) -> None:
+    async def ensure_namespace(self, namespace: str, labels: dict[str, str]) -> None:
+        """The remote namespace exists; one the bridge creates carries `labels` (Pod Security)."""
         if self.namespaces.get(namespace) is not None:
             return
         async with self._ns_lock:
@@ -177,7 +178,7 @@ class Mirrors:
                 "kind": "Namespace",
                 "metadata": {
                     "name": namespace,
-                    "labels": {keys.MANAGED_BY_LABEL: keys.MANAGED_BY_VALUE},
+                    "labels": {**labels, keys.MANAGED_BY_LABEL: keys.MANAGED_BY_VALUE},
                 },
             }
             try:
@@ -238,6 +239,23 @@ class Mirrors:
                 return None  # changed meanwhile; the next sync retries
             raise
         return None
+
+    async def label_namespaces(self, labels: dict[str, str]) -> None:
+        """The namespaces the bridge created carry `labels` (after a RemoteCluster spec change)."""
+        for ns in self.namespaces.items():
+            md = ns["metadata"]
+            have = md.get("labels") or {}
+            if have.get(keys.MANAGED_BY_LABEL) != keys.MANAGED_BY_VALUE or md.get("deletionTimestamp"):
+                continue
+            stale = {
+                k: None for k in (keys.POD_SECURITY_ENFORCE, keys.POD_SECURITY_AUDIT, keys.POD_SECURITY_WARN)
+            }
+            want = {**stale, **labels}
+            patch = {k: v for k, v in want.items() if have.get(k) != v}
+            if patch:
+                await self.remote.patch(
+                    NAMESPACES, md["name"], {"metadata": {"labels": patch}}, uid=md["uid"]
+                )
 
     async def collect_namespaces(self, in_use: set[str]) -> None:
         """Delete the remote namespaces the bridge created whose front namespace is gone (or going)

@@ -358,7 +358,7 @@ class PodController:
                 f"({', '.join(asks)}); set spec.hostAccess: Allow on RemoteCluster {self.cluster} to allow it",
             )
             return
-        await self.mirrors.ensure_namespace(md["namespace"])
+        await self.mirrors.ensure_namespace(md["namespace"], self.spec.namespace_labels())
         problems = await self.mirrors.ensure(self.mirrors.needed_for(front))
         if problems:
             await self._wait(front, "MirrorWaiting", f"waiting for {', '.join(problems)} (front cluster)")

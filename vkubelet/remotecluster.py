@@ -20,6 +20,23 @@ class HostAccess(enum.StrEnum):
     ALLOW = "Allow"
 
 
+class PodSecurityLevel(enum.StrEnum):
+    PRIVILEGED = "privileged"
+    BASELINE = "baseline"
+    RESTRICTED = "restricted"
+
+
+class PodSecurity(BaseModel):
+    """Pod Security Admission levels of the remote namespaces the vkubelet creates."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    # None: baseline, or privileged when the RemoteCluster allows host access.
+    enforce: PodSecurityLevel | None = None
+    audit: PodSecurityLevel | None = PodSecurityLevel.RESTRICTED
+    warn: PodSecurityLevel | None = None
+
+
 class SecretRef(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -51,6 +68,20 @@ class RemoteClusterSpec(BaseModel):
     host_access: HostAccess = Field(default=HostAccess.DENY, alias="hostAccess")
     unschedulable_seconds: int = Field(default=120, ge=1, le=86400, alias="unschedulableSeconds")
     front_api: FrontApi = Field(default_factory=FrontApi, alias="frontAPI")
+    pod_security: PodSecurity = Field(default_factory=PodSecurity, alias="podSecurity")
+
+    def namespace_labels(self) -> dict[str, str]:
+        """The Pod Security Admission labels of a remote namespace the vkubelet creates."""
+        ps = self.pod_security
+        enforce = ps.enforce or (
+            PodSecurityLevel.PRIVILEGED if self.host_access == HostAccess.ALLOW else PodSecurityLevel.BASELINE
+        )
+        levels = {
+            keys.POD_SECURITY_ENFORCE: enforce,
+            keys.POD_SECURITY_AUDIT: ps.audit,
+            keys.POD_SECURITY_WARN: ps.warn,
+        }
+        return {k: str(v) for k, v in levels.items() if v is not None}
 
 
 def parse_spec(obj: dict[str, Any]) -> RemoteClusterSpec:

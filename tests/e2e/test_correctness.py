@@ -108,6 +108,9 @@ def test_remote_namespaces_go_with_their_front_namespace(cluster_api: Api) -> No
         remote = k8s.CoreV1Api(cluster_api(str(cluster_of(running))))
         labels = remote.read_namespace(name).metadata.labels or {}
         assert labels.get(keys.MANAGED_BY_LABEL) == keys.MANAGED_BY_VALUE
+        # The remote cluster's own Pod Security Admission applies (RemoteCluster defaults).
+        assert labels.get(keys.POD_SECURITY_ENFORCE) == "baseline", labels
+        assert labels.get(keys.POD_SECURITY_AUDIT) == "restricted", labels
         # A namespace the remote cluster has of its own is never touched.
         other = next(c for c in REMOTES if c != cluster_of(running))
         k8s.CoreV1Api(cluster_api(other)).create_namespace({"metadata": {"name": name}})

@@ -395,3 +395,20 @@ def test_selection_of_the_virtual_node_is_not_asked_of_remote_nodes() -> None:
     ]
     assert term["matchExpressions"] == [{"key": "zone", "operator": "In", "values": ["a"]}]
     assert term["matchFields"] == [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]
+
+
+def test_remote_namespaces_get_pod_security_levels_from_the_remote_cluster() -> None:
+    default = parse_spec({"metadata": {"name": "rc"}, "spec": {}})
+    assert default.namespace_labels() == {
+        keys.POD_SECURITY_ENFORCE: "baseline",
+        keys.POD_SECURITY_AUDIT: "restricted",
+    }
+    allowed = parse_spec({"metadata": {"name": "rc"}, "spec": {"hostAccess": "Allow"}})
+    assert allowed.namespace_labels()[keys.POD_SECURITY_ENFORCE] == "privileged"
+    strict = parse_spec(
+        {"metadata": {"name": "rc"}, "spec": {"podSecurity": {"enforce": "restricted", "warn": "restricted"}}}
+    )
+    assert strict.namespace_labels()[keys.POD_SECURITY_ENFORCE] == "restricted"
+    assert strict.namespace_labels()[keys.POD_SECURITY_WARN] == "restricted"
+    with pytest.raises(ValueError, match="podSecurity"):
+        parse_spec({"metadata": {"name": "rc"}, "spec": {"podSecurity": {"enforce": "lax"}}})
