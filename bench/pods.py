@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Iterable
 from typing import Any
 
-from armada_bridge.kube import PODS, Kube
+from armada_bridge.kube import NAMESPACES, PODS, Kube
 
 CONCURRENCY = 16
 
@@ -57,3 +58,16 @@ async def batch(
 def pct(values: list[float], q: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+async def cleanup(kubes: Iterable[Kube], namespaces: Iterable[str]) -> None:
+    """Delete the benchmark's namespaces everywhere and close the clients (errors only reported)."""
+    kubes = list(kubes)
+    for ns in namespaces:
+        for k in kubes:
+            try:
+                await k.delete(NAMESPACES, ns)
+            except Exception as e:
+                print(f"cleanup {ns}: {e}", file=sys.stderr)
+    for k in kubes:
+        await k.close()

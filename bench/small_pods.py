@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from armada_bridge import keys
 from armada_bridge.dev.environment import Environment
 from armada_bridge.kube import NAMESPACES, PODS, Kube, load_config
-from bench.pods import batch, pct
+from bench.pods import batch, cleanup, pct
 
 REMOTES = ("remote-1", "remote-2")
 
@@ -106,14 +106,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             for p in listed["items"]
         )
     finally:
-        for ns in (ns_direct, ns_bridge):
-            for k in kubes.values():
-                try:
-                    await k.delete(NAMESPACES, ns)
-                except Exception as e:
-                    print(f"cleanup {ns}: {e}", file=sys.stderr)
-        for k in kubes.values():
-            await k.close()
+        await cleanup(kubes.values(), (ns_direct, ns_bridge))
     return {
         "pods": args.pods,
         "direct_wall_s": direct_wall,

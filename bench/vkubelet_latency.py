@@ -27,7 +27,7 @@ from armada_bridge import keys
 from armada_bridge.dev import binaries, bridge, vkubelet_setup
 from armada_bridge.dev.environment import Environment
 from armada_bridge.kube import NAMESPACES, Kube, load_config
-from bench.pods import batch, pct
+from bench.pods import batch, cleanup, pct
 
 
 def pod(name: str, node: str | None) -> dict[str, Any]:
@@ -91,14 +91,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         )
         peak = memory_kib(pid)
     finally:
-        for k in kubes.values():
-            for ns in (ns_base, ns_vk):
-                try:
-                    await k.delete(NAMESPACES, ns)
-                except Exception as e:
-                    print(f"cleanup {ns}: {e}", file=sys.stderr)
-        for k in kubes.values():
-            await k.close()
+        await cleanup(kubes.values(), (ns_base, ns_vk))
     return {
         "pods": args.pods,
         "direct_p50_s": pct(direct, 0.5),
