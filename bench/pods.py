@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from armada_bridge.kube import NAMESPACES, PODS, Kube
+from armada_bridge.kube import NAMESPACES, PODS, SERVICEACCOUNTS, Kube
 
 CONCURRENCY = 16
 
@@ -71,3 +71,13 @@ async def cleanup(kubes: Iterable[Kube], namespaces: Iterable[str]) -> None:
                 print(f"cleanup {ns}: {e}", file=sys.stderr)
     for k in kubes:
         await k.close()
+
+
+async def create_namespace(kube: Kube, ns: str, timeout: float = 60) -> None:
+    """Create `ns` and wait for its `default` ServiceAccount (pods are refused until it exists)."""
+    await kube.create(NAMESPACES, {"metadata": {"name": ns}})
+    deadline = time.monotonic() + timeout
+    while await kube.get_or_none(SERVICEACCOUNTS, "default", ns) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"namespace {ns}: no default ServiceAccount after {timeout:.0f}s")
+        await asyncio.sleep(0.1)

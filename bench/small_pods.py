@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from armada_bridge import keys
 from armada_bridge.dev.environment import Environment
 from armada_bridge.kube import NAMESPACES, PODS, Kube, load_config
-from bench.pods import batch, cleanup, pct
+from bench.pods import batch, cleanup, create_namespace, pct
 
 REMOTES = ("remote-1", "remote-2")
 
@@ -78,7 +78,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     ns_direct, ns_bridge = f"bench-direct-{uuid.uuid4().hex[:6]}", f"bench-bridge-{uuid.uuid4().hex[:6]}"
     try:
         for k in kubes.values():
-            await k.create(NAMESPACES, {"metadata": {"name": ns_direct}})
+            await create_namespace(k, ns_direct)
         r1, r2 = kubes["remote-1"], kubes["remote-2"]
         print(f"baseline: {args.pods} pods directly in {', '.join(REMOTES)} ...", file=sys.stderr)
         direct, direct_wall = await timed(
@@ -89,7 +89,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             )
         )
         await delete_namespace(kubes, ns_direct)
-        await kubes["front"].create(NAMESPACES, {"metadata": {"name": ns_bridge}})
+        await create_namespace(kubes["front"], ns_bridge)
         print(f"bridge: {args.pods} managed pods in the front cluster ...", file=sys.stderr)
         front = kubes["front"]
         via, via_wall = await timed(

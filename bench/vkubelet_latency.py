@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from armada_bridge import keys
 from armada_bridge.dev import binaries, bridge, vkubelet_setup
 from armada_bridge.dev.environment import Environment
-from armada_bridge.kube import NAMESPACES, Kube, load_config
-from bench.pods import batch, cleanup, pct
+from armada_bridge.kube import Kube, load_config
+from bench.pods import batch, cleanup, create_namespace, pct
 
 
 def pod(name: str, node: str | None) -> dict[str, Any]:
@@ -78,7 +78,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     try:
         for k in kubes.values():
             for ns in (ns_base, ns_vk):
-                await k.create(NAMESPACES, {"metadata": {"name": ns}})
+                await create_namespace(k, ns)
         r1, r2 = kubes["remote-1"], kubes["remote-2"]
         direct = await batch(
             [((r1 if i % 2 else r2), "", pod(f"p-{i}", None)) for i in range(args.pods)], [r1, r2], ns_base
