@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,7 +14,7 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from armada_bridge.dev import binaries, operators
-from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods
+from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, remote_pods
 from tests.support import wait_for
 
 REMOTES = ("remote-1", "remote-2")
@@ -130,3 +131,27 @@ def wait_status(obj: Obj, what: str, check: Callable[[Obj], bool], timeout: floa
         return current if check(current) else None
 
     return wait_for(f"{obj['kind']} {obj['metadata']['name']}: {what}", probe, timeout=timeout)
+
+
+def assert_waits_whole(api: Api, namespace: str, pods: int) -> str:
+    """All `pods` of the namespace exist and wait, none placed anywhere, with the reason in an
+    Event and in `armada-bridge why`; returns that reason."""
+    from armada_bridge import views
+
+    def waiting_event() -> str | None:
+        for p in front_pods(api, namespace):
+            for e in events_for(api, namespace, p.metadata.name):
+                if e.startswith("ArmadaWaiting") and "fits" in e:
+                    return e
+        return None
+
+    event = wait_for("an Event saying the gang fits no cluster", waiting_event, timeout=60)
+    time.sleep(5)
+    current = front_pods(api, namespace)
+    assert len(current) == pods, [p.metadata.name for p in current]
+    assert all(not p.spec.node_name and cluster_of(p) is None for p in current), "part of the gang was placed"
+    for c in REMOTES:
+        assert remote_pods(api, c, namespace) == []
+    why = views.why(api("front"), current[0].metadata.name, namespace)
+    assert "fits" in why, why
+    return event
