@@ -34,7 +34,7 @@ run() {
 }
 have() { [ -f "$1/.complete" ]; }
 
-# build_go NAME MODULE VERSION BINARY PACKAGE [MODULE-DIRS...]
+# build_go NAME MODULE VERSION BINARY PACKAGE [MODULE-DIRS...]   ($extra_ld: more -ldflags)
 # A wrapper module requires MODULE@VERSION (`go install M@V` fails where the proxy refuses the
 # version list) and takes over the module's own non-local `replace` directives, which Go ignores in
 # a dependency, so the build uses exactly the dependency versions upstream releases with.
@@ -65,7 +65,7 @@ for r in json.load(sys.stdin).get("Replace") or []:
   step="resolve $name $v dependencies"; say "$step"
   (cd "$mod" && run "$name-get" go get "$pkg@$v")
   step="compile $name $v"; say "$step (a few minutes on 2 cores)"
-  (cd "$mod" && CGO_ENABLED=0 run "$name" go build -trimpath -ldflags "-s -w" -o "$out/$binary" "$pkg")
+  (cd "$mod" && CGO_ENABLED=0 run "$name" go build -trimpath -ldflags "-s -w ${extra_ld:-}" -o "$out/$binary" "$pkg")
   step="copy $name's manifests from its module"; say "$step"
   mkdir -p "$out/module"
   local d
@@ -114,6 +114,8 @@ build_one() {
         trainer-controller-manager github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager \
         manifests/base examples ;;
     argo)
+      # Its version names the argoexec image it puts in workflow pods (quay.io/argoproj/argoexec:V).
+      extra_ld="-X github.com/argoproj/argo-workflows/v3.version=$ARGO_WORKFLOWS_VERSION" \
       build_go argo github.com/argoproj/argo-workflows/v3 "$ARGO_WORKFLOWS_VERSION" \
         workflow-controller github.com/argoproj/argo-workflows/v3/cmd/workflow-controller \
         manifests/base/crds examples ;;
@@ -123,7 +125,7 @@ build_one() {
 }
 
 # Most useful first: a partial cache still runs the first end-to-end tests.
-ALL=(training-operator kuberay mpi-operator jobset)
+ALL=(training-operator kuberay mpi-operator jobset argo dask)
 if [ $# -eq 0 ] || [ "$1" = all ]; then set -- "${ALL[@]}"; fi
 for name in "$@"; do build_one "$name"; done
 say "done: operators under $bin"

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 BUILD_SCRIPT = versions.REPO_ROOT / "hack" / "build-operators.sh"
 # What `--operators all` runs (hack/build-operators.sh builds the same set by default).
-ALL = ("training-operator", "kuberay", "mpi-operator", "jobset")
+ALL = ("training-operator", "kuberay", "mpi-operator", "jobset", "argo", "dask")
 # training-operator v1's certificate rotator (open-policy-agent/cert-controller) cannot be turned
 # off: it waits for its certificate in this fixed directory (pkg/cert/cert.go `certDir`) and for the
 # Secret below, and checks the CA for the name `training-operator-ca`.
@@ -39,6 +39,10 @@ TRAINING_OPERATOR_NAMESPACE = "kubeflow"
 # The MPI operator cannot turn leader election off: its Lease lives in this namespace.
 MPI_OPERATOR_LOCK_NAMESPACE = "mpi-operator"
 # Its monitoring server binds :8080 whatever the flags say, so only one may run on a machine.
+# Argo's workflow controller reads its ConfigMap from its own namespace; it serves /healthz (and
+# pprof) on :6060, fixed, so only one may run on a machine too.
+ARGO_NAMESPACE = "argo"
+ARGO_HEALTH = "http://127.0.0.1:6060/healthz"
 CA_NAMES = ["training-operator-ca", "jobset-ca"]
 SERVICE_HOSTS = [
     "127.0.0.1",
@@ -66,6 +70,11 @@ class Operator:
 
     @property
     def module(self) -> Path:
+        """Where its CRDs and samples are: a copy of parts of its Go module, or for the Dask
+        operator (a Python package) the Helm chart inside the installed package."""
+        if self.name == "dask":
+            charts = self.dir.glob("venv/lib/python3*/site-packages/dask_kubernetes/operator/deployment/helm")
+            return next(charts, self.dir) / "dask-kubernetes-operator"
         return self.dir / "module"
 
     @property
@@ -109,6 +118,10 @@ def catalog(v: versions.Versions | None = None) -> dict[str, Operator]:
                 "config/components/webhook",
                 ("health", "webhook"),
             ),
+            Operator(
+                "argo", ops["argo"], "workflow-controller", ("manifests/base/crds/minimal/*.yaml",), None, ()
+            ),
+            Operator("dask", ops["dask"], "venv/bin/kopf", ("crds/*.yaml",), None, ("health",)),
         )
     }
 
@@ -156,7 +169,7 @@ def _ports(env: Environment, ops: Iterable[Operator]) -> dict[str, dict[str, int
     state = json.loads(f.read_text()) if f.is_file() else {"enabled": [], "ports": {}}
     ops = list(ops)
     need = [(o.name, p) for o in ops for p in o.ports if p not in state["ports"].get(o.name, {})]
-    for (name, port_name), port in zip(need, free_ports(len(need)), strict=True):
+    for (name, port_name), port in zip(need, free_ports(len(need)) if need else [], strict=True):
         state["ports"].setdefault(name, {})[port_name] = port
     state["enabled"] = sorted(set(state["enabled"]) | {o.name for o in ops})
     f.write_text(json.dumps(state))
@@ -176,7 +189,7 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
     ports = _ports(env, ops)
     front = env.kubeconfig(FRONT)
     certs = ca_and_serving(cache_root() / "dev-operators-ca", CA_NAMES, SERVICE_HOSTS)
-    for ns in (TRAINING_OPERATOR_NAMESPACE, MPI_OPERATOR_LOCK_NAMESPACE):
+    for ns in (TRAINING_OPERATOR_NAMESPACE, MPI_OPERATOR_LOCK_NAMESPACE, ARGO_NAMESPACE):
         doc = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
         kubectl(bins, front, "apply", "--server-side", "-f", "-", stdin=json.dumps(doc))
     for o in ops:
@@ -333,6 +346,29 @@ def component(
             argv=[binary, f"--kubeconfig={front}", f"--config={config}"],
             env=kube,
             ready_url=f"http://127.0.0.1:{ports['health']}/readyz",
+        )
+    if o.name == "argo":
+        return Component(
+            name=o.component,
+            argv=[binary, f"--kubeconfig={front}", f"--namespace={ARGO_NAMESPACE}", "--loglevel=info"],
+            env={**kube, "LEADER_ELECTION_DISABLE": "true"},
+            ready_url=ARGO_HEALTH,
+        )
+    if o.name == "dask":
+        liveness = f"http://127.0.0.1:{ports['health']}/healthz"
+        return Component(
+            name=o.component,
+            argv=[
+                binary,
+                "run",
+                "-m",
+                "dask_kubernetes.operator.controller",
+                "--standalone",
+                "--all-namespaces",
+                f"--liveness={liveness}",
+            ],
+            env=kube,
+            ready_url=liveness,
         )
     raise AssertionError(o.name)
 

@@ -38,7 +38,7 @@ def test_jobset_runs_whole_in_one_remote_cluster_and_completes(
     assert conditions(done).get("Failed") != "True"
     assert one_remote_cluster(cluster_api, namespace, 4)
     name = js["metadata"]["name"]
-    assert "True" in kubectl("get", "jobset", name, "-n", namespace)
+    assert "Completed" in kubectl("get", "jobset", name, "-n", namespace)  # TerminalState
     kubectl("delete", "jobset", name, "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace)
 
