@@ -141,11 +141,11 @@ def assert_waits_whole(api: Api, namespace: str, pods: int) -> str:
     def waiting_event() -> str | None:
         for p in front_pods(api, namespace):
             for e in events_for(api, namespace, p.metadata.name):
-                if e.startswith("ArmadaWaiting") and "fits" in e:
+                if e.startswith("ArmadaWaiting") and "free" in e:
                     return e
         return None
 
-    event = wait_for("an Event saying the gang fits no cluster", waiting_event, timeout=60)
+    event = wait_for("an Event saying no cluster has room for the gang", waiting_event, timeout=60)
     time.sleep(5)
     current = front_pods(api, namespace)
     assert len(current) == pods, [p.metadata.name for p in current]
@@ -153,5 +153,5 @@ def assert_waits_whole(api: Api, namespace: str, pods: int) -> str:
     for c in REMOTES:
         assert remote_pods(api, c, namespace) == []
     why = views.why(api("front"), current[0].metadata.name, namespace)
-    assert "fits" in why, why
+    assert "waiting:" in why and "free" in why, why
     return event
