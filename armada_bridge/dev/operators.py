@@ -43,6 +43,13 @@ MPI_OPERATOR_LOCK_NAMESPACE = "mpi-operator"
 # pprof) on :6060, fixed, so only one may run on a machine too.
 ARGO_NAMESPACE = "argo"
 ARGO_HEALTH = "http://127.0.0.1:6060/healthz"
+# Its configuration (it exits without one): metrics servers off, so no port of theirs is taken.
+ARGO_CONFIG = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "workflow-controller-configmap", "namespace": ARGO_NAMESPACE},
+    "data": {"metricsConfig": "enabled: false\n", "telemetryConfig": "enabled: false\n"},
+}
 CA_NAMES = ["training-operator-ca", "jobset-ca"]
 SERVICE_HOSTS = [
     "127.0.0.1",
@@ -121,7 +128,7 @@ def catalog(v: versions.Versions | None = None) -> dict[str, Operator]:
             Operator(
                 "argo", ops["argo"], "workflow-controller", ("manifests/base/crds/minimal/*.yaml",), None, ()
             ),
-            Operator("dask", ops["dask"], "venv/bin/kopf", ("crds/*.yaml",), None, ("health",)),
+            Operator("dask", ops["dask"], "venv/bin/python", ("crds/*.yaml",), None, ("health",)),
         )
     }
 
@@ -203,6 +210,17 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
         )
         if o.name == "training-operator":
             _training_operator_certs(bins, front, certs)
+        if o.name == "argo":
+            kubectl(
+                bins,
+                front,
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "-f",
+                "-",
+                stdin=json.dumps(ARGO_CONFIG),
+            )
         if o.webhook_dir:
             docs = webhook_configurations(bins, o, ports[o.name]["webhook"], certs["ca.crt"].read_bytes())
             kubectl(
@@ -359,7 +377,9 @@ def component(
         return Component(
             name=o.component,
             argv=[
-                binary,
+                binary,  # the virtualenv's python, so the command line is what was run
+                "-m",
+                "kopf",
                 "run",
                 "-m",
                 "dask_kubernetes.operator.controller",
