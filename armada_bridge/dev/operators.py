@@ -78,10 +78,9 @@ class Operator:
     @property
     def module(self) -> Path:
         """Where its CRDs and samples are: a copy of parts of its Go module, or for the Dask
-        operator (a Python package) the Helm chart inside the installed package."""
+        operator (a Python package) the installed package."""
         if self.name == "dask":
-            charts = self.dir.glob("venv/lib/python3*/site-packages/dask_kubernetes/operator/deployment/helm")
-            return next(charts, self.dir) / "dask-kubernetes-operator"
+            return next(self.dir.glob("venv/lib/python3*/site-packages/dask_kubernetes"), self.dir)
         return self.dir / "module"
 
     @property
@@ -128,7 +127,14 @@ def catalog(v: versions.Versions | None = None) -> dict[str, Operator]:
             Operator(
                 "argo", ops["argo"], "workflow-controller", ("manifests/base/crds/minimal/*.yaml",), None, ()
             ),
-            Operator("dask", ops["dask"], "venv/bin/python", ("crds/*.yaml",), None, ("health",)),
+            Operator(
+                "dask",
+                ops["dask"],
+                "venv/bin/python",
+                ("operator/deployment/helm/dask-kubernetes-operator/crds/*.yaml",),
+                None,
+                ("health",),
+            ),
         )
     }
 
