@@ -5,7 +5,7 @@
 # `module/`, the parts of its module the dev environment reads (CRDs, webhook configs, samples).
 # A second run finds them and does nothing.
 #
-#   hack/build-operators.sh [all|NAME...]   NAME: jobset training-operator trainer mpi-operator kuberay argo dask
+#   hack/build-operators.sh [all|NAME...]   NAME: training-operator kuberay mpi-operator jobset argo dask trainer
 #   ARMADA_BRIDGE_CACHE=/path ...           cache root (default ~/.cache/armada-bridge)
 set -euo pipefail
 
@@ -112,7 +112,7 @@ build_one() {
     trainer)
       build_go trainer github.com/kubeflow/trainer/v2 "$TRAINER_VERSION" \
         trainer-controller-manager github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager \
-        manifests/base examples ;;
+        manifests/base examples/yaml ;;
     argo)
       # Its version names the argoexec image it puts in workflow pods (quay.io/argoproj/argoexec:V).
       extra_ld="-X github.com/argoproj/argo-workflows/v3.version=$ARGO_WORKFLOWS_VERSION" \
@@ -125,7 +125,7 @@ build_one() {
 }
 
 # Most useful first: a partial cache still runs the first end-to-end tests.
-ALL=(training-operator kuberay mpi-operator jobset argo dask)
+ALL=(training-operator kuberay mpi-operator jobset argo dask trainer)
 if [ $# -eq 0 ] || [ "$1" = all ]; then set -- "${ALL[@]}"; fi
 for name in "$@"; do build_one "$name"; done
 say "done: operators under $bin"
