@@ -31,10 +31,12 @@ if TYPE_CHECKING:
 BUILD_SCRIPT = versions.REPO_ROOT / "hack" / "build-operators.sh"
 # What `--operators all` runs (hack/build-operators.sh builds the same set by default).
 ALL = ("training-operator", "kuberay", "mpi-operator", "jobset", "argo", "dask")
-# training-operator v1's certificate rotator (open-policy-agent/cert-controller) cannot be turned
-# off: it waits for its certificate in this fixed directory (pkg/cert/cert.go `certDir`) and for the
-# Secret below, and checks the CA for the name `training-operator-ca`.
-TRAINING_OPERATOR_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
+# controller-runtime's default serving-certificate directory, which training-operator v1 and Trainer
+# v2 fix in their code (pkg/cert/cert.go, pkg/util/cert/cert.go `certDir`): both read the dev
+# operators' serving pair there. training-operator's certificate rotator
+# (open-policy-agent/cert-controller) cannot be turned off: it also wants the Secret below, and
+# checks the CA for the name `training-operator-ca`.
+DEFAULT_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
 TRAINING_OPERATOR_NAMESPACE = "kubeflow"
 # The MPI operator cannot turn leader election off: its Lease lives in this namespace.
 MPI_OPERATOR_LOCK_NAMESPACE = "mpi-operator"
@@ -50,8 +52,9 @@ ARGO_CONFIG = {
     "metadata": {"name": "workflow-controller-configmap", "namespace": ARGO_NAMESPACE},
     "data": {"metricsConfig": "enabled: false\n", "telemetryConfig": "enabled: false\n"},
 }
-CA_NAMES = ["training-operator-ca", "jobset-ca"]
+CA_NAMES = ["training-operator-ca", "jobset-ca", "kubeflow-trainer-ca"]
 SERVICE_HOSTS = [
+    "kubeflow-trainer-controller-manager.kubeflow-system.svc",
     "127.0.0.1",
     "localhost",
     f"training-operator.{TRAINING_OPERATOR_NAMESPACE}.svc",
@@ -197,6 +200,10 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
     from armada_bridge.dev.bridge import kubectl
 
     known = catalog()
+    # Trainer v2 runs a TrainJob as a JobSet: the JobSet controller comes first.
+    names = list(
+        dict.fromkeys(n for name in names for n in (["jobset", name] if name == "trainer" else [name]))
+    )
     ops = [known[n] for n in names]
     ensure_built(ops)
     ports = _ports(env, ops)
@@ -216,6 +223,8 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
         )
         if o.name == "training-operator":
             _training_operator_certs(bins, front, certs)
+        if o.name == "trainer":
+            _default_cert_dir(certs)
         if o.name == "argo":
             kubectl(
                 bins,
@@ -260,9 +269,13 @@ def _training_operator_certs(bins: Binaries, front: Path, certs: dict[str, Path]
         "data": {k: base64.b64encode(p.read_bytes()).decode() for k, p in certs.items()},
     }
     kubectl(bins, front, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=json.dumps(secret))
-    TRAINING_OPERATOR_CERT_DIR.mkdir(parents=True, exist_ok=True)
+    _default_cert_dir(certs)
+
+
+def _default_cert_dir(certs: dict[str, Path]) -> None:
+    DEFAULT_CERT_DIR.mkdir(parents=True, exist_ok=True)
     for name in ("tls.crt", "tls.key"):
-        target = TRAINING_OPERATOR_CERT_DIR / name
+        target = DEFAULT_CERT_DIR / name
         if not target.is_file() or target.read_bytes() != certs[name].read_bytes():
             target.write_bytes(certs[name].read_bytes())
 
@@ -362,6 +375,29 @@ def component(
                     "webhook": {"port": ports["webhook"], "host": "127.0.0.1", "certDir": str(cert_dir)},
                     "metrics": {"bindAddress": "0"},
                     "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['health']}"},
+                }
+            )
+        )
+        return Component(
+            name=o.component,
+            argv=[binary, f"--kubeconfig={front}", f"--config={config}"],
+            env=kube,
+            ready_url=f"http://127.0.0.1:{ports['health']}/readyz",
+        )
+    if o.name == "trainer":
+        config = env.state_dir / "operators" / "trainer-config.yaml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+                    "kind": "Configuration",
+                    "leaderElection": {"leaderElect": False},
+                    "certManagement": {"enable": False},
+                    "webhook": {"port": ports["webhook"], "host": "127.0.0.1"},
+                    "metrics": {"bindAddress": "0"},
+                    "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['health']}"},
+                    "statusServer": {"port": ports["status"]},
                 }
             )
         )
