@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 BUILD_SCRIPT = versions.REPO_ROOT / "hack" / "build-operators.sh"
 # What `--operators all` runs (hack/build-operators.sh builds the same set by default).
-ALL = ("training-operator", "kuberay", "mpi-operator", "jobset", "argo", "dask")
+ALL = ("training-operator", "kuberay", "mpi-operator", "jobset", "argo", "dask", "trainer")
 # controller-runtime's default serving-certificate directory, which training-operator v1 and Trainer
 # v2 fix in their code (pkg/cert/cert.go, pkg/util/cert/cert.go `certDir`): both read the dev
 # operators' serving pair there. training-operator's certificate rotator
@@ -126,6 +126,14 @@ def catalog(v: versions.Versions | None = None) -> dict[str, Operator]:
                 ("config/components/crd/bases/*.yaml",),
                 "config/components/webhook",
                 ("health", "webhook"),
+            ),
+            Operator(
+                "trainer",
+                ops["trainer"],
+                "trainer-controller-manager",
+                ("manifests/base/crds/*.yaml",),
+                "manifests/base/webhook",
+                ("health", "webhook", "status"),
             ),
             Operator(
                 "argo", ops["argo"], "workflow-controller", ("manifests/base/crds/minimal/*.yaml",), None, ()
