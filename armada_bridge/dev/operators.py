@@ -259,6 +259,12 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
         c = component(env, o, ports.get(o.name, {}), front, certs)
         _, started = env.supervisor.ensure(c)
         env.supervisor.wait_ready(c, timeout=90)
+        if c.ready_url is None and started:
+            # Nothing to poll (the MPI operator): give a fatal start, such as its fixed :8080 being
+            # taken by another environment's MPI operator, the time to show.
+            time.sleep(2)
+            if env.supervisor.pid(c.name) is None:
+                raise RuntimeError(f"{c.name} exited at start:\n{env.supervisor.tail(c.name)}")
         verb = "started" if started else "running, reused"
         log(f"operator {o.name} {o.version}: {verb} ({time.monotonic() - t0:.1f}s)")
 
