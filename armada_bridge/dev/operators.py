@@ -205,7 +205,7 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
     """Install and start the named operators (idempotent: what already runs unchanged is kept)."""
     if not names:
         return
-    from armada_bridge.dev.bridge import kubectl
+    from armada_bridge.dev.bridge import kubectl, wait_established
 
     known = catalog()
     # Trainer v2 runs a TrainJob as a JobSet: the JobSet controller comes first.
@@ -226,9 +226,7 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
             p for p in o.crd_files() if not (o.name == "training-operator" and p.name == SHARED_MPIJOB_CRD)
         ]
         kubectl(bins, front, "apply", "--server-side", "--force-conflicts", *_files(crds), timeout=120)
-        kubectl(
-            bins, front, "wait", "--for=condition=Established", "--timeout=60s", *_files(crds), timeout=90
-        )
+        wait_established(bins, front, _files(crds), timeout=90)
         if o.name == "training-operator":
             _training_operator_certs(bins, front, certs)
         if o.name == "trainer":
