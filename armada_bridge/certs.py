@@ -38,3 +38,51 @@ def self_signed(directory: Path, stem: str, subject: str, hosts: list[str]) -> t
     key.chmod(0o600)
     stamp.write_text(wanted)
     return cert, key
+
+
+def ca_and_serving(directory: Path, ca_names: list[str], hosts: list[str]) -> dict[str, Path]:
+    """A CA and a serving certificate it signs, RSA keys in PKCS#1 (what operators with their own
+    certificate rotators accept): files `ca.crt`, `ca.key`, `tls.crt`, `tls.key` in `directory`.
+    The CA also carries `ca_names` as DNS names (rotators verify their CA for such a name). Kept
+    and reused while the names are the same."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise RuntimeError("openssl not found: install it")
+    directory.mkdir(parents=True, exist_ok=True)
+    files = {n: directory / n for n in ("ca.crt", "ca.key", "tls.crt", "tls.key")}
+    stamp = directory / "names"
+    wanted = ",".join(sorted(ca_names)) + ";" + ",".join(sorted(hosts))
+    if all(p.is_file() for p in files.values()) and stamp.is_file() and stamp.read_text() == wanted:
+        return files
+    sans = ",".join(f"IP:{h}" if _is_ip(h) else f"DNS:{h}" for h in sorted(set(hosts)))
+    ca_sans = ",".join(f"DNS:{n}" for n in sorted(set(ca_names)))
+    csr = directory / "tls.csr"
+    ext = directory / "tls.ext"
+    ext.write_text(f"subjectAltName={sans}\nextendedKeyUsage=serverAuth\n")
+    steps = [
+        [openssl, "genrsa", "-traditional", "-out", str(files["ca.key"]), "2048"],
+        [openssl, "req", "-x509", "-new", "-key", str(files["ca.key"]), "-days", "3650",
+         "-subj", "/O=armada-bridge/CN=armada-bridge-dev-operators-ca",
+         "-addext", f"subjectAltName={ca_sans}", "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,digitalSignature,keyEncipherment",
+         "-out", str(files["ca.crt"])],
+        [openssl, "genrsa", "-traditional", "-out", str(files["tls.key"]), "2048"],
+        [openssl, "req", "-new", "-key", str(files["tls.key"]), "-subj", "/CN=armada-bridge-dev-operators",
+         "-out", str(csr)],
+        [openssl, "x509", "-req", "-in", str(csr), "-CA", str(files["ca.crt"]), "-CAkey", str(files["ca.key"]),
+         "-CAcreateserial", "-days", "3650", "-extfile", str(ext), "-out", str(files["tls.crt"])],
+    ]  # fmt: skip
+    for argv in steps:
+        subprocess.run(argv, check=True, capture_output=True)
+    for key in (files["ca.key"], files["tls.key"]):
+        key.chmod(0o600)
+    stamp.write_text(wanted)
+    return files
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from armada_bridge.dev.kwok_cluster import ClusterError
 
 if TYPE_CHECKING:
-    from armada_bridge.dev.environment import ClusterStatus
+    from armada_bridge.dev.environment import ClusterStatus, Environment
 
 
 def _dev(args: argparse.Namespace) -> int:
@@ -22,8 +22,12 @@ def _dev(args: argparse.Namespace) -> int:
             from armada_bridge.dev.kind import require_docker
 
             require_docker()
-        statuses = env.up(workers=args.workers, nodes=args.nodes)
+        from armada_bridge.dev import operators
+
+        names = operators.parse(args.operators) if args.operators else []
+        statuses = env.up(workers=args.workers, nodes=args.nodes, operator_names=names)
         _print_status(statuses)
+        _print_operators(env)
         return 0 if all(s.healthy for s in statuses) else 1
     if args.dev_command == "down":
         env.down()
@@ -34,7 +38,8 @@ def _dev(args: argparse.Namespace) -> int:
             print("no environment (run `armada-bridge dev up`)")
             return 1
         _print_status(statuses)
-        return 0 if all(s.healthy for s in statuses) else 1
+        ops_ok = _print_operators(env)
+        return 0 if all(s.healthy for s in statuses) and ops_ok else 1
     if args.dev_command == "kubeconfig":
         print(env.kubeconfig(args.name))
         return 0
@@ -46,6 +51,25 @@ def _print_status(statuses: Sequence[ClusterStatus]) -> None:
     for s in statuses:
         healthy = "yes" if s.healthy else "no"
         rows.append((s.name, healthy, f"{s.nodes_ready}/{s.nodes_total}", s.server or "-", s.detail))
+    _print_table(rows)
+
+
+def _print_operators(env: Environment) -> bool:
+    """The operators `dev up` runs, one row each; False when one is not running."""
+    from armada_bridge.dev import operators
+
+    statuses = operators.status(env)
+    if not statuses:
+        return True
+    print()
+    rows = [("OPERATOR", "VERSION", "RUNNING", "PID", "LOG")]
+    for o in statuses:
+        rows.append((o.name, o.version, "yes" if o.running else "no", str(o.pid or "-"), str(o.log)))
+    _print_table(rows)
+    return all(o.running for o in statuses)
+
+
+def _print_table(rows: Sequence[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
@@ -73,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--workers", type=int, default=2, help="number of remote clusters (default 2)")
     up.add_argument("--nodes", type=int, default=4, help="KWOK nodes per remote cluster (default 4)")
     up.add_argument("--provider", choices=["binary", "kind"], default="binary")
+    up.add_argument(
+        "--operators",
+        metavar="all|NAME,...",
+        help="also run released operators (training-operator, kuberay, mpi-operator, jobset, argo, dask, trainer; or all)",
+    )
     dsub.add_parser("down", help="stop everything and remove the state directory")
     dsub.add_parser("status", help="list clusters and whether each is healthy")
     kc = dsub.add_parser("kubeconfig", help="print the path of a cluster's kubeconfig")

@@ -49,6 +49,10 @@ KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_NODE_ANNOTATION_VALUE = "fake"
 DEV_NODE_TYPE_VALUE = "kwok"
 GPU_RESOURCE = "nvidia.com/gpu"
+# Pod annotation (dev remote clusters): how long the pod's containers "run" before they exit 0, as a
+# Go duration ("5s"). KWOK ends such a pod Succeeded when its restartPolicy is not Always
+# (hack/kwok/remote-stages.yaml, stage pod-complete-after-runtime); other pods run until deleted.
+SIMULATED_RUNTIME = f"{GROUP}/simulated-runtime"
 
 # vkubelet
 # Front pod condition type the vkubelet sets once the remote pod exists: a remote pod that then goes

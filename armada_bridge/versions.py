@@ -1,8 +1,9 @@
-"""The pinned versions of the real Kubernetes parts, read from hack/versions.env (their one home)."""
+"""The pinned versions of the real Kubernetes parts and of the released operators, read from
+hack/versions.env (their one home)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -14,6 +15,21 @@ class Versions:
     kubernetes: str
     etcd: str
     kwok: str
+    # operator name (as `dev up --operators` and hack/build-operators.sh spell it) -> version
+    operators: dict[str, str] = field(default_factory=dict)
+
+
+# The variable of hack/versions.env that pins each operator.
+OPERATOR_VERSION_KEYS = {
+    "training-operator": "TRAINING_OPERATOR_VERSION",
+    "kuberay": "KUBERAY_VERSION",
+    "mpi-operator": "MPI_OPERATOR_VERSION",
+    "jobset": "JOBSET_VERSION",
+    "trainer": "TRAINER_VERSION",
+    "spark-operator": "SPARK_OPERATOR_VERSION",
+    "argo": "ARGO_WORKFLOWS_VERSION",
+    "dask": "DASK_KUBERNETES_VERSION",
+}
 
 
 def load(path: Path = VERSIONS_FILE) -> Versions:
@@ -29,6 +45,7 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
             kubernetes=values["KUBERNETES_VERSION"],
             etcd=values["ETCD_VERSION"],
             kwok=values["KWOK_VERSION"],
+            operators={name: values[key] for name, key in OPERATOR_VERSION_KEYS.items()},
         )
     except KeyError as missing:
         raise RuntimeError(f"{path}: missing {missing.args[0]}") from None

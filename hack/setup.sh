@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh machine: a virtualenv with the package and its dev
-# dependencies (.venv), and the pinned Kubernetes/etcd/KWOK binaries (built once into the cache).
+# dependencies (.venv), the pinned Kubernetes/etcd/KWOK binaries and the released operators (each
+# built once into the cache).
 # Safe to run again: it only does what is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -20,3 +21,4 @@ else
   say ".venv up to date"
 fi
 bash hack/build-binaries.sh >/dev/null
+bash hack/build-operators.sh >/dev/null

@@ -40,6 +40,24 @@ def dev_env() -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def operators(dev_env: object) -> Callable[..., None]:
+    """`operators("kuberay", ...)`: make sure those released operators run against the front
+    (installed and started by the dev environment once per session, reused when already running)."""
+    from armada_bridge.dev.environment import Environment
+
+    assert isinstance(dev_env, Environment)
+    ready: set[str] = set()
+
+    def ensure(*names: str) -> None:
+        todo = [n for n in names if n not in ready]
+        if todo:
+            dev_env.ensure_operators(todo)
+            ready.update(todo)
+
+    return ensure
+
+
+@pytest.fixture(scope="session")
 def cluster_api(dev_env: object) -> Iterator[Callable[[str], k8s.ApiClient]]:
     """cluster name -> ApiClient (one per cluster, shared by the session)."""
     from armada_bridge.dev.environment import Environment, api_client

@@ -46,12 +46,16 @@ def install_crds(bins: Binaries, kubeconfig: Path, timeout: float = 60) -> None:
     if not any(CRDS_DIR.glob("*.yaml")):
         return
     apply_dir(bins, kubeconfig, CRDS_DIR)
+    wait_established(bins, kubeconfig, ["-f", str(CRDS_DIR)], timeout)
+
+
+def wait_established(bins: Binaries, kubeconfig: Path, files: list[str], timeout: float = 60) -> None:
+    """Wait until the CRDs in `files` (kubectl -f arguments) are served. `kubectl wait` fails at
+    once on a CRD whose status has no conditions yet, so it is asked again until `timeout`."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            kubectl(
-                bins, kubeconfig, "wait", "--for=condition=Established", "--timeout=20s", "-f", str(CRDS_DIR)
-            )
+            kubectl(bins, kubeconfig, "wait", "--for=condition=Established", "--timeout=20s", *files)
             return
         except RuntimeError:
             if time.monotonic() > deadline:

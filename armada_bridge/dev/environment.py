@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,7 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys, versions
 from armada_bridge.dev import binaries as binaries_mod
-from armada_bridge.dev import bridge, vkubelet_setup
+from armada_bridge.dev import bridge, operators, vkubelet_setup
 from armada_bridge.dev import nodes as nodes_mod
 from armada_bridge.dev.components import Supervisor
 from armada_bridge.dev.kwok_cluster import PORT_OPTIONS, ClusterError, KwokCluster, free_ports
@@ -146,7 +146,11 @@ class Environment:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
     # ---------------------------------------------------------------- up
-    def up(self, workers: int = DEFAULT_WORKERS, nodes: int = DEFAULT_NODES) -> list[ClusterStatus]:
+    def up(
+        self, workers: int = DEFAULT_WORKERS, nodes: int = DEFAULT_NODES, operator_names: Sequence[str] = ()
+    ) -> list[ClusterStatus]:
+        """Start (or reuse, or repair) the environment; also run `operator_names` and every operator
+        an earlier `up` started (armada_bridge.dev.operators)."""
         if workers < 1 or nodes < 1:
             raise ValueError("--workers and --nodes must be at least 1")
         started = time.monotonic()
@@ -207,8 +211,14 @@ class Environment:
                 for future in [pool.submit(bring_up, n) for n in wanted]:
                     future.result()
             bridge.install(self, bins)
+            operators.install(self, bins, list(dict.fromkeys([*operators.enabled(self), *operator_names])))
         log(f"environment up in {time.monotonic() - started:.1f}s (state: {self.state_dir})")
         return self.status()
+
+    def ensure_operators(self, names: Sequence[str]) -> None:
+        """Install and run `names` in the running environment (kept when already running)."""
+        with self._lock():
+            operators.install(self, binaries_mod.expected(), names)
 
     def _write_scheduler_config(self, extender_port: int) -> None:
         """The repo's front scheduler configuration, pointed at the local extender."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from armada_bridge import cli, keys, versions
-from armada_bridge.dev import binaries, nodes
+from armada_bridge.dev import binaries, nodes, operators
 
 
 def test_remote_nodes_match_the_documented_shape() -> None:
@@ -29,9 +29,12 @@ def test_half_the_remote_nodes_have_gpus(count: int, gpu_nodes: int) -> None:
 
 def test_versions_file_parses_and_binaries_are_keyed_by_version(tmp_path: Path) -> None:
     f = tmp_path / "versions.env"
-    f.write_text("# c\nKUBERNETES_VERSION=v9.9.9\n\nETCD_VERSION=v1.2.3\nKWOK_VERSION=v0.0.1\n")
+    ops = "".join(f"{key}=v0.{i}\n" for i, key in enumerate(versions.OPERATOR_VERSION_KEYS.values()))
+    f.write_text("# c\nKUBERNETES_VERSION=v9.9.9\n\nETCD_VERSION=v1.2.3\nKWOK_VERSION=v0.0.1\n" + ops)
     v = versions.load(f)
-    assert v == versions.Versions("v9.9.9", "v1.2.3", "v0.0.1")
+    operator_versions = {name: f"v0.{i}" for i, name in enumerate(versions.OPERATOR_VERSION_KEYS)}
+    assert v == versions.Versions("v9.9.9", "v1.2.3", "v0.0.1", operator_versions)
+    assert operators.catalog(v)["kuberay"].dir.name == f"kuberay-{operator_versions['kuberay']}"
     b = binaries.expected(v)
     assert b.kube_apiserver.parent.name == "kubernetes-v9.9.9"
     assert b.etcd.parent.name == "etcd-v1.2.3"
@@ -65,3 +68,11 @@ def test_cli_rejects_nonsense_sizes(
     monkeypatch.setenv("ARMADA_BRIDGE_STATE", str(tmp_path / "state"))
     assert cli.main(["dev", "up", "--workers", "0"]) == 1
     assert "--workers and --nodes must be at least 1" in capsys.readouterr().err
+
+
+def test_operators_option_names_known_operators() -> None:
+    assert operators.parse("all") == list(operators.ALL)
+    assert operators.parse("kuberay, training-operator") == ["kuberay", "training-operator"]
+    with pytest.raises(ValueError, match="unknown operator"):
+        operators.parse("kuberay,nope")
+    assert cli.build_parser().parse_args(["dev", "up", "--operators", "all"]).operators == "all"

@@ -1,0 +1,469 @@
+"""The released operators in the dev environment, unchanged: their CRDs (server-side apply), their
+own webhook configurations (rendered from their modules, pointed by URL at the local process, with
+the dev operators' CA), and each operator as a supervised process against the front cluster with
+its gang mode on. hack/build-operators.sh builds them into the cache, keyed by version.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from armada_bridge import versions
+from armada_bridge.certs import ca_and_serving
+from armada_bridge.dev.binaries import Binaries, cache_root
+from armada_bridge.dev.components import Component
+from armada_bridge.dev.kwok_cluster import free_ports
+from armada_bridge.dev.names import FRONT
+
+if TYPE_CHECKING:
+    from armada_bridge.dev.environment import Environment
+
+BUILD_SCRIPT = versions.REPO_ROOT / "hack" / "build-operators.sh"
+# What `--operators all` runs (hack/build-operators.sh builds the same set by default).
+ALL = ("training-operator", "kuberay", "mpi-operator", "jobset", "argo", "dask", "trainer")
+# controller-runtime's default serving-certificate directory, which training-operator v1 and Trainer
+# v2 fix in their code (pkg/cert/cert.go, pkg/util/cert/cert.go `certDir`): both read the dev
+# operators' serving pair there. training-operator's certificate rotator
+# (open-policy-agent/cert-controller) cannot be turned off: it also wants the Secret below, and
+# checks the CA for the name `training-operator-ca`.
+DEFAULT_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
+TRAINING_OPERATOR_NAMESPACE = "kubeflow"
+# The MPI operator cannot turn leader election off: its Lease lives in this namespace.
+MPI_OPERATOR_LOCK_NAMESPACE = "mpi-operator"
+# Its monitoring server binds :8080 whatever the flags say, so only one may run on a machine.
+# Argo's workflow controller reads its ConfigMap from its own namespace; it serves /healthz (and
+# pprof) on :6060, fixed, so only one may run on a machine too.
+ARGO_NAMESPACE = "argo"
+ARGO_HEALTH = "http://127.0.0.1:6060/healthz"
+# Its configuration (it exits without one): metrics servers off, so no port of theirs is taken.
+ARGO_CONFIG = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "workflow-controller-configmap", "namespace": ARGO_NAMESPACE},
+    "data": {"metricsConfig": "enabled: false\n", "telemetryConfig": "enabled: false\n"},
+}
+CA_NAMES = ["training-operator-ca", "jobset-ca", "kubeflow-trainer-ca"]
+SERVICE_HOSTS = [
+    "kubeflow-trainer-controller-manager.kubeflow-system.svc",
+    "127.0.0.1",
+    "localhost",
+    f"training-operator.{TRAINING_OPERATOR_NAMESPACE}.svc",
+    "jobset-webhook-service.jobset-system.svc",
+]
+# The CRD that both the training operator (kubeflow.org/v1) and the MPI operator (v2beta1) define:
+# the MPI operator's is installed; the training operator runs without its `mpijob` scheme.
+SHARED_MPIJOB_CRD = "kubeflow.org_mpijobs.yaml"
+
+
+@dataclass(frozen=True)
+class Operator:
+    name: str
+    version: str
+    binary: str
+    crds: tuple[str, ...]  # globs under the module copy
+    webhook_dir: str | None  # kustomize directory of its webhook configurations, under the module copy
+    ports: tuple[str, ...]  # loopback ports of its own
+
+    @property
+    def dir(self) -> Path:
+        return cache_root() / "bin" / f"{self.name}-{self.version}"
+
+    @property
+    def module(self) -> Path:
+        """Where its CRDs and samples are: a copy of parts of its Go module, or for the Dask
+        operator (a Python package) the installed package."""
+        if self.name == "dask":
+            return next(self.dir.glob("venv/lib/python3*/site-packages/dask_kubernetes"), self.dir)
+        return self.dir / "module"
+
+    @property
+    def component(self) -> str:
+        return f"operator-{self.name}"
+
+    def crd_files(self) -> list[Path]:
+        files = sorted({p for g in self.crds for p in self.module.glob(g)})
+        return [p for p in files if p.name != "kustomization.yaml"]
+
+
+def catalog(v: versions.Versions | None = None) -> dict[str, Operator]:
+    ops = (v or versions.load()).operators
+    return {
+        o.name: o
+        for o in (
+            Operator(
+                "training-operator",
+                ops["training-operator"],
+                "training-operator",
+                ("manifests/base/crds/*.yaml",),
+                "manifests/base/webhook",
+                ("health", "webhook"),
+            ),
+            Operator(
+                "kuberay", ops["kuberay"], "kuberay-operator", ("config/crd/bases/*.yaml",), None, ("health",)
+            ),
+            Operator(
+                "mpi-operator",
+                ops["mpi-operator"],
+                "mpi-operator",
+                ("manifests/base/kubeflow.org_*.yaml",),
+                None,
+                (),
+            ),
+            Operator(
+                "jobset",
+                ops["jobset"],
+                "jobset-controller",
+                ("config/components/crd/bases/*.yaml",),
+                "config/components/webhook",
+                ("health", "webhook"),
+            ),
+            Operator(
+                "trainer",
+                ops["trainer"],
+                "trainer-controller-manager",
+                ("manifests/base/crds/*.yaml",),
+                "manifests/base/webhook",
+                ("health", "webhook", "status"),
+            ),
+            Operator(
+                "argo", ops["argo"], "workflow-controller", ("manifests/base/crds/minimal/*.yaml",), None, ()
+            ),
+            Operator(
+                "dask",
+                ops["dask"],
+                "venv/bin/python",
+                ("operator/deployment/helm/dask-kubernetes-operator/crds/*.yaml",),
+                None,
+                ("health",),
+            ),
+        )
+    }
+
+
+def parse(spec: str) -> list[str]:
+    """`all` or a comma-separated list of operator names (checked)."""
+    names = list(ALL) if spec.strip() == "all" else [n.strip() for n in spec.split(",") if n.strip()]
+    known = catalog()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown operator(s) {', '.join(unknown)}; known: {', '.join(known)} or all")
+    return names
+
+
+def log(msg: str) -> None:
+    print(f"[dev] {msg}", file=sys.stderr, flush=True)
+
+
+def ensure_built(ops: Sequence[Operator]) -> None:
+    missing = [o for o in ops if not (o.dir / ".complete").is_file()]
+    if not missing:
+        return
+    names = [o.name for o in missing]
+    log(f"building operators {', '.join(names)} into {cache_root()} (first run only)")
+    result = subprocess.run(["bash", str(BUILD_SCRIPT), *names], stdout=subprocess.DEVNULL, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"{BUILD_SCRIPT} failed (exit {result.returncode}); its output above names the step"
+        )
+
+
+# ------------------------------------------------------------------ state
+def _state_file(env: Environment) -> Path:
+    return env.state_dir / "operators.json"
+
+
+def enabled(env: Environment) -> list[str]:
+    f = _state_file(env)
+    return list(json.loads(f.read_text()).get("enabled", [])) if f.is_file() else []
+
+
+def _ports(env: Environment, ops: Iterable[Operator]) -> dict[str, dict[str, int]]:
+    """Each operator's loopback ports, drawn once and kept for the environment's life."""
+    f = _state_file(env)
+    state = json.loads(f.read_text()) if f.is_file() else {"enabled": [], "ports": {}}
+    ops = list(ops)
+    need = [(o.name, p) for o in ops for p in o.ports if p not in state["ports"].get(o.name, {})]
+    for (name, port_name), port in zip(need, free_ports(len(need)) if need else [], strict=True):
+        state["ports"].setdefault(name, {})[port_name] = port
+    state["enabled"] = sorted(set(state["enabled"]) | {o.name for o in ops})
+    f.write_text(json.dumps(state))
+    return dict(state["ports"])
+
+
+# ------------------------------------------------------------------ install
+def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
+    """Install and start the named operators (idempotent: what already runs unchanged is kept)."""
+    if not names:
+        return
+    from armada_bridge.dev.bridge import kubectl, wait_established
+
+    known = catalog()
+    # Trainer v2 runs a TrainJob as a JobSet: the JobSet controller comes first.
+    names = list(
+        dict.fromkeys(n for name in names for n in (["jobset", name] if name == "trainer" else [name]))
+    )
+    ops = [known[n] for n in names]
+    ensure_built(ops)
+    ports = _ports(env, ops)
+    front = env.kubeconfig(FRONT)
+    certs = ca_and_serving(cache_root() / "dev-operators-ca", CA_NAMES, SERVICE_HOSTS)
+    for ns in (TRAINING_OPERATOR_NAMESPACE, MPI_OPERATOR_LOCK_NAMESPACE, ARGO_NAMESPACE):
+        doc = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+        kubectl(bins, front, "apply", "--server-side", "-f", "-", stdin=json.dumps(doc))
+    for o in ops:
+        t0 = time.monotonic()
+        crds = [
+            p for p in o.crd_files() if not (o.name == "training-operator" and p.name == SHARED_MPIJOB_CRD)
+        ]
+        kubectl(bins, front, "apply", "--server-side", "--force-conflicts", *_files(crds), timeout=120)
+        wait_established(bins, front, _files(crds), timeout=90)
+        if o.name == "training-operator":
+            _training_operator_certs(bins, front, certs)
+        if o.name == "trainer":
+            _default_cert_dir(certs)
+        if o.name == "argo":
+            kubectl(
+                bins,
+                front,
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "-f",
+                "-",
+                stdin=json.dumps(ARGO_CONFIG),
+            )
+        if o.webhook_dir:
+            docs = webhook_configurations(bins, o, ports[o.name]["webhook"], certs["ca.crt"].read_bytes())
+            kubectl(
+                bins,
+                front,
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "-f",
+                "-",
+                stdin=yaml.safe_dump_all(docs),
+            )
+        c = component(env, o, ports.get(o.name, {}), front, certs)
+        _, started = env.supervisor.ensure(c)
+        env.supervisor.wait_ready(c, timeout=90)
+        if c.ready_url is None and started:
+            # Nothing to poll (the MPI operator): give a fatal start, such as its fixed :8080 being
+            # taken by another environment's MPI operator, the time to show.
+            time.sleep(2)
+            if env.supervisor.pid(c.name) is None:
+                raise RuntimeError(f"{c.name} exited at start:\n{env.supervisor.tail(c.name)}")
+        verb = "started" if started else "running, reused"
+        log(f"operator {o.name} {o.version}: {verb} ({time.monotonic() - t0:.1f}s)")
+
+
+def _files(paths: Iterable[Path]) -> list[str]:
+    return [a for p in paths for a in ("-f", str(p))]
+
+
+def _training_operator_certs(bins: Binaries, front: Path, certs: dict[str, Path]) -> None:
+    from armada_bridge.dev.bridge import kubectl
+
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "training-operator-webhook-cert", "namespace": TRAINING_OPERATOR_NAMESPACE},
+        "data": {k: base64.b64encode(p.read_bytes()).decode() for k, p in certs.items()},
+    }
+    kubectl(bins, front, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=json.dumps(secret))
+    _default_cert_dir(certs)
+
+
+def _default_cert_dir(certs: dict[str, Path]) -> None:
+    DEFAULT_CERT_DIR.mkdir(parents=True, exist_ok=True)
+    for name in ("tls.crt", "tls.key"):
+        target = DEFAULT_CERT_DIR / name
+        if not target.is_file() or target.read_bytes() != certs[name].read_bytes():
+            target.write_bytes(certs[name].read_bytes())
+
+
+def webhook_configurations(bins: Binaries, o: Operator, port: int, ca_pem: bytes) -> list[dict[str, Any]]:
+    """The operator's own webhook configurations (its kustomization rendered, so selectors, rules
+    and failure policies are upstream's), each webhook pointed at https://127.0.0.1:port."""
+    assert o.webhook_dir is not None
+    out = subprocess.run(
+        [str(bins.kubectl), "kustomize", str(o.module / o.webhook_dir)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    docs = []
+    for doc in yaml.safe_load_all(out):
+        if not doc or not doc.get("kind", "").endswith("WebhookConfiguration"):
+            continue
+        name = doc["metadata"]["name"]
+        if name.endswith("-webhook-configuration"):  # kubebuilder's generic names: make them ours
+            doc["metadata"]["name"] = f"{o.name}-{name}"
+        for wh in doc.get("webhooks") or []:
+            service = wh["clientConfig"].pop("service", {})
+            wh["clientConfig"] = {
+                "url": f"https://127.0.0.1:{port}{service.get('path', '/')}",
+                "caBundle": base64.b64encode(ca_pem).decode(),
+            }
+        docs.append(doc)
+    return docs
+
+
+def component(
+    env: Environment, o: Operator, ports: dict[str, int], front: Path, certs: dict[str, Path]
+) -> Component:
+    binary = str(o.dir / o.binary)
+    kube = {"KUBECONFIG": str(front)}
+    if o.name == "training-operator":
+        return Component(
+            name=o.component,
+            argv=[
+                binary,
+                f"--kubeconfig={front}",
+                "--metrics-bind-address=0",
+                f"--health-probe-bind-address=127.0.0.1:{ports['health']}",
+                f"--webhook-server-port={ports['webhook']}",
+                "--gang-scheduler-name=volcano",
+                *[
+                    f"--enable-scheme={s}"
+                    for s in ("pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob")
+                ],
+            ],
+            env={**kube, "MY_POD_NAMESPACE": TRAINING_OPERATOR_NAMESPACE},
+            ready_url=f"http://127.0.0.1:{ports['health']}/readyz",
+        )
+    if o.name == "kuberay":
+        return Component(
+            name=o.component,
+            argv=[
+                binary,
+                f"--kubeconfig={front}",
+                "--enable-leader-election=false",
+                "--metrics-addr=0",
+                f"--health-probe-bind-address=127.0.0.1:{ports['health']}",
+                "--batch-scheduler=volcano",
+                "--log-stdout-encoder=console",
+            ],
+            env=kube,
+            ready_url=f"http://127.0.0.1:{ports['health']}/readyz",
+        )
+    if o.name == "mpi-operator":
+        return Component(
+            name=o.component,
+            argv=[
+                binary,
+                f"--kubeConfig={front}",
+                f"--lock-namespace={MPI_OPERATOR_LOCK_NAMESPACE}",
+                "--monitoring-port=0",
+                "--gang-scheduling=volcano",
+            ],
+            env=kube,
+            # Its health server is fixed on :8080 and shared by whatever else listens there.
+            ready_url=None,
+        )
+    if o.name == "jobset":
+        cert_dir = env.state_dir / "operators" / "jobset-certs"
+        cert_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("tls.crt", "tls.key"):
+            (cert_dir / name).write_bytes(certs[name].read_bytes())
+        config = env.state_dir / "operators" / "jobset-config.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+                    "kind": "Configuration",
+                    "leaderElection": {"leaderElect": False},
+                    "internalCertManagement": {"enable": False},
+                    "webhook": {"port": ports["webhook"], "host": "127.0.0.1", "certDir": str(cert_dir)},
+                    "metrics": {"bindAddress": "0"},
+                    "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['health']}"},
+                }
+            )
+        )
+        return Component(
+            name=o.component,
+            argv=[binary, f"--kubeconfig={front}", f"--config={config}"],
+            env=kube,
+            ready_url=f"http://127.0.0.1:{ports['health']}/readyz",
+        )
+    if o.name == "trainer":
+        config = env.state_dir / "operators" / "trainer-config.yaml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+                    "kind": "Configuration",
+                    "leaderElection": {"leaderElect": False},
+                    "certManagement": {"enable": False},
+                    "webhook": {"port": ports["webhook"], "host": "127.0.0.1"},
+                    "metrics": {"bindAddress": "0"},
+                    "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['health']}"},
+                    "statusServer": {"port": ports["status"]},
+                }
+            )
+        )
+        return Component(
+            name=o.component,
+            argv=[binary, f"--kubeconfig={front}", f"--config={config}"],
+            env=kube,
+            ready_url=f"http://127.0.0.1:{ports['health']}/readyz",
+        )
+    if o.name == "argo":
+        return Component(
+            name=o.component,
+            argv=[binary, f"--kubeconfig={front}", f"--namespace={ARGO_NAMESPACE}", "--loglevel=info"],
+            env={**kube, "LEADER_ELECTION_DISABLE": "true"},
+            ready_url=ARGO_HEALTH,
+        )
+    if o.name == "dask":
+        liveness = f"http://127.0.0.1:{ports['health']}/healthz"
+        return Component(
+            name=o.component,
+            argv=[
+                binary,  # the virtualenv's python, so the command line is what was run
+                "-m",
+                "kopf",
+                "run",
+                "-m",
+                "dask_kubernetes.operator.controller",
+                "--standalone",
+                "--all-namespaces",
+                f"--liveness={liveness}",
+            ],
+            env=kube,
+            ready_url=liveness,
+        )
+    raise AssertionError(o.name)
+
+
+# ------------------------------------------------------------------ status
+@dataclass(frozen=True)
+class OperatorStatus:
+    name: str
+    version: str
+    running: bool
+    pid: int | None
+    log: Path
+
+
+def status(env: Environment) -> list[OperatorStatus]:
+    known = catalog()
+    out = []
+    for name in enabled(env):
+        o = known[name]
+        pid = env.supervisor.pid(o.component)
+        out.append(
+            OperatorStatus(name, o.version, pid is not None, pid, env.supervisor.log_file(o.component))
+        )
+    return out

@@ -1,0 +1,157 @@
+"""Helpers for the released operators' end-to-end tests: their own samples (read from the module
+each was built from), kubectl on the front cluster, and what the front and remotes then hold."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from armada_bridge.dev import binaries, operators
+from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, remote_pods
+from tests.support import wait_for
+
+REMOTES = ("remote-1", "remote-2")
+Obj = dict[str, Any]
+
+
+def sample(operator: str, path: str) -> list[Obj]:
+    """The documents of an operator project's own sample file, from its module."""
+    o = operators.catalog()[operator]
+    return [d for d in yaml.safe_load_all((o.module / path).read_text()) if d]
+
+
+def pod_templates(obj: Any) -> Iterator[Obj]:
+    """Every pod template in an object, found by shape: `template.spec.containers`."""
+    if isinstance(obj, dict):
+        t = obj.get("template")
+        if isinstance(t, dict) and isinstance((t.get("spec") or {}).get("containers"), list):
+            yield t
+        for v in obj.values():
+            yield from pod_templates(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from pod_templates(v)
+
+
+def adapt(
+    obj: Obj,
+    namespace: str,
+    *,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    runtime: str | None = None,
+    queue: str = "default",
+) -> Obj:
+    """The sample changed only in namespace, sizes, the queue label and (for pods that run to
+    completion) how long KWOK lets their containers run."""
+    obj["metadata"]["namespace"] = namespace
+    for t in pod_templates(obj):
+        md = t.setdefault("metadata", {})
+        md.setdefault("labels", {})[keys.QUEUE_LABEL] = queue
+        if runtime is not None:
+            md.setdefault("annotations", {})[keys.SIMULATED_RUNTIME] = runtime
+        for c in t["spec"]["containers"]:
+            c["resources"] = {
+                "requests": {"cpu": cpu, "memory": memory},
+                "limits": {"cpu": cpu, "memory": memory},
+            }
+    return obj
+
+
+def kubectl(*args: str, stdin: str | None = None) -> str:
+    from armada_bridge.dev.environment import Environment
+
+    front = Environment().kubeconfig("front")
+    r = subprocess.run(
+        [str(binaries.expected().kubectl), "--kubeconfig", str(front), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr or r.stdout}"
+    return r.stdout
+
+
+def apply(obj: Obj) -> None:
+    kubectl("apply", "-f", "-", stdin=json.dumps(obj))
+
+
+def get(obj: Obj) -> Obj:
+    kind, name, ns = obj["kind"], obj["metadata"]["name"], obj["metadata"]["namespace"]
+    group = obj["apiVersion"].split("/")[0] if "/" in obj["apiVersion"] else ""
+    resource = f"{kind.lower()}.{group}" if group else kind.lower()
+    return dict(json.loads(kubectl("get", resource, name, "-n", ns, "-o", "json")))
+
+
+def conditions(obj: Obj) -> dict[str, str]:
+    """type -> status of the object's status conditions."""
+    return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def one_remote_cluster(api: Api, namespace: str, count: int) -> str:
+    """The one remote cluster that all `count` pods of the namespace went to (asserted)."""
+    pods = front_pods(api, namespace)
+    assert len(pods) == count, [p.metadata.name for p in pods]
+    clusters = {cluster_of(p) for p in pods}
+    assert len(clusters) == 1 and clusters <= set(REMOTES), clusters
+    (cluster,) = clusters
+    assert cluster is not None
+    return cluster
+
+
+def wait_gone_from_remotes(api: Api, namespace: str, timeout: float = 90) -> None:
+    def probe() -> bool:
+        return all(not remote_pods(api, c, namespace) for c in REMOTES)
+
+    wait_for(f"no pod of {namespace} left in any remote cluster", probe, timeout=timeout)
+
+
+def podgroup(api: Api, namespace: str, name: str) -> Obj:
+    return dict(
+        k8s.CustomObjectsApi(api("front")).get_namespaced_custom_object(
+            "scheduling.volcano.sh", "v1beta1", namespace, "podgroups", name
+        )
+    )
+
+
+def wait_status(obj: Obj, what: str, check: Callable[[Obj], bool], timeout: float = 180) -> Obj:
+    """The object as `kubectl get` returns it, once `check` holds for it."""
+
+    def probe() -> Obj | None:
+        current = get(obj)
+        return current if check(current) else None
+
+    return wait_for(f"{obj['kind']} {obj['metadata']['name']}: {what}", probe, timeout=timeout)
+
+
+def assert_waits_whole(api: Api, namespace: str, pods: int) -> str:
+    """All `pods` of the namespace exist and wait, none placed anywhere, with the reason in an
+    Event and in `armada-bridge why`; returns that reason."""
+    from armada_bridge import views
+
+    def waiting_event() -> str | None:
+        for p in front_pods(api, namespace):
+            for e in events_for(api, namespace, p.metadata.name):
+                if e.startswith("ArmadaWaiting") and "free" in e:
+                    return e
+        return None
+
+    event = wait_for("an Event saying no cluster has room for the gang", waiting_event, timeout=60)
+    time.sleep(5)
+    current = front_pods(api, namespace)
+    assert len(current) == pods, [p.metadata.name for p in current]
+    assert all(not p.spec.node_name and cluster_of(p) is None for p in current), "part of the gang was placed"
+    for c in REMOTES:
+        assert remote_pods(api, c, namespace) == []
+    why = views.why(api("front"), current[0].metadata.name, namespace)
+    assert "waiting:" in why and "free" in why, why
+    return event

@@ -1,0 +1,68 @@
+"""JobSet (released controller, unchanged) and the Indexed Job of Kubernetes itself: the samples in
+manifests/samples run as one gang in one remote cluster and complete; deleting leaves nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from armada_bridge.versions import REPO_ROOT
+from tests.e2e.bridge import Api
+from tests.e2e.operators import (
+    adapt,
+    apply,
+    assert_waits_whole,
+    conditions,
+    kubectl,
+    one_remote_cluster,
+    wait_gone_from_remotes,
+    wait_status,
+)
+
+SAMPLES = REPO_ROOT / "manifests" / "samples"
+
+
+def ours(name: str) -> dict[str, Any]:
+    return dict(yaml.safe_load((SAMPLES / name).read_text()))
+
+
+def test_jobset_runs_whole_in_one_remote_cluster_and_completes(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    operators("jobset")
+    js = ours("jobset.yaml")
+    apply(adapt(js, namespace))
+    done = wait_status(js, "Completed", lambda j: conditions(j).get("Completed") == "True")
+    assert conditions(done).get("Failed") != "True"
+    assert one_remote_cluster(cluster_api, namespace, 4)
+    name = js["metadata"]["name"]
+    assert "Completed" in kubectl("get", "jobset", name, "-n", namespace)  # TerminalState
+    kubectl("delete", "jobset", name, "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace)
+
+
+def test_jobset_too_big_for_any_cluster_waits_whole(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    operators("jobset")
+    js = ours("jobset.yaml")
+    js["spec"]["replicatedJobs"][0]["replicas"] = 3  # 6 pods of 30 CPU: no 4-node cluster holds them
+    js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"][
+        "armadaproject.io/gangCardinality"
+    ] = "6"
+    apply(adapt(js, namespace, cpu="30"))
+    assert_waits_whole(cluster_api, namespace, 6)
+    kubectl("delete", "jobset", js["metadata"]["name"], "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace)
+
+
+def test_indexed_job_runs_whole_in_one_remote_cluster_and_completes(namespace: str, cluster_api: Api) -> None:
+    job = ours("indexed-job.yaml")
+    apply(adapt(job, namespace))
+    done = wait_status(job, "Complete", lambda j: conditions(j).get("Complete") == "True")
+    assert done["status"].get("succeeded") == 3
+    assert one_remote_cluster(cluster_api, namespace, 3)
+    kubectl("delete", "job", job["metadata"]["name"], "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace)

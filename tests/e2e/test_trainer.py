@@ -1,0 +1,73 @@
+"""Kubeflow Trainer v2, released and unchanged (with the JobSet controller it runs TrainJobs on): its
+own Volcano example (a ClusterTrainingRuntime with `podGroupPolicy.volcano` and a 4-node TrainJob)
+runs whole in one remote cluster and ends Complete; one too big for any cluster waits whole."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from tests.e2e.bridge import Api
+from tests.e2e.operators import (
+    apply,
+    assert_waits_whole,
+    conditions,
+    get,
+    kubectl,
+    one_remote_cluster,
+    sample,
+    wait_gone_from_remotes,
+    wait_status,
+)
+
+OPERATOR = "trainer"
+SAMPLE = "examples/yaml/04-volcano-integration.yaml"
+
+
+def _trainjob(api: Api, namespace: str, nodes: int, cpu: str) -> dict[str, Any]:
+    # A TrainJob has no pod template of its own: the queue label goes on the namespace.
+    k8s.CoreV1Api(api("front")).patch_namespace(
+        namespace, {"metadata": {"labels": {keys.QUEUE_LABEL: "default"}}}
+    )
+    runtime, job = sample(OPERATOR, SAMPLE)
+    assert runtime["kind"] == "ClusterTrainingRuntime" and job["kind"] == "TrainJob"
+    apply(runtime)  # cluster-scoped, shared by the tests: unchanged
+    job["metadata"]["namespace"] = namespace
+    job["spec"]["trainer"]["numNodes"] = nodes
+    job["spec"]["trainer"]["resourcesPerNode"] = {"requests": {"cpu": cpu, "memory": "1Gi"}}
+    apply(job)
+    return dict(job)
+
+
+def test_trainjob_runs_whole_in_one_remote_cluster_and_completes(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    operators(OPERATOR)
+    job = _trainjob(cluster_api, namespace, 4, "1")
+    done = wait_status(job, "Complete or Failed", lambda j: {"Complete", "Failed"} & _true(j))
+    assert "Complete" in _true(done), done.get("status")
+    assert one_remote_cluster(cluster_api, namespace, 4)
+    name = job["metadata"]["name"]
+    assert "Complete" in kubectl(
+        "get", "trainjob", name, "-n", namespace, "-o", "custom-columns=S:.status.conditions[*].type"
+    )
+    kubectl("delete", "trainjob", name, "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace)
+
+
+def test_trainjob_too_big_for_any_cluster_waits_whole(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    operators(OPERATOR)
+    job = _trainjob(cluster_api, namespace, 5, "30")
+    assert_waits_whole(cluster_api, namespace, 5)
+    assert "Failed" not in _true(get(job))
+    kubectl("delete", "trainjob", job["metadata"]["name"], "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace)
+
+
+def _true(obj: dict[str, Any]) -> set[str]:
+    return {t for t, status in conditions(obj).items() if status == "True"}
