@@ -6,15 +6,18 @@ restarted and paused at random; the bridge's invariants are checked all along an
 Uses the running `armada-bridge dev up` environment. Faults (seeded, each one logged):
 - SIGKILL of the extender or the vkubelet, restarted a few seconds later (a Deployment's restart);
 - SIGSTOP of the front kube-scheduler for 5-20 s (a hung scheduler), then SIGCONT;
-- SIGSTOP of a remote cluster's kube-apiserver past its virtual node's lease (45 s), then SIGCONT.
+- SIGSTOP of a remote cluster's kube-apiserver past its virtual node's lease (45 s), then SIGCONT;
+  a control-plane process that exits meanwhile (kube-controller-manager and kube-scheduler do when
+  they lose their leader lease) is started again as its supervisor would.
 
 Invariants, each violation printed with the objects involved:
 - one remote pod at most per front pod (across all remote clusters);
 - a gang is in one remote cluster, and never partly placed for longer than a round's worth of
   time (`--split-seconds`);
 - no remote pod outlives its front pod by more than the GC window (`--gc-seconds`);
-- after the faults stop, everything converges: every live front pod is Running with its remote
-  pod, or waits with a reason (an ArmadaWaiting Event), within `--converge-seconds`.
+- after the faults stop, everything converges: every live front pod placed in a remote cluster is
+  Running there, and every other waits with a reason (an ArmadaWaiting Event), within
+  `--converge-seconds`; every control-plane process is alive (`dev status` healthy).
 Exit status 1 when any invariant was violated.
 """
 
@@ -25,6 +28,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -146,9 +150,15 @@ class Soak:
         log(f"{name} restarted")
 
     def _pause(self, cluster: str, component: str, seconds: float) -> None:
-        pid = self.env.cluster(cluster, self.bins).component_pids().get(component)
+        kc = self.env.cluster(cluster, self.bins)
+        pids = kc.component_pids()
+        pid = pids.get(component)
         if pid is None:
             return
+        # How each process of the cluster was started: what its supervisor (kubelet, systemd)
+        # would run again if it exits, as kube-controller-manager and kube-scheduler do when they
+        # lose their leader lease while the apiserver is away.
+        commands = {c: _command(p) for c, p in pids.items() if p is not None}
         self.report.faults[f"pause {cluster} {component}"] += 1
         log(f"SIGSTOP {cluster} {component} for {seconds:.0f}s")
         os.kill(pid, signal.SIGSTOP)
@@ -157,6 +167,17 @@ class Soak:
         finally:
             os.kill(pid, signal.SIGCONT)
         log(f"SIGCONT {cluster} {component}")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not self.stop.is_set():
+            for c, p in kc.component_pids().items():
+                command = commands.get(c)
+                if p is None and command is not None:
+                    new = _restart(command, kc.workdir / "logs" / f"{c}.log")
+                    (kc.workdir / "pids" / f"{c}.pid").write_text(str(new))
+                    self.report.faults[f"restart {cluster} {c} (exited)"] += 1
+                    log(f"{cluster} {c} exited; restarted as pid {new}")
+                    commands.pop(c)
+            time.sleep(1)
 
     def chaos_loop(self, mean_gap: float) -> None:
         while self.faults_on.is_set() and not self.stop.is_set():
@@ -241,9 +262,34 @@ class Soak:
                 not (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) and p.metadata.uid not in events
             ):
                 problems.append(f"{p.metadata.name} {p.status.phase}, unplaced, with no ArmadaWaiting Event")
-            elif (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) and p.metadata.uid not in remote:
-                problems.append(f"{p.metadata.name} placed but no remote pod yet")
+            elif (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER):
+                problems.append(f"{p.metadata.name} placed but {p.status.phase}, not Running")
         return problems
+
+
+def _command(pid: int) -> tuple[list[str], str, dict[str, str]]:
+    """argv, working directory and environment of a running process."""
+    proc = Path(f"/proc/{pid}")
+    argv = [a.decode() for a in proc.joinpath("cmdline").read_bytes().split(b"\0") if a]
+    env = dict(
+        kv.decode().split("=", 1) for kv in proc.joinpath("environ").read_bytes().split(b"\0") if b"=" in kv
+    )
+    return argv, os.readlink(proc / "cwd"), env
+
+
+def _restart(command: tuple[list[str], str, dict[str, str]], log_file: Path) -> int:
+    argv, cwd, env = command
+    with log_file.open("ab") as out:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    return proc.pid
 
 
 def run(
@@ -301,6 +347,7 @@ def run(
             try:
                 soak.check(split_seconds, gc_seconds)
                 problems = soak.converged()
+                problems += [f"{s.name}: {s.detail}" for s in env.status() if not s.healthy]
             except Exception as e:
                 problems = [f"{type(e).__name__}: {e}"]
             if not problems:
