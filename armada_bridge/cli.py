@@ -82,9 +82,9 @@ def _simulate(argv: list[str]) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from armada_bridge.demo import run_demo
+    from armada_bridge.demo import clean_demo, run_demo
 
-    return run_demo()
+    return clean_demo() if args.clean else run_demo()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,7 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     kc.add_argument("name", help="front, remote-1, remote-2, ...")
 
     sub.add_parser("simulate", help="run the scheduling core over Armada simulator input", add_help=False)
-    sub.add_parser("demo", help="run the demo on the local environment")
+    demo = sub.add_parser("demo", help="run the demo on the local environment")
+    demo.add_argument(
+        "--clean", action="store_true", help="remove what the demos created, and wait until it is gone"
+    )
     for name, text in (
         ("queues", "queues with fair, adjusted and actual shares"),
         ("clusters", "remote clusters: readiness, nodes, free capacity"),

@@ -21,6 +21,7 @@ from armada_bridge.dev.names import FRONT
 from armada_bridge.views import queues
 
 NAMESPACE = "armada-bridge-demo"
+OPERATORS_NAMESPACE = "armada-bridge-operators-demo"  # hack/demo.sh's PyTorchJob and RayCluster
 GANG = 4
 
 
@@ -132,4 +133,31 @@ def run_demo(timeout: float = 120) -> int:
             )
         _say("\n" + queues(api))
     _say(f"\ndemo finished; try: armada-bridge gangs -n {NAMESPACE}; kubectl logs -n {NAMESPACE} gang-0")
+    _say("clean up (what the demo holds in the remote clusters): armada-bridge demo --clean")
+    return 0
+
+
+def clean_demo(timeout: float = 180) -> int:
+    """Delete what the demos created (their namespaces, everywhere) and wait until it is gone."""
+    env = Environment()
+    with api_client(env.kubeconfig(FRONT)) as api:
+        core = k8s.CoreV1Api(api)
+        for ns in (NAMESPACE, OPERATORS_NAMESPACE):
+            with contextlib.suppress(ApiException):
+                core.delete_namespace(ns)
+        try:
+            _wait(
+                "demo namespaces gone",
+                lambda: (
+                    not {n.metadata.name for n in core.list_namespace().items}
+                    & {NAMESPACE, OPERATORS_NAMESPACE}
+                ),
+                timeout,
+            )
+        except TimeoutError as e:
+            print(f"armada-bridge demo --clean: {e}", file=sys.stderr)
+            return 1
+    _say(
+        f"removed namespaces {NAMESPACE} and {OPERATORS_NAMESPACE} (their pods are gone from the remote clusters)"
+    )
     return 0

@@ -31,5 +31,5 @@ for c in remote-1 remote-2; do
   step "pods in $c"
   "$bin/kubernetes-$KUBERNETES_VERSION/kubectl" --kubeconfig "$($ab dev kubeconfig "$c")" -n "$ns" get pods 2>/dev/null || true
 done
-step "done: the PyTorchJob ends Succeeded after its simulated 60s; clean up with:"
-echo "  kubectl -n $ns delete pytorchjob,raycluster --all"
+step "done: the PyTorchJob ends Succeeded after its simulated 60s; clean up everything the demo made with:"
+echo "  .venv/bin/armada-bridge demo --clean     (or: .venv/bin/armada-bridge dev down)"

@@ -51,3 +51,23 @@ def test_views_tell_where_gangs_went_and_why_pods_wait(
     unmanaged = pod("plain", queue=None)
     core.create_namespaced_pod(namespace, unmanaged)
     assert "not managed by armada-bridge" in _cli(dev_env, "why", "plain", "-n", namespace)
+
+
+def test_demo_runs_and_cleans_up_after_itself(dev_env: Environment, cluster_api: Api) -> None:
+    from armada_bridge.demo import NAMESPACE, OPERATORS_NAMESPACE
+
+    cmd = [sys.executable, "-m", "armada_bridge.cli", "demo"]
+    shown = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    assert "armada-bridge demo --clean" in shown, shown
+    subprocess.run([*cmd, "--clean"], capture_output=True, text=True, check=True)
+    demo = {NAMESPACE, OPERATORS_NAMESPACE}
+    names = {n.metadata.name for n in k8s.CoreV1Api(cluster_api("front")).list_namespace().items}
+    assert not names & demo, names
+    for c in ("remote-1", "remote-2"):  # the vkubelet collects the remote namespaces it created
+        wait_for(
+            f"demo namespaces gone from {c}",
+            lambda c=c: (
+                not {n.metadata.name for n in k8s.CoreV1Api(cluster_api(c)).list_namespace().items} & demo
+            ),
+            timeout=90,
+        )
