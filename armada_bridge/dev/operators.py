@@ -225,35 +225,18 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
         crds = [
             p for p in o.crd_files() if not (o.name == "training-operator" and p.name == SHARED_MPIJOB_CRD)
         ]
-        kubectl(bins, front, "apply", "--server-side", "--force-conflicts", *_files(crds), timeout=120)
+        apply_server_side = ("apply", "--server-side", "--force-conflicts")
+        kubectl(bins, front, *apply_server_side, *_files(crds), timeout=120)
         wait_established(bins, front, _files(crds), timeout=90)
         if o.name == "training-operator":
             _training_operator_certs(bins, front, certs)
         if o.name == "trainer":
             _default_cert_dir(certs)
         if o.name == "argo":
-            kubectl(
-                bins,
-                front,
-                "apply",
-                "--server-side",
-                "--force-conflicts",
-                "-f",
-                "-",
-                stdin=json.dumps(ARGO_CONFIG),
-            )
+            kubectl(bins, front, *apply_server_side, "-f", "-", stdin=json.dumps(ARGO_CONFIG))
         if o.webhook_dir:
             docs = webhook_configurations(bins, o, ports[o.name]["webhook"], certs["ca.crt"].read_bytes())
-            kubectl(
-                bins,
-                front,
-                "apply",
-                "--server-side",
-                "--force-conflicts",
-                "-f",
-                "-",
-                stdin=yaml.safe_dump_all(docs),
-            )
+            kubectl(bins, front, *apply_server_side, "-f", "-", stdin=yaml.safe_dump_all(docs))
         c = component(env, o, ports.get(o.name, {}), front, certs)
         _, started = env.supervisor.ensure(c)
         env.supervisor.wait_ready(c, timeout=90)
