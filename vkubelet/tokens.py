@@ -255,8 +255,11 @@ class FrontTokens:
             return hit[1]
         cm = await self.front.get_or_none(CONFIGMAPS, ROOT_CA_CONFIGMAP, namespace)
         ca = str(((cm or {}).get("data") or {}).get("ca.crt", ""))
-        if ca:
-            self._ca[namespace] = (t, ca)
+        if not ca:  # a namespace just made: the front's root CA publisher has not reached it yet
+            raise TokenUnavailable(
+                f"the front CA (ConfigMap {namespace}/{ROOT_CA_CONFIGMAP}) is not published yet"
+            )
+        self._ca[namespace] = (t, ca)
         return ca
 
     # ---------------------------------------------------------------- renewal and deletion
@@ -277,7 +280,7 @@ class FrontTokens:
         try:
             await self.reconcile(key)
             self.queue.forget(key)
-        except (ApiError, OSError, TimeoutError) as e:
+        except (ApiError, OSError, TimeoutError, TokenUnavailable) as e:
             self.on_error("token")
             log.warning("%s: front API token %s: %s", self.cluster, key, e)
             self.queue.retry(key)

@@ -301,9 +301,13 @@ def test_remote_pod_deleted_by_hand_fails_front_pod(
     )
     assert pod.status.reason == "RemotePodDeleted"
     assert "remote-1" in pod.status.message
-    assert any(
-        e.reason == "RemotePodDeleted"
-        for e in front.list_namespaced_event(namespace, field_selector="involvedObject.name=victim").items
+    wait_for(  # the Event follows the status write
+        "a RemotePodDeleted Event",
+        lambda: any(
+            e.reason == "RemotePodDeleted"
+            for e in front.list_namespaced_event(namespace, field_selector="involvedObject.name=victim").items
+        ),
+        timeout=10,
     )
     # Never recreated.
     time.sleep(3)
