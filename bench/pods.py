@@ -60,6 +60,14 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
 
 
+def compare(direct: list[float], via: list[float], name: str) -> dict[str, float]:
+    """p50/p99 of the baseline (`direct`) and of `via` (keys `<name>_p50_s`...), and their ratios."""
+    out = {"direct_p50_s": pct(direct, 0.5), "direct_p99_s": pct(direct, 0.99)}
+    out |= {f"{name}_p50_s": pct(via, 0.5), f"{name}_p99_s": pct(via, 0.99)}
+    out |= {"p50_ratio": pct(via, 0.5) / pct(direct, 0.5), "p99_ratio": pct(via, 0.99) / pct(direct, 0.99)}
+    return out
+
+
 async def cleanup(kubes: Iterable[Kube], namespaces: Iterable[str]) -> None:
     """Delete the benchmark's namespaces everywhere and close the clients (errors only reported)."""
     kubes = list(kubes)

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from armada_bridge import keys
 from armada_bridge.dev.environment import Environment
 from armada_bridge.kube import NAMESPACES, PODS, Kube, load_config
-from bench.pods import batch, cleanup, create_namespace, pct
+from bench.pods import batch, cleanup, compare, create_namespace
 
 REMOTES = ("remote-1", "remote-2")
 
@@ -114,12 +114,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "wall_ratio": via_wall / direct_wall,
         "direct_pods_per_s": args.pods / direct_wall,
         "bridge_pods_per_s": args.pods / via_wall,
-        "direct_p50_s": pct(direct, 0.5),
-        "direct_p99_s": pct(direct, 0.99),
-        "bridge_p50_s": pct(via, 0.5),
-        "bridge_p99_s": pct(via, 0.99),
-        "p50_ratio": pct(via, 0.5) / pct(direct, 0.5),
-        "p99_ratio": pct(via, 0.99) / pct(direct, 0.99),
+        **compare(direct, via, "bridge"),
         "by_cluster": dict(sorted(spread.items())),
         "remote_nodes_used": len(nodes),
         "load_average_1m": os.getloadavg()[0],

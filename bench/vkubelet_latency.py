@@ -27,7 +27,7 @@ from armada_bridge import keys
 from armada_bridge.dev import binaries, bridge, vkubelet_setup
 from armada_bridge.dev.environment import Environment
 from armada_bridge.kube import Kube, load_config
-from bench.pods import batch, cleanup, create_namespace, pct
+from bench.pods import batch, cleanup, compare, create_namespace
 
 
 def pod(name: str, node: str | None) -> dict[str, Any]:
@@ -94,12 +94,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         await cleanup(kubes.values(), (ns_base, ns_vk))
     return {
         "pods": args.pods,
-        "direct_p50_s": pct(direct, 0.5),
-        "direct_p99_s": pct(direct, 0.99),
-        "vkubelet_p50_s": pct(via, 0.5),
-        "vkubelet_p99_s": pct(via, 0.99),
-        "p50_ratio": pct(via, 0.5) / pct(direct, 0.5),
-        "p99_ratio": pct(via, 0.99) / pct(direct, 0.99),
+        **compare(direct, via, "vkubelet"),
         "vkubelet_mean_s": statistics.mean(via),
         "direct_mean_s": statistics.mean(direct),
         "vkubelet_idle_rss_mib": idle["VmRSS"] / 1024,

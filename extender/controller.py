@@ -221,11 +221,7 @@ class Controller:
                 if on_node.pop(k, None) is None:
                     return
             else:
-                try:
-                    usage = podspec.pod_usage(obj)
-                except podspec.PodSpecError:
-                    usage = podspec.pod_usage({})  # admitted there, so only a quantity we cannot read
-                entry = (str(labels.get(keys.FRONT_UID) or ""), usage)
+                entry = (str(labels.get(keys.FRONT_UID) or ""), podspec.admitted_pod_usage(obj))
                 if on_node.get(k) == entry:
                     return
                 on_node[k] = entry

@@ -138,6 +138,15 @@ def pod_usage(pod: Obj) -> Resources:
     return usage
 
 
+def admitted_pod_usage(pod: Obj) -> Resources:
+    """:func:`pod_usage` of a pod an API server already admitted to a node: a quantity we cannot
+    read there still leaves its pod slot counted."""
+    try:
+        return pod_usage(pod)
+    except PodSpecError:
+        return dict(_ONE_POD)
+
+
 def priority_class_name(pod: Obj) -> str:
     return str((pod.get("spec") or {}).get("priorityClassName") or "")
 

@@ -17,7 +17,7 @@ from armada_bridge import keys
 from armada_bridge.kube import LEASES, NODES, ApiError, Kube
 from armada_bridge.kube.times import micro_time, now, rfc3339
 from extender.core.resources import QuantityError, format_quantity, parse_quantity
-from extender.podspec import POD_SLOTS, PodSpecError, pod_usage
+from extender.podspec import admitted_pod_usage
 from vkubelet.remotecluster import RemoteClusterSpec
 
 log = logging.getLogger(__name__)
@@ -26,7 +26,6 @@ Obj = dict[str, Any]
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_SECONDS = 40
 KUBELET_VERSION = "v1.37.2-armada-bridge"
-_MILLI = 1000
 
 
 def _quantities(values: dict[str, Any] | None) -> dict[str, int]:
@@ -37,14 +36,6 @@ def _quantities(values: dict[str, Any] | None) -> dict[str, int]:
         except QuantityError:
             continue
     return out
-
-
-def pod_requests(pod: Obj) -> dict[str, int]:
-    """What a pod takes from its node as the scheduler counts it (requests, and one pod slot)."""
-    try:
-        return pod_usage(pod)
-    except PodSpecError:
-        return {POD_SLOTS: _MILLI}  # the API server admitted it: only a quantity we cannot read
 
 
 def node_usable(node: Obj) -> bool:
@@ -84,7 +75,7 @@ def remote_capacity(nodes: Iterable[Obj], foreign_pods: Iterable[Obj]) -> Capaci
             continue
         if keys.FRONT_UID in (p["metadata"].get("labels") or {}):
             continue
-        for k, v in pod_requests(p).items():
+        for k, v in admitted_pod_usage(p).items():
             if k in alloc:
                 alloc[k] = max(0, alloc[k] - v)
     return Capacity(
