@@ -50,6 +50,7 @@ from armada_bridge.dev.environment import Environment, api_client
 REMOTES = ("remote-1", "remote-2")
 QUEUES = ("chaos-a", "chaos-b", "chaos-c")
 LEASE_PAUSE = 45.0
+FAULT_KINDS = ("extender", "vkubelet", "scheduler", "remote")
 
 
 @dataclass
@@ -101,7 +102,8 @@ def unit(name: str, queue: str, size: int) -> list[dict[str, Any]]:
 class Soak:
     def __init__(self, env: Environment, seed: int, namespace: str) -> None:
         self.env = env
-        self.rng = random.Random(seed)
+        self.rng = random.Random(seed)  # the workload's
+        self.fault_rng = random.Random(seed + 1)  # the faults' (another thread: its own sequence)
         self.ns = namespace
         self.report = Report(seed)
         self.stop = threading.Event()
@@ -112,6 +114,7 @@ class Soak:
         self.partial_since: dict[str, float] = {}
         self.orphan_since: dict[str, float] = {}
         self.units: dict[str, list[str]] = defaultdict(list)  # queue -> live unit names, oldest first
+        self.kinds_done: set[str] = set()
 
     # ------------------------------------------------------------ workload
     def submit_loop(self, live_units: int) -> None:
@@ -137,24 +140,25 @@ class Soak:
             self.stop.wait(1.0)
 
     # ------------------------------------------------------------ faults
-    def _kill_component(self, name: str) -> None:
+    def _kill_component(self, name: str) -> bool:
         pid = self.env.supervisor.pid(name)
         if pid is None:
-            return
+            return False
         os.kill(pid, signal.SIGKILL)
         self.report.faults[f"kill {name}"] += 1
         log(f"SIGKILL {name} (pid {pid})")
-        self.stop.wait(self.rng.uniform(1, 6))
+        self.stop.wait(self.fault_rng.uniform(1, 6))
         setup = extender_setup.setup if name == "extender" else vkubelet_setup.setup
         setup(self.env, self.bins)
         log(f"{name} restarted")
+        return True
 
-    def _pause(self, cluster: str, component: str, seconds: float) -> None:
+    def _pause(self, cluster: str, component: str, seconds: float) -> bool:
         kc = self.env.cluster(cluster, self.bins)
         pids = kc.component_pids()
         pid = pids.get(component)
         if pid is None:
-            return
+            return False
         # How each process of the cluster was started: what its supervisor (kubelet, systemd)
         # would run again if it exits, as kube-controller-manager and kube-scheduler do when they
         # lose their leader lease while the apiserver is away.
@@ -178,19 +182,29 @@ class Soak:
                     log(f"{cluster} {c} exited; restarted as pid {new}")
                     commands.pop(c)
             time.sleep(1)
+        return True
 
     def chaos_loop(self, mean_gap: float) -> None:
+        """Faults at exponential gaps, the kinds dealt from a shuffled deck so that every kind comes
+        once before any comes twice (a short run still sees each)."""
+        deck: list[str] = []
         while self.faults_on.is_set() and not self.stop.is_set():
-            self.stop.wait(self.rng.expovariate(1 / mean_gap))
+            self.stop.wait(self.fault_rng.expovariate(1 / mean_gap))
             if not self.faults_on.is_set() or self.stop.is_set():
                 return
-            kind = self.rng.choice(["extender", "vkubelet", "scheduler", "remote"])
+            if not deck:
+                deck = list(FAULT_KINDS)
+                self.fault_rng.shuffle(deck)
+            kind = deck.pop()
             if kind in ("extender", "vkubelet"):
-                self._kill_component(kind)
+                made = self._kill_component(kind)
             elif kind == "scheduler":
-                self._pause("front", "kube-scheduler", self.rng.uniform(5, 20))
+                made = self._pause("front", "kube-scheduler", self.fault_rng.uniform(5, 20))
             else:
-                self._pause(self.rng.choice(REMOTES), "kube-apiserver", LEASE_PAUSE + self.rng.uniform(0, 15))
+                cluster = self.fault_rng.choice(REMOTES)
+                made = self._pause(cluster, "kube-apiserver", LEASE_PAUSE + self.fault_rng.uniform(0, 15))
+            if made:
+                self.kinds_done.add(kind)
 
     # ------------------------------------------------------------ invariants
     def check(self, split_seconds: float, gc_seconds: float) -> None:
@@ -299,6 +313,7 @@ def run(
     seed: int,
     live_units: int = 12,
     mean_fault_gap: float = 20.0,
+    every_kind: bool = False,
     split_seconds: float = 30.0,
     gc_seconds: float = 90.0,
     converge_seconds: float = 180.0,
@@ -326,9 +341,18 @@ def run(
     ]
     for t in threads:
         t.start()
-    end = time.monotonic() + minutes * 60
+    start = time.monotonic()
+    end = start + minutes * 60
+    # With every_kind, faults go on past `minutes` until each kind has come once (a run of a few
+    # minutes may otherwise draw only kills); bounded, in case a fault cannot be made at all.
+    last = end + (max(5 * 60.0, minutes * 60) if every_kind else 0)
+
+    def faulting() -> bool:
+        now = time.monotonic()
+        return now < end or (now < last and soak.kinds_done != set(FAULT_KINDS))
+
     try:
-        while time.monotonic() < end:
+        while faulting():
             try:
                 soak.check(split_seconds, gc_seconds)
             except Exception as e:  # an API answer lost to a fault: check again next time
