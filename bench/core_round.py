@@ -28,9 +28,9 @@ from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extender.core.builders import job, node
-from extender.core.model import Job, Queue, SchedulingConfig
-from extender.core.scheduler import Scheduler
+from armada_bridge.core.builders import job, node
+from armada_bridge.core.model import Job, Queue, SchedulingConfig
+from armada_bridge.core.scheduler import Scheduler
 
 CLUSTERS = 10
 NODES_PER_CLUSTER = 100

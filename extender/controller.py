@@ -19,6 +19,11 @@ from datetime import datetime
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.core import model
+from armada_bridge.core import quantities as rs
+from armada_bridge.core.model import JobState
+from armada_bridge.core.result import RoundResult
+from armada_bridge.core.scheduler import Scheduler, SchedulerError
 from armada_bridge.kube import NAMESPACES, NODES, PODS, ApiError, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import Informer, key_of
@@ -31,11 +36,6 @@ from armada_bridge.kube.resources import (
 )
 from armada_bridge.rejection import rejection_of, rejections_of
 from extender import intent, podspec
-from extender.core import model
-from extender.core import resources as rs
-from extender.core.model import JobState
-from extender.core.result import RoundResult
-from extender.core.scheduler import Scheduler, SchedulerError
 from extender.events import EventRecorder
 from extender.metrics import Metrics
 from extender.owners import OwnerResolver, Root

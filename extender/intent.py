@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from armada_bridge import keys
-from extender.core.resources import QuantityError, Resources, format_quantity, parse_quantity, scale
+from armada_bridge.core.quantities import QuantityError, Resources, format_quantity, parse_quantity, scale
 from extender.podspec import pod_requests
 
 Obj = Mapping[str, Any]
@@ -138,7 +138,7 @@ class PodGroupRefs:
 class GangSpec:
     """A gang as one protocol describes it.
 
-    ``min_resources`` is in the core's milli-units (:mod:`extender.core.resources`). A gang with
+    ``min_resources`` is in the core's milli-units (:mod:`armada_bridge.core.quantities`). A gang with
     ``min_member == 1`` and ``min_resources`` is a capacity reservation (Spark style), not a 1-pod
     gang: see :attr:`is_reservation`.
     """

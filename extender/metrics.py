@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from extender.core.result import RoundResult
+from armada_bridge.core.result import RoundResult
 
 
 class Metrics:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from extender.core.resources import fits, format_resources
+from armada_bridge.core.quantities import fits, format_resources
 
 Obj = Mapping[str, Any]
 

@@ -10,8 +10,8 @@
 * :class:`SchedulingConstraints` — the pod's *own* nodeSelector, affinity, tolerations and
   topologySpreadConstraints: the ``keys.SCHEDULING_CONSTRAINTS`` annotation the admission webhook
   set aside when present, else the spec's.
-* :func:`job_from_pod` / :func:`node_from_remote` — the core's :class:`~extender.core.model.Job`
-  and :class:`~extender.core.model.Node`.
+* :func:`job_from_pod` / :func:`node_from_remote` — the core's :class:`~armada_bridge.core.model.Job`
+  and :class:`~armada_bridge.core.model.Node`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from armada_bridge import keys
-from extender.core.model import (
+from armada_bridge.core.model import (
     CLUSTER_LABEL,
     Job,
     Node,
@@ -31,7 +31,7 @@ from extender.core.model import (
     Taint,
     Toleration,
 )
-from extender.core.resources import MILLI, QuantityError, Resources, add_into, parse_quantity
+from armada_bridge.core.quantities import MILLI, QuantityError, Resources, add_into, parse_quantity
 
 if TYPE_CHECKING:
     from extender.intent import GangSpec

@@ -6,6 +6,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from armada_bridge import keys
+from armada_bridge.core import quantities as rs
 from armada_bridge.kube.client import ApiError, Obj
 from armada_bridge.kube.resources import (
     COSCHEDULING_PODGROUPS,
@@ -18,7 +19,6 @@ from armada_bridge.kube.times import now as utc_now
 from armada_bridge.kube.times import rfc3339
 from extender import intent
 from extender import podgroup_status as pgs
-from extender.core import resources as rs
 
 if TYPE_CHECKING:
     from extender.controller import Controller

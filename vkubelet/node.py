@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.core.quantities import QuantityError, format_quantity, parse_quantity
 from armada_bridge.kube import LEASES, NODES, ApiError, Kube
 from armada_bridge.kube.times import micro_time, now, rfc3339
-from extender.core.resources import QuantityError, format_quantity, parse_quantity
 from extender.podspec import admitted_pod_usage
 from vkubelet.remotecluster import RemoteClusterSpec
 

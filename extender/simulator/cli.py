@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import IO
 
-from extender.core.model import SchedulingConfig
+from armada_bridge.core.model import SchedulingConfig
 from extender.simulator.engine import Simulation
 from extender.simulator.loader import InputError, load_clusters, load_config, load_workload
 from extender.simulator.report import JsonlWriter, summary_table

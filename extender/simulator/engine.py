@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from extender.core.model import (
+from armada_bridge.core.model import (
     CLUSTER_LABEL,
     Job,
     Node,
@@ -28,8 +28,8 @@ from extender.core.model import (
     Taint,
     Toleration,
 )
-from extender.core.result import RoundResult
-from extender.core.scheduler import Scheduler
+from armada_bridge.core.result import RoundResult
+from armada_bridge.core.scheduler import Scheduler
 from extender.simulator.spec import ClusterSpec, JobTemplateSpec, ShiftedExponential, WorkloadSpec
 
 Sink = Callable[[dict[str, Any]], None]

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from extender.core.model import PriorityClass, SchedulingConfig
+from armada_bridge.core.model import PriorityClass, SchedulingConfig
 from extender.simulator.spec import ClusterSpec, SchedulingConfigSpec, WorkloadSpec
 
 M = TypeVar("M", bound=BaseModel)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from extender.core.resources import QuantityError, parse_quantity
+from armada_bridge.core.quantities import QuantityError, parse_quantity
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _SECONDS = re.compile(r"\d+(?:\.\d*)?|\.\d+")

@@ -8,7 +8,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from extender.core.resources import parse_quantity
+from armada_bridge.core.quantities import parse_quantity
 from extender.podspec import pod_usage
 from tests.support import wait_for
 

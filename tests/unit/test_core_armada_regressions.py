@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from extender.core.builders import job, node
-from extender.core.model import JobState, PriorityClass, Queue, SchedulingConfig
-from extender.core.scheduler import Scheduler
+from armada_bridge.core.builders import job, node
+from armada_bridge.core.model import JobState, PriorityClass, Queue, SchedulingConfig
+from armada_bridge.core.scheduler import Scheduler
 from extender.simulator.engine import Simulation
 from extender.simulator.loader import load_clusters, load_config, load_workload
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from extender.core.fairness import DominantResourceFairness, compute_fair_shares
-from extender.core.resources import parse_resources
+from armada_bridge.core.fairness import DominantResourceFairness, compute_fair_shares
+from armada_bridge.core.quantities import parse_resources
 
 pytestmark = pytest.mark.unit
 

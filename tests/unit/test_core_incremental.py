@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from extender.core.builders import gang, job, node
-from extender.core.model import JobState, PriorityClass, Queue, SchedulingConfig
-from extender.core.result import RoundResult
-from extender.core.scheduler import Scheduler, SchedulerError
+from armada_bridge.core.builders import gang, job, node
+from armada_bridge.core.model import JobState, PriorityClass, Queue, SchedulingConfig
+from armada_bridge.core.result import RoundResult
+from armada_bridge.core.scheduler import Scheduler, SchedulerError
 
 pytestmark = pytest.mark.unit
 

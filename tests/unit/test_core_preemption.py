@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from extender.core.builders import gang, job, node
-from extender.core.model import JobState, PriorityClass, Queue, SchedulingConfig
-from extender.core.scheduler import Scheduler
+from armada_bridge.core.builders import gang, job, node
+from armada_bridge.core.model import JobState, PriorityClass, Queue, SchedulingConfig
+from armada_bridge.core.scheduler import Scheduler
 
 pytestmark = pytest.mark.unit
 
@@ -205,9 +205,9 @@ def test_gang_takes_the_room_of_a_fully_evicted_queue_whole_gangs_only() -> None
     """A queue holding the whole pool with preemptible gangs is evicted entirely at the start of
     the round; a gang of another queue that reaches the front of the ordering first may take the
     room of evicted gangs (regression: the gang's whole cost was compared with one victim's)."""
-    from extender.core.model import Job, Node, Queue, SchedulingConfig
-    from extender.core.resources import parse_resources
-    from extender.core.scheduler import Scheduler
+    from armada_bridge.core.model import Job, Node, Queue, SchedulingConfig
+    from armada_bridge.core.quantities import parse_resources
+    from armada_bridge.core.scheduler import Scheduler
 
     s = Scheduler(SchedulingConfig())
     for c in ("c1", "c2"):

@@ -13,9 +13,9 @@ import random
 
 import pytest
 
-from extender.core.builders import job, node
-from extender.core.model import Job, PriorityClass, Queue, SchedulingConfig
-from extender.core.scheduler import Scheduler
+from armada_bridge.core.builders import job, node
+from armada_bridge.core.model import Job, PriorityClass, Queue, SchedulingConfig
+from armada_bridge.core.scheduler import Scheduler
 
 pytestmark = pytest.mark.unit
 

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from extender.core.builders import gang, job, node
-from extender.core.model import (
+from armada_bridge.core.builders import gang, job, node
+from armada_bridge.core.model import (
     CLUSTER_LABEL,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -17,8 +17,8 @@ from extender.core.model import (
     Taint,
     Toleration,
 )
-from extender.core.result import RoundResult
-from extender.core.scheduler import Scheduler
+from armada_bridge.core.result import RoundResult
+from armada_bridge.core.scheduler import Scheduler
 
 pytestmark = pytest.mark.unit
 

@@ -12,13 +12,13 @@ import socket
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.core.model import JobState
+from armada_bridge.core.result import Placement, RoundResult
 from armada_bridge.kube.client import Kube, KubeConfig, with_uid_precondition
 from armada_bridge.kube.informer import Informer, key_of
 from armada_bridge.kube.resources import NODES, PODS
 from armada_bridge.rejection import Rejection, rejection_of
 from extender.controller import Controller, Settings, core_node_name
-from extender.core.model import JobState
-from extender.core.result import Placement, RoundResult
 from extender.metrics import Metrics
 from extender.remotes import RemoteWatcher
 from extender.status_writer import merge_patch

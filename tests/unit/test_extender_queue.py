@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from armada_bridge.core.quantities import parse_resources
 from extender.controller import queue_from_cr
-from extender.core.resources import parse_resources
 
 
 def _queue(spec: dict[str, object]) -> dict[str, object]:

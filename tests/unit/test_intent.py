@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from armada_bridge import keys
+from armada_bridge.core.quantities import parse_resources
 from extender import intent
-from extender.core.resources import parse_resources
 from extender.intent import GangSpec, IntentError, PodGroupMissing, PodGroupRef, Protocol
 
 NS = "team-a"

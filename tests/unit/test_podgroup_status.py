@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from extender.core.resources import parse_resources
+from armada_bridge.core.quantities import parse_resources
 from extender.podgroup_status import (
     VOLCANO_SCHEDULED_REASON,
     CoschedulingPhase,

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from armada_bridge import keys
-from extender import podspec
-from extender.core.matching import static_mismatch
-from extender.core.model import (
+from armada_bridge.core.matching import static_mismatch
+from armada_bridge.core.model import (
     CLUSTER_LABEL,
     Job,
     NodeSelectorRequirement,
@@ -22,7 +21,8 @@ from extender.core.model import (
     Taint,
     Toleration,
 )
-from extender.core.resources import parse_resources
+from armada_bridge.core.quantities import parse_resources
+from extender import podspec
 from extender.intent import GangSpec, Protocol
 from extender.podspec import NODE_NAME_FIELD, PodSpecError, SchedulingConstraints
 

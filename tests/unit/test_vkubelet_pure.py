@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from armada_bridge import keys
-from extender.core.resources import format_quantity
+from armada_bridge.core.quantities import format_quantity
 from vkubelet import deps, podspec
 from vkubelet import status as pod_status
 from vkubelet.mirror import differs, mirror_of

@@ -1,14 +1,14 @@
 """Static node-job compatibility: node selectors, required node affinity, taints and tolerations.
 
 These depend only on a node's labels and taints and on a job's constraints, so results are cached
-per (node type, job requirements) pair; see :class:`extender.core.nodedb.NodeDb`.
+per (node type, job requirements) pair; see :class:`armada_bridge.core.nodedb.NodeDb`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extender.core.model import Job, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
+from armada_bridge.core.model import Job, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
 
 RequirementsKey = tuple[object, ...]
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Mapping, Set
 
-from extender.core import resources as rs
-from extender.core.fairness import QueueShare
-from extender.core.gang import VictimPolicy
-from extender.core.model import SchedulingConfig
-from extender.core.state import JobRecord
+from armada_bridge.core import quantities as rs
+from armada_bridge.core.fairness import QueueShare
+from armada_bridge.core.gang import VictimPolicy
+from armada_bridge.core.model import SchedulingConfig
+from armada_bridge.core.state import JobRecord
 
 EPSILON = 1e-9
 

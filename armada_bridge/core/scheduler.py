@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from extender.core import resources as rs
-from extender.core.constraints import TokenBucket
-from extender.core.model import Job, JobState, Node, Queue, SchedulingConfig
-from extender.core.nodedb import NodeDb
-from extender.core.result import Placement, RoundResult
-from extender.core.state import Allocation, GangRecord, JobRecord, QueueJobs, make_record
+from armada_bridge.core import quantities as rs
+from armada_bridge.core.constraints import TokenBucket
+from armada_bridge.core.model import Job, JobState, Node, Queue, SchedulingConfig
+from armada_bridge.core.nodedb import NodeDb
+from armada_bridge.core.result import Placement, RoundResult
+from armada_bridge.core.state import Allocation, GangRecord, JobRecord, QueueJobs, make_record
 
 
 class SchedulerError(ValueError):
@@ -211,7 +211,7 @@ class Scheduler:
 
     # =============================================================== rounds
     def schedule_round(self, now: float) -> RoundResult:
-        from extender.core.round import PoolRound
+        from armada_bridge.core.round import PoolRound
 
         self.round_no += 1
         result = RoundResult(time=now)

@@ -2,14 +2,14 @@
 
 1. Context: active queues (queued or running work in the pool), allocations, constrained demand,
    fair shares.
-2. Fair-share eviction (:mod:`extender.core.preemption`).
+2. Fair-share eviction (:mod:`armada_bridge.core.preemption`).
 3. Scheduling pass: a heap of per-queue iterators ordered as Armada's
    ``QueueCandidateGangIteratorPQ``: higher priority class of the head gang first, then the lowest
    weighted DRF cost *including the head gang* (progressive filling), then queue name. Within a
    queue, evicted gangs come first (longest running first), then queued jobs by
    priority class, job priority, submit time and id; a gang is yielded once all its members are
    present. Each candidate goes through the round and queue constraints, then placement
-   (:mod:`extender.core.gang`); if it fits nowhere, and not in another pool either without
+   (:mod:`armada_bridge.core.gang`); if it fits nowhere, and not in another pool either without
    preemption, it may take the room of evicted jobs not rescheduled yet (the ones Armada's order
    would reschedule last first), or urgency-preempt lower priorities.
 4. Evicted jobs that were not rescheduled are preempted.
@@ -20,10 +20,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 
-from extender.core import resources as rs
-from extender.core.constraints import cap_demand, would_exceed
-from extender.core.fairness import DominantResourceFairness, QueueShare, compute_fair_shares
-from extender.core.gang import (
+from armada_bridge.core import quantities as rs
+from armada_bridge.core.constraints import cap_demand, would_exceed
+from armada_bridge.core.fairness import DominantResourceFairness, QueueShare, compute_fair_shares
+from armada_bridge.core.gang import (
     Domain,
     Plan,
     better,
@@ -31,11 +31,11 @@ from extender.core.gang import (
     plan_with_preemption,
     plan_without_preemption,
 )
-from extender.core.model import CLUSTER_LABEL, JobState
-from extender.core.preemption import reschedule_order, select_evictions, victim_policy
-from extender.core.result import Placement, QueueReport, RoundResult
-from extender.core.scheduler import Scheduler
-from extender.core.state import JobRecord
+from armada_bridge.core.model import CLUSTER_LABEL, JobState
+from armada_bridge.core.preemption import reschedule_order, select_evictions, victim_policy
+from armada_bridge.core.result import Placement, QueueReport, RoundResult
+from armada_bridge.core.scheduler import Scheduler
+from armada_bridge.core.state import JobRecord
 
 Candidate = tuple[list[JobRecord], bool]  # members, evicted
 

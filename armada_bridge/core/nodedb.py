@@ -17,10 +17,10 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from extender.core import resources as rs
-from extender.core.matching import RequirementsKey, requirements_key, static_mismatch
-from extender.core.model import Job, Node, Taint
-from extender.core.resources import Resources
+from armada_bridge.core import quantities as rs
+from armada_bridge.core.matching import RequirementsKey, requirements_key, static_mismatch
+from armada_bridge.core.model import Job, Node, Taint
+from armada_bridge.core.quantities import Resources
 
 NodeKey = tuple[object, ...]
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from extender.core.resources import QuantityError, fits, format_resources, parse_quantity, parse_resources
+from armada_bridge.core.quantities import (
+    QuantityError,
+    fits,
+    format_resources,
+    parse_quantity,
+    parse_resources,
+)
 
 pytestmark = pytest.mark.unit
 

@@ -1,6 +1,6 @@
 """The scheduling core's data model: nodes, queues, jobs, priority classes, configuration.
 
-Plain dataclasses; quantities are milli-units (see :mod:`extender.core.resources`). The model has
+Plain dataclasses; quantities are milli-units (see :mod:`armada_bridge.core.quantities`). The model has
 no behaviour beyond small derived properties; the algorithms live in their own modules.
 """
 
@@ -10,7 +10,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from extender.core.resources import Resources
+from armada_bridge.core.quantities import Resources
 
 #: Every node carries this label with its cluster's name (as in Armada's simulator); it is the
 #: default node-uniformity label of gangs, so a gang lands in one remote cluster.

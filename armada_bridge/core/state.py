@@ -11,10 +11,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from extender.core import resources as rs
-from extender.core.matching import RequirementsKey, requirements_key
-from extender.core.model import Job, JobState, PriorityClass
-from extender.core.resources import Resources
+from armada_bridge.core import quantities as rs
+from armada_bridge.core.matching import RequirementsKey, requirements_key
+from armada_bridge.core.model import Job, JobState, PriorityClass
+from armada_bridge.core.quantities import Resources
 
 OrderKey = tuple[int, int, float, str]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from extender.core.model import DEFAULT_POOL, Job, Node, NodeSelectorTerm, Taint, Toleration
-from extender.core.resources import parse_resources
+from armada_bridge.core.model import DEFAULT_POOL, Job, Node, NodeSelectorTerm, Taint, Toleration
+from armada_bridge.core.quantities import parse_resources
 
 
 def node(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from extender.core.resources import Resources
+from armada_bridge.core.quantities import Resources
 
 
 class TokenBucket:

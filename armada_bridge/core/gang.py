@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from extender.core import resources as rs
-from extender.core.nodedb import NodeDb, NodeEntry, SortedGroup
-from extender.core.resources import Resources
-from extender.core.state import JobRecord
+from armada_bridge.core import quantities as rs
+from armada_bridge.core.nodedb import NodeDb, NodeEntry, SortedGroup
+from armada_bridge.core.quantities import Resources
+from armada_bridge.core.state import JobRecord
 
 Domain = tuple[str, str | None, str | None, str | None]  # pool, cluster (None=all), label key, value
 
