@@ -7,7 +7,9 @@ COPY pyproject.toml README.md ./
 COPY armada_bridge ./armada_bridge
 COPY extender ./extender
 COPY vkubelet ./vkubelet
-RUN pip install --no-cache-dir --prefix=/install .
+# The local environment, the demo and the CLI's dev commands are tools, not the runtime.
+RUN rm -rf armada_bridge/dev armada_bridge/demo.py \
+    && pip install --no-cache-dir --prefix=/install .
 
 FROM python:3.11-slim
 # openssl: the vkubelet makes a self-signed serving certificate when none is mounted.

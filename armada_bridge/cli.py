@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
-
-from armada_bridge.dev.kwok_cluster import ClusterError
 
 if TYPE_CHECKING:
     from armada_bridge.dev.environment import ClusterStatus, Environment
@@ -129,10 +128,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _front_kubeconfig(given: str | None) -> str | None:
+    """--kubeconfig, else $KUBECONFIG, else the running dev environment's front (else None:
+    ~/.kube/config)."""
+    if given or os.environ.get("KUBECONFIG"):
+        return given or os.environ["KUBECONFIG"]
+    try:
+        from armada_bridge.dev.environment import Environment
+        from armada_bridge.dev.names import FRONT
+    except ImportError:  # the runtime image has no dev environment
+        return None
+
+    dev = Environment().cluster(FRONT).kubeconfig
+    return str(dev) if dev.is_file() else None
+
+
 def _view(args: argparse.Namespace) -> int:
     from armada_bridge import views
 
-    with views.front_client(args.kubeconfig) as api:
+    with views.front_client(_front_kubeconfig(args.kubeconfig)) as api:
         if args.command == "queues":
             print(views.queues(api))
         elif args.command == "clusters":
@@ -156,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(args)
         if args.command in ("queues", "clusters", "gangs", "why"):
             return _view(args)
-    except (ClusterError, ValueError, RuntimeError) as e:
+    except (ValueError, RuntimeError) as e:  # dev.kwok_cluster.ClusterError among them
         print(f"armada-bridge: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -27,15 +27,8 @@ def table(rows: list[Row]) -> str:
 
 
 def front_client(kubeconfig: str | None) -> k8s.ApiClient:
-    """--kubeconfig, else $KUBECONFIG, else the running dev environment's front, else ~/.kube/config."""
+    """The front cluster's client: `kubeconfig`, else $KUBECONFIG, else ~/.kube/config."""
     path = kubeconfig or os.environ.get("KUBECONFIG")
-    if not path:
-        from armada_bridge.dev.environment import Environment
-        from armada_bridge.dev.names import FRONT
-
-        dev = Environment().cluster(FRONT).kubeconfig
-        if dev.is_file():
-            path = str(dev)
     return (
         k8s_config.new_client_from_config(config_file=path) if path else k8s_config.new_client_from_config()
     )

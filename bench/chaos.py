@@ -45,7 +45,8 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from armada_bridge.dev import binaries, extender_setup, vkubelet_setup
-from armada_bridge.dev.environment import Environment, api_client
+from armada_bridge.dev.clients import api_client
+from armada_bridge.dev.environment import Environment
 
 REMOTES = ("remote-1", "remote-2")
 QUEUES = ("chaos-a", "chaos-b", "chaos-c")

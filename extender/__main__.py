@@ -18,10 +18,10 @@ from aiohttp import web
 from armada_bridge import keys
 from armada_bridge.kube import Kube, load_config
 from armada_bridge.kube.leader import LeaderElector
+from extender.config import load_scheduling_config
 from extender.controller import Controller, Settings
 from extender.metrics import Metrics
 from extender.server import Api, make_app
-from extender.simulator.loader import load_config as load_scheduling_config
 
 log = logging.getLogger("extender")
 

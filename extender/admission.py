@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from armada_bridge import keys
-from extender.podspec import PodSpecError, SchedulingConstraints
+from armada_bridge.contract.pods import PodSpecError, SchedulingConstraints
 
 Obj = Mapping[str, Any]
 
@@ -107,7 +107,7 @@ def pod_patch(
 ) -> list[dict[str, Any]]:
     """JSONPatch operations that make a managed pod's spec fit virtual nodes ([] when it already does).
 
-    Raises :class:`~extender.podspec.PodSpecError` when the pod's constraints are malformed.
+    Raises :class:`~armada_bridge.contract.pods.PodSpecError` when the pod's constraints are malformed.
     """
     metadata = pod.get("metadata") or {}
     spec = pod.get("spec") or {}

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.contract import pods
 from armada_bridge.core import model
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.model import JobState
@@ -35,7 +36,7 @@ from armada_bridge.kube.resources import (
     VOLCANO_PODGROUPS,
 )
 from armada_bridge.rejection import rejection_of, rejections_of
-from extender import intent, podspec
+from extender import intent, translate
 from extender.events import EventRecorder
 from extender.metrics import Metrics
 from extender.owners import OwnerResolver, Root
@@ -221,7 +222,7 @@ class Controller:
                 if on_node.pop(k, None) is None:
                     return
             else:
-                entry = (str(labels.get(keys.FRONT_UID) or ""), podspec.admitted_pod_usage(obj))
+                entry = (str(labels.get(keys.FRONT_UID) or ""), pods.admitted_pod_usage(obj))
                 if on_node.get(k) == entry:
                     return
                 on_node[k] = entry
@@ -342,7 +343,7 @@ class Controller:
                 if info is not None:
                     self._dirty_pods.add(info.key)  # re-derived next round (placed pods stay out)
             return
-        core_node = podspec.node_from_remote(
+        core_node = translate.node_from_remote(
             node, cluster, self._used_by_others(cluster, name), core_name=core_name
         )
         rc = self.remote_clusters.get(cluster)
@@ -512,10 +513,10 @@ class Controller:
             relaxed = self.relaxed.get((md["namespace"], gang.key)) if gang is not None else None
             if gang is not None and relaxed is not None:
                 gang = replace(gang, min_member=relaxed)
-            job = podspec.job_from_pod(
+            job = translate.job_from_pod(
                 pod, job_id=uid, queue=queue, gang=gang, submit_time=_timestamp(md.get("creationTimestamp"))
             )
-        except (intent.IntentError, podspec.PodSpecError) as e:
+        except (intent.IntentError, pods.PodSpecError) as e:
             # Managed, but it cannot be scheduled as it is: it waits, and says why.
             return PodInfo(key, uid, queue, None, root, model.Job(uid, queue, {}), None, invalid=str(e))
         if keys.SCHEDULING_CONSTRAINTS not in annotations and not node_name:
@@ -535,7 +536,7 @@ class Controller:
         elif cluster and (refused := rejections_of(pod)) is not None:
             # Refused by its remote cluster: placed again, in that cluster (it is bound to its
             # virtual node), on a node that has not refused it.
-            job = podspec.pinned_to_cluster(job, cluster, avoid_nodes=refused.nodes)
+            job = translate.pinned_to_cluster(job, cluster, avoid_nodes=refused.nodes)
         info = PodInfo(key, uid, queue, gang, root, job, placed, bound=bool(node_name))
         if placed is not None:
             old = self.managed.get(uid)
@@ -550,10 +551,10 @@ class Controller:
         for sibling in self._root_members.get(info.root.uid, ()):
             other = self.managed.get(sibling)
             if other is not None and other.placed is not None:
-                return podspec.pinned_to_cluster(info.job, other.placed[0])
+                return translate.pinned_to_cluster(info.job, other.placed[0])
             placement = self.core.placement_of(sibling) if other is not None else None
             if placement is not None:
-                return podspec.pinned_to_cluster(info.job, placement.cluster)
+                return translate.pinned_to_cluster(info.job, placement.cluster)
         return info.job
 
     # ------------------------------------------------------------------ outputs

@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.contract.pods import pod_requests
 from armada_bridge.core.quantities import QuantityError, Resources, format_quantity, parse_quantity, scale
-from extender.podspec import pod_requests
 
 Obj = Mapping[str, Any]
 

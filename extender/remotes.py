@@ -7,15 +7,12 @@ marks itself unhealthy; adding or removing a RemoteCluster starts or stops its w
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import yaml
-
-from armada_bridge import keys
-from armada_bridge.kube import NODES, PODS, SECRETS, ApiError, Kube, load_config
+from armada_bridge.contract.remotecluster import RemoteClusterError, parse_spec, remote_client
+from armada_bridge.kube import NODES, PODS, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import Informer
 
@@ -23,16 +20,6 @@ log = logging.getLogger(__name__)
 
 # (cluster, "nodes" | "pods", event type, object)
 RemoteHandler = Callable[[str, str, str, Obj], None]
-
-
-def kubeconfig_secret_ref(rc: Obj) -> tuple[str, str, str]:
-    """(namespace, name, key) of the Secret that holds a RemoteCluster's kubeconfig."""
-    ref = rc.get("spec", {}).get("kubeconfigSecret", {})
-    return (
-        ref.get("namespace") or keys.SYSTEM_NAMESPACE,
-        ref.get("name") or f"{rc['metadata']['name']}-kubeconfig",
-        ref.get("key") or "kubeconfig",
-    )
 
 
 @dataclass
@@ -73,25 +60,19 @@ class Remotes:
             try:
                 await self._ensure(name, rc)
                 self.errors.pop(name, None)
-            except (ApiError, ValueError, KeyError, OSError, yaml.YAMLError) as e:
+            except (RemoteClusterError, ValueError) as e:
                 if self.errors.get(name) != str(e):
                     log.warning("remote cluster %s: %s", name, e)
                 self.errors[name] = str(e)
 
     async def _ensure(self, name: str, rc: Obj) -> None:
-        ns, secret_name, key = kubeconfig_secret_ref(rc)
-        secret = await self.front.get(SECRETS, secret_name, ns)
-        version = str(secret["metadata"].get("resourceVersion"))
+        kube, version = await remote_client(self.front, parse_spec(rc), user_agent="armada-bridge-extender")
         current = self.watchers.get(name)
         if current is not None and current.secret_version == version:
+            await kube.close()
             return
         if current is not None:
             await self._stop(name)
-        data = secret.get("data", {}).get(key)
-        if not data:
-            raise KeyError(f"Secret {ns}/{secret_name} has no key {key!r}")
-        config = load_config(yaml.safe_load(base64.b64decode(data)))
-        kube = Kube(config, user_agent="armada-bridge-extender")
         nodes = Informer(kube, NODES, name=f"{name}/nodes")
         pods = Informer(
             kube,
@@ -104,7 +85,7 @@ class Remotes:
         w = RemoteWatcher(name, version, kube, nodes, pods)
         w.tasks = [asyncio.create_task(nodes.run()), asyncio.create_task(pods.run())]
         self.watchers[name] = w
-        log.info("remote cluster %s: watching %s", name, config.server)
+        log.info("remote cluster %s: watching %s", name, kube.config.server)
 
     async def _stop(self, name: str) -> None:
         w = self.watchers.pop(name, None)

@@ -60,7 +60,8 @@ def operators(dev_env: object) -> Callable[..., None]:
 @pytest.fixture(scope="session")
 def cluster_api(dev_env: object) -> Iterator[Callable[[str], k8s.ApiClient]]:
     """cluster name -> ApiClient (one per cluster, shared by the session)."""
-    from armada_bridge.dev.environment import Environment, api_client
+    from armada_bridge.dev.clients import api_client
+    from armada_bridge.dev.environment import Environment
 
     assert isinstance(dev_env, Environment)
     clients: dict[str, k8s.ApiClient] = {}

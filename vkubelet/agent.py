@@ -5,15 +5,14 @@ block: each runs in its own tasks and fails alone."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from armada_bridge import keys
+from armada_bridge.contract.capacity import Capacity, cluster_capacity
+from armada_bridge.contract.remotecluster import RemoteClusterError, RemoteClusterSpec, remote_client
 from armada_bridge.kube import (
     CONFIGMAPS,
     NAMESPACES,
@@ -24,19 +23,17 @@ from armada_bridge.kube import (
     SERVICES,
     ApiError,
     Kube,
-    load_config,
 )
 from armada_bridge.kube.events import pod_ref
 from armada_bridge.kube.informer import Informer
-from armada_bridge.kube.resources import CORE_EVENTS
+from armada_bridge.kube.resources import CORE_EVENTS, REMOTECLUSTERS
 from armada_bridge.kube.times import now, rfc3339
 from vkubelet import deps
 from vkubelet.events import Recorder
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import FrontObjects, Mirrors
-from vkubelet.node import Capacity, NodeClient, node_status, remote_capacity, status_differs
+from vkubelet.node import NodeClient, node_status, status_differs
 from vkubelet.pods import PodController
-from vkubelet.remotecluster import REMOTECLUSTERS, RemoteClusterSpec
 from vkubelet.status import is_terminal
 from vkubelet.tokens import FrontTokens
 from vkubelet.workqueue import WorkQueue
@@ -134,22 +131,12 @@ class ClusterAgent:
     def on_remote_error(self, op: str) -> None:
         METRICS.remote_errors.labels(self.name, op).inc()
 
-    async def _load_remote(self) -> Kube:
-        ref = self.spec.kubeconfig_secret
-        try:
-            secret = await self.front.get(SECRETS, ref.name, ref.namespace)
-        except ApiError as e:
-            raise RuntimeError(f"Secret {ref.namespace}/{ref.name}: {e.message}") from e
-        raw = (secret.get("data") or {}).get(ref.key)
-        if not raw:
-            raise RuntimeError(f"Secret {ref.namespace}/{ref.name} has no key {ref.key!r}")
-        config = yaml.safe_load(base64.b64decode(raw))
-        return Kube(load_config(config), timeout=30, user_agent=f"armada-bridge-vkubelet/{self.name}")
-
     async def _run_remote(self) -> None:
         try:
-            self.remote = await self._load_remote()
-        except Exception as e:
+            self.remote, _ = await remote_client(
+                self.front, self.spec, user_agent=f"armada-bridge-vkubelet/{self.name}"
+            )
+        except RemoteClusterError as e:
             self.problem = ("KubeconfigError", str(e))
             raise
         remote = self.remote
@@ -338,7 +325,7 @@ class ClusterAgent:
         if not self._synced.is_set():  # not listed yet: what the node last said
             st = node.get("status") or {}
             return Capacity(dict(st.get("capacity") or {}), dict(st.get("allocatable") or {}), 0)
-        return remote_capacity(self.nodes.items(), self.foreign_pods.items())
+        return cluster_capacity(self.nodes.items(), self.foreign_pods.items())  # foreign: not ours
 
     async def _node_loop(self) -> None:
         node: Obj | None = None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.contract.remotecluster import RemoteClusterSpec, parse_spec
 from armada_bridge.kube import (
     CONFIGMAPS,
     NAMESPACES,
@@ -25,13 +26,13 @@ from armada_bridge.kube import (
     Kube,
 )
 from armada_bridge.kube.informer import Informer
+from armada_bridge.kube.resources import REMOTECLUSTERS
 from armada_bridge.kube.times import now, rfc3339
 from vkubelet import deps
 from vkubelet.agent import ClusterAgent, NodeEndpoint
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import RESOURCES, FrontObjects
 from vkubelet.node import NodeClient
-from vkubelet.remotecluster import REMOTECLUSTERS, RemoteClusterSpec, parse_spec
 from vkubelet.status import failed_patch, is_terminal
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from armada_bridge.kube import (
     Resource,
 )
 from armada_bridge.kube.informer import Informer
-from vkubelet import deps, podspec
+from vkubelet import deps, remote_pod
 from vkubelet.metrics import METRICS
 
 log = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ class Mirrors:
     def needed_for(self, pod: Obj) -> list[deps.Ref]:
         ns = pod["metadata"]["namespace"]
         # What the remote pod reads: without the front cluster's own token volume.
-        refs = deps.pod_dependencies(podspec.remote_pod(pod))
+        refs = deps.pod_dependencies(remote_pod.remote_pod(pod))
         refs += [
             deps.Ref(deps.SERVICE, ns, s["metadata"]["name"], True)
             for s in self.front.services(ns)

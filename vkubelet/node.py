@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from armada_bridge import keys
-from armada_bridge.core.quantities import QuantityError, format_quantity, parse_quantity
+from armada_bridge.contract.capacity import Capacity
+from armada_bridge.contract.remotecluster import RemoteClusterSpec
 from armada_bridge.kube import LEASES, NODES, ApiError, Kube
 from armada_bridge.kube.times import micro_time, now, rfc3339
-from extender.podspec import admitted_pod_usage
-from vkubelet.remotecluster import RemoteClusterSpec
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -26,63 +23,6 @@ Obj = dict[str, Any]
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_SECONDS = 40
 KUBELET_VERSION = "v1.37.2-armada-bridge"
-
-
-def _quantities(values: dict[str, Any] | None) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for k, v in (values or {}).items():
-        try:
-            out[k] = parse_quantity(v)
-        except QuantityError:
-            continue
-    return out
-
-
-def node_usable(node: Obj) -> bool:
-    """Ready, schedulable and not itself a virtual node."""
-    if (node["metadata"].get("labels") or {}).get(keys.NODE_TYPE_LABEL) == keys.NODE_TYPE_VIRTUAL:
-        return False
-    if (node.get("spec") or {}).get("unschedulable"):
-        return False
-    for c in (node.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return bool(c.get("status") == "True")
-    return False
-
-
-@dataclass(frozen=True)
-class Capacity:
-    capacity: dict[str, str]
-    allocatable: dict[str, str]
-    nodes: int
-
-
-def remote_capacity(nodes: Iterable[Obj], foreign_pods: Iterable[Obj]) -> Capacity:
-    """Capacity of the usable remote nodes; allocatable minus what pods the bridge did not place use."""
-    usable = [n for n in nodes if node_usable(n)]
-    names = {n["metadata"]["name"] for n in usable}
-    cap: dict[str, int] = {}
-    alloc: dict[str, int] = {}
-    for n in usable:
-        for k, v in _quantities(n["status"].get("capacity")).items():
-            cap[k] = cap.get(k, 0) + v
-        for k, v in _quantities(n["status"].get("allocatable")).items():
-            alloc[k] = alloc.get(k, 0) + v
-    for p in foreign_pods:
-        if (p.get("spec") or {}).get("nodeName") not in names:
-            continue
-        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        if keys.FRONT_UID in (p["metadata"].get("labels") or {}):
-            continue
-        for k, v in admitted_pod_usage(p).items():
-            if k in alloc:
-                alloc[k] = max(0, alloc[k] - v)
-    return Capacity(
-        {k: format_quantity(k, v) for k, v in sorted(cap.items())},
-        {k: format_quantity(k, v) for k, v in sorted(alloc.items())},
-        len(usable),
-    )
 
 
 def node_labels(name: str, spec: RemoteClusterSpec) -> dict[str, str]:

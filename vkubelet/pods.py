@@ -14,16 +14,16 @@ from collections.abc import Callable
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.contract.remotecluster import HostAccess, RemoteClusterSpec
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.informer import Informer, key_of
 from armada_bridge.kube.times import now, rfc3339
 from armada_bridge.rejection import Rejection, rejection_of, rejections_of
-from vkubelet import podspec
+from vkubelet import remote_pod
 from vkubelet import status as pod_status
 from vkubelet.events import Recorder
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import Mirrors
-from vkubelet.remotecluster import HostAccess, RemoteClusterSpec
 from vkubelet.tokens import FrontTokens, TokenUnavailable
 from vkubelet.workqueue import WorkQueue
 
@@ -310,7 +310,7 @@ class PodController:
     async def _sync_metadata(self, front: Obj, remote: Obj) -> None:
         """Labels and annotations set on the front pod after creation reach the remote pod (so
         Services there keep selecting it). Keys the remote cluster added are left alone."""
-        want = podspec.remote_pod(front)["metadata"]
+        want = remote_pod.remote_pod(front)["metadata"]
         rmd = remote["metadata"]
         patch: Obj = {}
         for f in ("labels", "annotations"):
@@ -349,7 +349,7 @@ class PodController:
                 front, "DaemonSetPodNotRun", f"DaemonSet pods are not run in remote cluster {self.cluster}"
             )
             return
-        asks = podspec.host_access(front)
+        asks = remote_pod.host_access(front)
         if asks and self.spec.host_access == HostAccess.DENY:
             await self._fail(
                 front,
@@ -363,7 +363,7 @@ class PodController:
         if problems:
             await self._wait(front, "MirrorWaiting", f"waiting for {', '.join(problems)} (front cluster)")
             return
-        body = podspec.remote_pod(front)
+        body = remote_pod.remote_pod(front)
         if self.tokens is not None:
             try:
                 body = await self.tokens.prepare(front, body)

@@ -24,11 +24,11 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from armada_bridge import keys
+from armada_bridge.contract.remotecluster import FrontApi
 from armada_bridge.kube import CONFIGMAPS, SECRETS, ApiError, Kube, Resource
 from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.times import now, rfc3339
 from vkubelet import status as pod_status
-from vkubelet.remotecluster import FrontApi
 from vkubelet.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.constraints import cap_demand, would_exceed
@@ -34,8 +35,10 @@ from armada_bridge.core.gang import (
 from armada_bridge.core.model import CLUSTER_LABEL, JobState
 from armada_bridge.core.preemption import reschedule_order, select_evictions, victim_policy
 from armada_bridge.core.result import Placement, QueueReport, RoundResult
-from armada_bridge.core.scheduler import Scheduler
 from armada_bridge.core.state import JobRecord
+
+if TYPE_CHECKING:  # the scheduler runs rounds: a type, not a runtime dependency
+    from armada_bridge.core.scheduler import Scheduler
 
 Candidate = tuple[list[JobRecord], bool]  # members, evicted
 

@@ -25,6 +25,7 @@ from armada_bridge.core.constraints import TokenBucket
 from armada_bridge.core.model import Job, JobState, Node, Queue, SchedulingConfig
 from armada_bridge.core.nodedb import NodeDb
 from armada_bridge.core.result import Placement, RoundResult
+from armada_bridge.core.round import PoolRound
 from armada_bridge.core.state import Allocation, GangRecord, JobRecord, QueueJobs, make_record
 
 
@@ -211,8 +212,6 @@ class Scheduler:
 
     # =============================================================== rounds
     def schedule_round(self, now: float) -> RoundResult:
-        from armada_bridge.core.round import PoolRound
-
         self.round_no += 1
         result = RoundResult(time=now)
         pools = self.nodedb.pools()

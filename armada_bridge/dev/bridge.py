@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from armada_bridge import versions
 from armada_bridge.dev import extender_setup, vkubelet_setup
 from armada_bridge.dev.binaries import Binaries
+from armada_bridge.dev.clients import kubectl, wait_established
 from armada_bridge.dev.names import FRONT
 
 if TYPE_CHECKING:
@@ -18,22 +17,6 @@ if TYPE_CHECKING:
 CRDS_DIR = versions.REPO_ROOT / "manifests" / "crds"
 DEV_MANIFESTS_DIR = versions.REPO_ROOT / "manifests" / "dev"
 PRIORITY_CLASSES = versions.REPO_ROOT / "manifests" / "extender" / "priorityclasses.yaml"
-
-
-def kubectl(
-    bins: Binaries, kubeconfig: Path, *args: str, timeout: float = 60, stdin: str | None = None
-) -> str:
-    r = subprocess.run(
-        [str(bins.kubectl), "--kubeconfig", str(kubeconfig), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if r.returncode != 0:
-        raise RuntimeError(f"kubectl {' '.join(args)} failed: {r.stderr.strip() or r.stdout.strip()}")
-    return r.stdout
 
 
 def apply_dir(bins: Binaries, kubeconfig: Path, directory: Path) -> None:
@@ -47,20 +30,6 @@ def install_crds(bins: Binaries, kubeconfig: Path, timeout: float = 60) -> None:
         return
     apply_dir(bins, kubeconfig, CRDS_DIR)
     wait_established(bins, kubeconfig, ["-f", str(CRDS_DIR)], timeout)
-
-
-def wait_established(bins: Binaries, kubeconfig: Path, files: list[str], timeout: float = 60) -> None:
-    """Wait until the CRDs in `files` (kubectl -f arguments) are served. `kubectl wait` fails at
-    once on a CRD whose status has no conditions yet, so it is asked again until `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            kubectl(bins, kubeconfig, "wait", "--for=condition=Established", "--timeout=20s", *files)
-            return
-        except RuntimeError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
 
 
 def install(env: Environment, bins: Binaries) -> None:

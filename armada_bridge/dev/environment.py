@@ -22,13 +22,13 @@ from typing import Any
 
 import yaml
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys, versions
 from armada_bridge.dev import binaries as binaries_mod
 from armada_bridge.dev import bridge, operators, vkubelet_setup
 from armada_bridge.dev import nodes as nodes_mod
+from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.components import Supervisor
 from armada_bridge.dev.kwok_cluster import PORT_OPTIONS, ClusterError, KwokCluster, free_ports
 from armada_bridge.dev.names import FRONT, remote_name
@@ -61,10 +61,6 @@ class ClusterStatus:
 
 def log(msg: str) -> None:
     print(f"[dev] {msg}", file=sys.stderr, flush=True)
-
-
-def api_client(kubeconfig: Path) -> k8s.ApiClient:
-    return k8s_config.new_client_from_config(config_file=str(kubeconfig))
 
 
 class Environment:

@@ -11,6 +11,7 @@ import yaml
 from armada_bridge import keys
 from armada_bridge.certs import self_signed
 from armada_bridge.dev.binaries import Binaries
+from armada_bridge.dev.clients import kubectl
 from armada_bridge.dev.components import Component
 from armada_bridge.dev.names import FRONT
 from armada_bridge.versions import REPO_ROOT
@@ -62,7 +63,6 @@ def webhook_configuration(url: str, ca_pem: bytes) -> dict[str, object]:
 
 
 def setup(env: Environment, bins: Binaries) -> None:
-    from armada_bridge.dev.bridge import kubectl
 
     front = env.kubeconfig(FRONT)
     cert, key = self_signed(

@@ -21,6 +21,7 @@ import yaml
 from armada_bridge import versions
 from armada_bridge.certs import ca_and_serving
 from armada_bridge.dev.binaries import Binaries, cache_root
+from armada_bridge.dev.clients import kubectl, wait_established
 from armada_bridge.dev.components import Component
 from armada_bridge.dev.kwok_cluster import free_ports
 from armada_bridge.dev.names import FRONT
@@ -205,7 +206,6 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
     """Install and start the named operators (idempotent: what already runs unchanged is kept)."""
     if not names:
         return
-    from armada_bridge.dev.bridge import kubectl, wait_established
 
     known = catalog()
     # Trainer v2 runs a TrainJob as a JobSet: the JobSet controller comes first.
@@ -255,7 +255,6 @@ def _files(paths: Iterable[Path]) -> list[str]:
 
 
 def _training_operator_certs(bins: Binaries, front: Path, certs: dict[str, Path]) -> None:
-    from armada_bridge.dev.bridge import kubectl
 
     secret = {
         "apiVersion": "v1",

@@ -15,6 +15,7 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys, versions
 from armada_bridge.dev.binaries import Binaries
+from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.components import Component
 from armada_bridge.dev.kwok_cluster import free_ports
 from armada_bridge.dev.names import FRONT
@@ -201,7 +202,6 @@ def component(env: Environment) -> Component:
 
 def setup(env: Environment, bins: Binaries) -> None:
     """Register every remote cluster of `env` (Secret + RemoteCluster) and run the vkubelet."""
-    from armada_bridge.dev.environment import api_client
 
     with api_client(env.kubeconfig(FRONT)) as api:
         core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from armada_bridge import keys
+
 
 @dataclass(frozen=True)
 class Resource:
@@ -44,10 +46,8 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 JOBS = Resource("batch", "v1", "jobs", "Job")
 
 # Custom resources the bridge reads or writes.
-QUEUES = Resource("bridge.armadaproject.io", "v1alpha1", "queues", "Queue", namespaced=False)
-REMOTECLUSTERS = Resource(
-    "bridge.armadaproject.io", "v1alpha1", "remoteclusters", "RemoteCluster", namespaced=False
-)
+QUEUES = Resource(keys.GROUP, "v1alpha1", "queues", "Queue", namespaced=False)
+REMOTECLUSTERS = Resource(keys.GROUP, "v1alpha1", "remoteclusters", "RemoteCluster", namespaced=False)
 VOLCANO_PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
 COSCHEDULING_PODGROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
 # The native Workload API's PodGroup (beta in 1.37, served when the GenericWorkload gate is on).

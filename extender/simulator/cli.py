@@ -15,8 +15,9 @@ import sys
 from typing import IO
 
 from armada_bridge.core.model import SchedulingConfig
+from extender.config import InputError, load_scheduling_config
 from extender.simulator.engine import Simulation
-from extender.simulator.loader import InputError, load_clusters, load_config, load_workload
+from extender.simulator.loader import load_clusters, load_workload
 from extender.simulator.report import JsonlWriter, summary_table
 from extender.simulator.spec import WorkloadSpec, parse_duration
 
@@ -51,7 +52,7 @@ def main(argv: list[str]) -> int:
         clusters = load_clusters(args.clusters)
         workload = load_workload(args.workload)
         warnings: list[str] = []
-        config = load_config(args.config, warnings)
+        config = load_scheduling_config(args.config, warnings)
         _check_priority_classes(workload, config, args.workload)
     except ValueError as exc:  # parse_duration
         print(f"error: simulate: {exc}", file=sys.stderr)

@@ -4,7 +4,7 @@ Keys are camelCase as in Armada's YAML files. ClusterSpec accepts both layouts A
 ``clusters: [{name, pool, nodeTemplates}]`` (current) and
 ``pools: [{name, clusterGroups: [{clusters: [...]}]}]`` (older files such as ``cpu_1_1_2.yaml``).
 Unknown keys are errors in cluster and workload files (they are almost always typos); the
-SchedulingConfig accepts Armada's many keys the core does not use, with a warning.
+SchedulingConfig (extender/config.py) accepts Armada's many keys the core does not use, with a warning.
 """
 
 from __future__ import annotations
@@ -296,104 +296,4 @@ class WorkloadSpec(_Strict):
                         raise ValueError(
                             f"job template {t.id or '?'} of queue {q.name} depends on unknown template {dep}"
                         )
-        return self
-
-
-# --------------------------------------------------------------------------- SchedulingConfig
-class PriorityClassSpec(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-    priority: int = 0
-    preemptible: bool = False
-    maximum_resource_fraction_per_queue: dict[str, float] = Field(
-        default_factory=dict, alias="maximumResourceFractionPerQueue"
-    )
-
-
-class DrfResourceSpec(_Strict):
-    name: str
-    multiplier: float = 0.0
-
-
-class IndexedResourceSpec(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-    name: str
-
-
-class PoolConfigSpec(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-    name: str
-    protected_fraction_of_fair_share: float | None = Field(None, alias="protectedFractionOfFairShare")
-
-
-def _rate(v: Any) -> float:
-    if isinstance(v, str):
-        t = v.strip().lower()
-        if t in ("+inf", "inf", "infinity", "+infinity"):
-            return math.inf
-        try:
-            return float(t)
-        except ValueError as exc:
-            raise ValueError("expected a number or +Inf") from exc
-    if isinstance(v, bool):
-        raise ValueError("expected a number or +Inf")
-    f = float(v)
-    return math.inf if f >= 2**62 else f
-
-
-def _burst(v: Any) -> int:
-    if isinstance(v, bool):
-        raise ValueError("expected an integer")
-    if isinstance(v, str) and v.strip().lower() in ("+inf", "inf"):
-        return 0
-    i = int(v)
-    return 0 if i >= 2**62 else i  # Armada's MaxInt64 means unlimited
-
-
-class SchedulingConfigSpec(BaseModel):
-    """The SchedulingConfig keys the core implements; other Armada keys are accepted and ignored."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-    priority_classes: dict[str, PriorityClassSpec] | None = Field(None, alias="priorityClasses")
-    default_priority_class_name: str | None = Field(None, alias="defaultPriorityClassName")
-    dominant_resource_fairness_resources_to_consider: list[str] = Field(
-        default_factory=list, alias="dominantResourceFairnessResourcesToConsider"
-    )
-    experimental_dominant_resource_fairness_resources_to_consider: list[DrfResourceSpec] = Field(
-        default_factory=list, alias="experimentalDominantResourceFairnessResourcesToConsider"
-    )
-    indexed_resources: list[IndexedResourceSpec] = Field(default_factory=list, alias="indexedResources")
-    indexed_node_labels: list[str] | None = Field(None, alias="indexedNodeLabels")
-    maximum_resource_fraction_to_schedule: dict[str, float] = Field(
-        default_factory=dict, alias="maximumResourceFractionToSchedule"
-    )
-    max_queue_lookback: int = Field(0, alias="maxQueueLookback", ge=0)
-    maximum_scheduling_rate: float = Field(math.inf, alias="maximumSchedulingRate")
-    maximum_scheduling_burst: int = Field(0, alias="maximumSchedulingBurst")
-    maximum_per_queue_scheduling_rate: float = Field(math.inf, alias="maximumPerQueueSchedulingRate")
-    maximum_per_queue_scheduling_burst: int = Field(0, alias="maximumPerQueueSchedulingBurst")
-    protected_fraction_of_fair_share: float | None = Field(None, alias="protectedFractionOfFairShare", ge=0)
-    pools: list[PoolConfigSpec] = Field(default_factory=list)
-    preemption: dict[str, Any] | None = None
-
-    @field_validator("maximum_scheduling_rate", "maximum_per_queue_scheduling_rate", mode="before")
-    @classmethod
-    def _rates(cls, v: Any) -> float:
-        return _rate(v)
-
-    @field_validator("maximum_scheduling_burst", "maximum_per_queue_scheduling_burst", mode="before")
-    @classmethod
-    def _bursts(cls, v: Any) -> int:
-        return _burst(v)
-
-    @model_validator(mode="after")
-    def _drf(self) -> SchedulingConfigSpec:
-        if (
-            self.dominant_resource_fairness_resources_to_consider
-            and self.experimental_dominant_resource_fairness_resources_to_consider
-        ):
-            raise ValueError(
-                "only one of dominantResourceFairnessResourcesToConsider and "
-                "experimentalDominantResourceFairnessResourcesToConsider may be set"
-            )
         return self

@@ -8,8 +8,8 @@ from typing import Any
 from kubernetes import client as k8s
 
 from armada_bridge import keys
+from armada_bridge.contract.pods import pod_usage
 from armada_bridge.core.quantities import parse_quantity
-from extender.podspec import pod_usage
 from tests.support import wait_for
 
 Api = Callable[[str], k8s.ApiClient]

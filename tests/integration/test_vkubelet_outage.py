@@ -13,7 +13,8 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from armada_bridge.dev import binaries
-from armada_bridge.dev.environment import Environment, api_client
+from armada_bridge.dev.clients import api_client
+from armada_bridge.dev.environment import Environment
 from tests.integration.test_vkubelet_pods import bound_pod, node_ready, phases, remote_pods
 from tests.support import wait_for
 

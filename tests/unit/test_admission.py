@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from armada_bridge import keys
-from extender import podspec
+from armada_bridge.contract import pods
 from extender.admission import AdmissionError, admission_response, pod_of, pod_patch, virtual_node_toleration
 
 NOT_READY_300 = {
@@ -127,7 +127,7 @@ def test_managed_pod_constraints_set_aside() -> None:
         "topologySpreadConstraints": SPREAD,
     }
     # and the core reads the originals back
-    assert podspec.scheduling_constraints(stored).node_selector == {"disk": "ssd"}
+    assert pods.scheduling_constraints(stored).node_selector == {"disk": "ssd"}
 
 
 def test_pod_without_constraints_gets_empty_annotation_and_tolerations() -> None:
@@ -217,7 +217,7 @@ def test_reinvocation_after_another_webhook_added_constraints() -> None:
     twice = admit(once)
     assert "nodeSelector" not in twice["spec"]
     assert twice["spec"]["tolerations"] == [virtual_node_toleration(), NOT_READY_300, UNREACHABLE_300]
-    saved = podspec.scheduling_constraints(twice)
+    saved = pods.scheduling_constraints(twice)
     assert saved.node_selector == {"disk": "ssd", "zone": "z1"}
     assert saved.tolerations == ({"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists"})
     assert pod_patch(twice) == []

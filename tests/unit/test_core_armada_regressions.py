@@ -27,8 +27,9 @@ import pytest
 from armada_bridge.core.builders import job, node
 from armada_bridge.core.model import JobState, PriorityClass, Queue, SchedulingConfig
 from armada_bridge.core.scheduler import Scheduler
+from extender.config import load_scheduling_config
 from extender.simulator.engine import Simulation
-from extender.simulator.loader import load_clusters, load_config, load_workload
+from extender.simulator.loader import load_clusters, load_workload
 
 pytestmark = pytest.mark.unit
 
@@ -42,7 +43,7 @@ def simulate(
     sim = Simulation(
         load_clusters(str(DATA / "clusters" / clusters)),
         load_workload(str(DATA / "workloads" / workload)),
-        load_config(str(DATA / "configs" / config), []),
+        load_scheduling_config(str(DATA / "configs" / config), []),
         until=until,
         sink=records.append,
     )

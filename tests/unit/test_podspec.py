@@ -1,4 +1,4 @@
-"""Pod -> scheduling facts and the core's model (extender/podspec.py).
+"""Pod -> scheduling facts and the core's model (extender/translate.py).
 
 The request cases are ported from Kubernetes' ``k8s.io/component-helpers/resource/helpers_test.go``
 (v0.37.2, ``TestPodRequestsAndLimits``/``TestPodResourceRequests``/pod-level resources).
@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from armada_bridge import keys
+from armada_bridge.contract import pods
+from armada_bridge.contract.pods import PodSpecError, SchedulingConstraints
 from armada_bridge.core.matching import static_mismatch
 from armada_bridge.core.model import (
     CLUSTER_LABEL,
@@ -22,9 +24,9 @@ from armada_bridge.core.model import (
     Toleration,
 )
 from armada_bridge.core.quantities import parse_resources
-from extender import podspec
+from extender import translate
 from extender.intent import GangSpec, Protocol
-from extender.podspec import NODE_NAME_FIELD, PodSpecError, SchedulingConstraints
+from extender.translate import NODE_NAME_FIELD
 
 
 def c(
@@ -153,12 +155,12 @@ def R(**values: str) -> dict[str, int]:
     ],
 )
 def test_pod_requests(pod: dict[str, Any], expected: dict[str, int]) -> None:
-    assert podspec.pod_requests(pod) == expected
+    assert pods.pod_requests(pod) == expected
 
 
 def test_pod_requests_malformed_quantity_names_the_field() -> None:
     with pytest.raises(PodSpecError, match=r"spec.initContainers\[0\].resources.requests\[cpu\]"):
-        podspec.pod_requests(pod_of([], [c("i", {"cpu": "a lot"})]))
+        pods.pod_requests(pod_of([], [c("i", {"cpu": "a lot"})]))
 
 
 # ------------------------------------------------------------------------------------- constraints
@@ -201,20 +203,20 @@ def test_constraints_from_annotation_win_over_spec() -> None:
         "tolerations": TOLERATIONS,
         "topologySpreadConstraints": SPREAD,
     }
-    got = podspec.scheduling_constraints(constrained_pod(annotation))
+    got = pods.scheduling_constraints(constrained_pod(annotation))
     assert got == SchedulingConstraints({"disk": "ssd"}, AFFINITY, tuple(TOLERATIONS), tuple(SPREAD))
     assert json.loads(got.to_annotation()) == annotation
 
 
 def test_constraints_from_spec_without_annotation() -> None:
-    got = podspec.scheduling_constraints(constrained_pod())
+    got = pods.scheduling_constraints(constrained_pod())
     assert got.node_selector == {"spec-only": "yes"}
     assert got.affinity is None and got.topology_spread_constraints == ()
     assert got.tolerations == ({"key": keys.VIRTUAL_NODE_TAINT_KEY, "operator": "Exists"},)
 
 
 def test_empty_annotation_means_no_constraints() -> None:
-    got = podspec.scheduling_constraints(constrained_pod({}))
+    got = pods.scheduling_constraints(constrained_pod({}))
     assert got.is_empty and got.to_annotation() == "{}"
 
 
@@ -232,24 +234,24 @@ def test_malformed_constraints_annotation(raw: str, fragment: str) -> None:
     pod = constrained_pod()
     pod["metadata"]["annotations"] = {keys.SCHEDULING_CONSTRAINTS: raw}
     with pytest.raises(PodSpecError, match=fragment):
-        podspec.scheduling_constraints(pod)
+        pods.scheduling_constraints(pod)
 
 
 def test_node_affinity_terms() -> None:
-    terms = podspec.node_affinity_terms(AFFINITY)
+    terms = translate.node_affinity_terms(AFFINITY)
     assert terms == (
         NodeSelectorTerm((NodeSelectorRequirement("gpu", "In", ("a100", "h100")),)),
         NodeSelectorTerm((NodeSelectorRequirement(NODE_NAME_FIELD, "In", ("node-7",)),)),
     )
-    assert podspec.node_affinity_terms(None) == ()
-    assert podspec.node_affinity_terms({"podAffinity": {}}) == ()
+    assert translate.node_affinity_terms(None) == ()
+    assert translate.node_affinity_terms({"podAffinity": {}}) == ()
 
 
 def test_empty_node_selector_term_matches_nothing() -> None:
     affinity = {
         "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}
     }
-    (term,) = podspec.node_affinity_terms(affinity)
+    (term,) = translate.node_affinity_terms(affinity)
     job = Job("j", "q", {}, affinity=(term,))
     assert static_mismatch(job, {NODE_NAME_FIELD: "n", "any": "thing"}, ()) is not None
 
@@ -263,11 +265,11 @@ def test_match_fields_other_than_name_rejected() -> None:
         }
     }
     with pytest.raises(PodSpecError, match=r"only metadata\.name"):
-        podspec.node_affinity_terms(affinity)
+        translate.node_affinity_terms(affinity)
 
 
 def test_tolerations_to_core() -> None:
-    assert podspec.tolerations_to_core(TOLERATIONS) == (
+    assert translate.tolerations_to_core(TOLERATIONS) == (
         Toleration("dedicated", "Equal", "ml", "NoSchedule"),
         Toleration("", "Exists", "", "NoExecute"),
     )
@@ -278,13 +280,13 @@ def test_job_from_pod_uses_original_constraints() -> None:
     annotation = {"nodeSelector": {"disk": "ssd"}, "affinity": AFFINITY, "tolerations": TOLERATIONS}
     pod = constrained_pod(annotation)
     pod["spec"]["priorityClassName"] = "armada-preemptible"
-    job = podspec.job_from_pod(pod, job_id="u", queue="q", gang=None, submit_time=12.5)
+    job = translate.job_from_pod(pod, job_id="u", queue="q", gang=None, submit_time=12.5)
     assert job.id == "u" and job.queue == "q" and job.submit_time == 12.5
     assert job.requests == R(cpu="1", pods="1")  # a pod slot: nodes admit only so many pods
     assert job.priority_class == "armada-preemptible"
     assert job.node_selector == {"disk": "ssd"}
     assert len(job.affinity) == 2
-    assert job.tolerations == podspec.tolerations_to_core(TOLERATIONS)
+    assert job.tolerations == translate.tolerations_to_core(TOLERATIONS)
     assert job.gang_id is None and not job.is_gang
 
 
@@ -292,7 +294,7 @@ def test_job_from_pod_gang() -> None:
     gang = GangSpec(
         "volcano/pg", Protocol.VOLCANO, 4, node_uniformity_label="rack", priority_class_name="high"
     )
-    job = podspec.job_from_pod(constrained_pod(), job_id="u", queue="q", gang=gang, submit_time=0)
+    job = translate.job_from_pod(constrained_pod(), job_id="u", queue="q", gang=gang, submit_time=0)
     assert job.gang_id == "ns/volcano/pg"
     assert job.gang_cardinality == 4
     assert job.gang_node_uniformity_label == "rack"
@@ -304,7 +306,7 @@ def test_job_from_pod_gang() -> None:
 def test_job_from_pod_reservation() -> None:
     """Spark-style minMember 1 + minResources: a gang of one that reserves the whole application."""
     gang = GangSpec("volcano/spark-pg", Protocol.VOLCANO, 1, min_resources=R(cpu="5", memory="10Gi"))
-    job = podspec.job_from_pod(constrained_pod(), job_id="driver", queue="q", gang=gang, submit_time=0)
+    job = translate.job_from_pod(constrained_pod(), job_id="driver", queue="q", gang=gang, submit_time=0)
     assert job.gang_cardinality == 1
     assert job.gang_min_resources == R(cpu="5", memory="10Gi")
     assert job.is_gang
@@ -326,7 +328,7 @@ def remote_node(**over: Any) -> dict[str, Any]:
 
 
 def test_node_from_remote() -> None:
-    node = podspec.node_from_remote(remote_node(), "remote-1", R(cpu="4", memory="300Gi"))
+    node = translate.node_from_remote(remote_node(), "remote-1", R(cpu="4", memory="300Gi"))
     assert node.name == "remote-1/kwok-node-0"
     assert node.cluster == "remote-1"
     assert node.allocatable == {"cpu": 28_000, "memory": 0, "pods": 110_000, "nvidia.com/gpu": 8000}
@@ -336,22 +338,22 @@ def test_node_from_remote() -> None:
     assert node.labels[NODE_NAME_FIELD] == "kwok-node-0"
     assert node.labels[keys.CLUSTER_LABEL] == "remote-1"
     assert node.effective_labels()[CLUSTER_LABEL] == "remote-1"
-    named = podspec.node_from_remote(remote_node(), "remote-1", {}, core_name="custom")
+    named = translate.node_from_remote(remote_node(), "remote-1", {}, core_name="custom")
     assert named.name == "custom"
 
 
 def test_node_from_remote_unschedulable() -> None:
-    cordoned = podspec.node_from_remote(remote_node(spec={"unschedulable": True}), "r", {})
+    cordoned = translate.node_from_remote(remote_node(spec={"unschedulable": True}), "r", {})
     assert cordoned.unschedulable
-    not_ready = podspec.node_from_remote(
+    not_ready = translate.node_from_remote(
         remote_node(status={"conditions": [{"type": "Ready", "status": "Unknown"}]}), "r", {}
     )
     assert not_ready.unschedulable
 
 
 def test_node_name_field_matches_match_fields() -> None:
-    node = podspec.node_from_remote(remote_node(metadata={"name": "node-7"}), "remote-1", {})
-    (_, by_name) = podspec.node_affinity_terms(AFFINITY)
+    node = translate.node_from_remote(remote_node(metadata={"name": "node-7"}), "remote-1", {})
+    (_, by_name) = translate.node_affinity_terms(AFFINITY)
     job = Job("j", "q", {}, affinity=(by_name,), tolerations=(Toleration("dedicated", "Exists"),))
     assert static_mismatch(job, node.effective_labels(), node.taints) is None
     other = Job(
@@ -362,6 +364,6 @@ def test_node_name_field_matches_match_fields() -> None:
 
 def test_node_from_remote_malformed() -> None:
     with pytest.raises(PodSpecError, match=r"no metadata\.name"):
-        podspec.node_from_remote({"metadata": {}}, "r", {})
+        translate.node_from_remote({"metadata": {}}, "r", {})
     with pytest.raises(PodSpecError, match=r"status.allocatable\[cpu\]"):
-        podspec.node_from_remote(remote_node(status={"allocatable": {"cpu": "many"}}), "r", {})
+        translate.node_from_remote(remote_node(status={"allocatable": {"cpu": "many"}}), "r", {})

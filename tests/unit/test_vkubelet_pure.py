@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 
 from armada_bridge import keys
+from armada_bridge.contract.capacity import cluster_capacity
+from armada_bridge.contract.remotecluster import HostAccess, parse_spec
 from armada_bridge.core.quantities import format_quantity
-from vkubelet import deps, podspec
+from vkubelet import deps, remote_pod
 from vkubelet import status as pod_status
 from vkubelet.mirror import differs, mirror_of
-from vkubelet.node import node_status, remote_capacity, spec_patch
-from vkubelet.remotecluster import HostAccess, parse_spec
+from vkubelet.node import node_status, spec_patch
 from vkubelet.workqueue import WorkQueue
 
 
@@ -63,7 +64,7 @@ def front_pod(**spec: Any) -> dict[str, Any]:
 
 
 def test_remote_pod_keeps_identity_and_drops_front_only_fields() -> None:
-    r = podspec.remote_pod(front_pod())
+    r = remote_pod.remote_pod(front_pod())
     md, spec = r["metadata"], r["spec"]
     assert (md["name"], md["namespace"]) == ("p", "ns")
     assert md["labels"] == {"app": "a", keys.FRONT_UID: "u-1", keys.MANAGED_BY_LABEL: keys.MANAGED_BY_VALUE}
@@ -94,7 +95,7 @@ def test_remote_pod_restores_constraints_and_pins_the_node() -> None:
     pod = front_pod(
         annotations={keys.SCHEDULING_CONSTRAINTS: json.dumps(constraints), keys.ASSIGNED_REMOTE_NODE: "n-3"}
     )
-    spec = podspec.remote_pod(pod)["spec"]
+    spec = remote_pod.remote_pod(pod)["spec"]
     assert spec["nodeSelector"] == {"zone": "a"}
     assert {"key": "gpu", "operator": "Exists"} in spec["tolerations"]
     assert spec["topologySpreadConstraints"] == constraints["topologySpreadConstraints"]
@@ -109,14 +110,14 @@ def test_remote_pod_restores_constraints_and_pins_the_node() -> None:
 
 def test_unreadable_constraints_are_ignored() -> None:
     pod = front_pod(annotations={keys.SCHEDULING_CONSTRAINTS: "{not json"})
-    assert "nodeSelector" not in podspec.remote_pod(pod)["spec"]
+    assert "nodeSelector" not in remote_pod.remote_pod(pod)["spec"]
 
 
 def test_host_access() -> None:
-    assert podspec.host_access(front_pod()) == []
+    assert remote_pod.host_access(front_pod()) == []
     pod = front_pod(hostNetwork=True, volumes=[{"name": "h", "hostPath": {"path": "/"}}])
     pod["spec"]["containers"][0]["securityContext"] = {"privileged": True}
-    assert podspec.host_access(pod) == ["hostNetwork", "hostPath volume h", "privileged container main"]
+    assert remote_pod.host_access(pod) == ["hostNetwork", "hostPath volume h", "privileged container main"]
 
 
 def test_status_mapping_and_marker() -> None:
@@ -165,7 +166,7 @@ def test_dependencies() -> None:
     ]
     c["envFrom"] = [{"secretRef": {"name": "all-secret"}}]
     pod["spec"]["volumes"].append({"name": "s", "secret": {"secretName": "vol-secret"}})
-    refs = {(r.kind, r.name): r.optional for r in deps.pod_dependencies(podspec.remote_pod(pod))}
+    refs = {(r.kind, r.name): r.optional for r in deps.pod_dependencies(remote_pod.remote_pod(pod))}
     assert refs == {
         ("ConfigMap", "settings"): False,
         ("ConfigMap", "env-cm"): True,
@@ -242,7 +243,7 @@ def test_capacity_counts_usable_nodes_minus_foreign_pods() -> None:
         node("virtual", "8", labels={keys.NODE_TYPE_LABEL: keys.NODE_TYPE_VIRTUAL}),
     ]
     pods = [pod_on("a", "500m"), pod_on("b", "1"), pod_on("a", "3", bridge=True), pod_on("down", "4")]
-    cap = remote_capacity(nodes, pods)
+    cap = cluster_capacity(nodes, [p for p in pods if keys.FRONT_UID not in p["metadata"]["labels"]])
     assert cap.nodes == 2
     assert (
         cap.capacity["cpu"] == "16"
@@ -262,7 +263,7 @@ def test_format_quantity() -> None:
 def test_node_status_keeps_transition_time_and_spec_patch() -> None:
     from datetime import UTC, datetime
 
-    from vkubelet.node import Capacity
+    from armada_bridge.contract.capacity import Capacity
 
     cap = Capacity({"cpu": "1"}, {"cpu": "1"}, 1)
     t1, t2 = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
@@ -388,7 +389,7 @@ def test_selection_of_the_virtual_node_is_not_asked_of_remote_nodes() -> None:
         },
     }
     annotations = {keys.SCHEDULING_CONSTRAINTS: json.dumps(constraints), keys.ASSIGNED_REMOTE_NODE: "n1"}
-    spec = podspec.remote_pod(front_pod(annotations=annotations))["spec"]
+    spec = remote_pod.remote_pod(front_pod(annotations=annotations))["spec"]
     assert spec["nodeSelector"] == {"disk": "ssd"}
     (term,) = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"

@@ -7,8 +7,8 @@ import datetime as dt
 from typing import Any
 
 from armada_bridge import keys
-from vkubelet import podspec, tokens
-from vkubelet.remotecluster import FrontApi
+from armada_bridge.contract.remotecluster import FrontApi
+from vkubelet import remote_pod, tokens
 
 MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -48,7 +48,7 @@ def front_pod(with_token: bool = True) -> dict[str, Any]:
 def test_remote_pod_mounts_the_front_token_where_the_front_pod_did() -> None:
     front = front_pod()
     body = tokens.with_front_api(
-        podspec.remote_pod(front), front, tokens.secret_name("u-1"), tokens.Endpoint("10.0.0.1", 6443)
+        remote_pod.remote_pod(front), front, tokens.secret_name("u-1"), tokens.Endpoint("10.0.0.1", 6443)
     )
     spec = body["spec"]
     assert spec["automountServiceAccountToken"] is False
@@ -69,7 +69,7 @@ def test_remote_pod_mounts_the_front_token_where_the_front_pod_did() -> None:
 def test_opted_out_pod_gets_nothing() -> None:
     front = front_pod(with_token=False)
     assert tokens.token_volume(front) is None
-    body = tokens.with_front_api(podspec.remote_pod(front), front, "", tokens.Endpoint("h", 1))
+    body = tokens.with_front_api(remote_pod.remote_pod(front), front, "", tokens.Endpoint("h", 1))
     assert body["spec"]["automountServiceAccountToken"] is False
     assert "volumes" not in body["spec"]
     assert not any(c.get("volumeMounts") for c in body["spec"]["containers"])

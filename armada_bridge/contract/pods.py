@@ -1,4 +1,4 @@
-"""Pod -> scheduling facts, and Kubernetes objects -> the scheduling core's model. Pure.
+"""What a pod asks for and takes from a node, and its own scheduling constraints. Pure.
 
 * :func:`pod_requests` — effective requests as Kubernetes computes them
   (``k8s.io/component-helpers/resource/helpers.go`` ``PodRequests``): the sum of the containers;
@@ -7,46 +7,26 @@
   ``spec.resources.requests`` (cpu, memory, hugepages-*) replace the aggregate for those names;
   ``spec.overhead`` is added. A container request left unset where a limit is set defaults to the
   limit, as the API server defaults it.
+* :func:`pod_usage` — requests plus the pod slot it takes on its node.
 * :class:`SchedulingConstraints` — the pod's *own* nodeSelector, affinity, tolerations and
-  topologySpreadConstraints: the ``keys.SCHEDULING_CONSTRAINTS`` annotation the admission webhook
-  set aside when present, else the spec's.
-* :func:`job_from_pod` / :func:`node_from_remote` — the core's :class:`~armada_bridge.core.model.Job`
-  and :class:`~armada_bridge.core.model.Node`.
+  topologySpreadConstraints: the codec of the ``keys.SCHEDULING_CONSTRAINTS`` annotation where the
+  admission webhook sets them aside, and the reading of a spec's.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from armada_bridge import keys
-from armada_bridge.core.model import (
-    CLUSTER_LABEL,
-    Job,
-    Node,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
-    Taint,
-    Toleration,
-)
 from armada_bridge.core.quantities import MILLI, QuantityError, Resources, add_into, parse_quantity
-
-if TYPE_CHECKING:
-    from extender.intent import GangSpec
 
 Obj = Mapping[str, Any]
 
-#: Pseudo-label carrying a remote node's name on core nodes, so node affinity ``matchFields`` on
-#: ``metadata.name`` (the only field Kubernetes supports there) can be checked like a label.
-NODE_NAME_FIELD = "metadata.name"
-
 #: Spec fields the admission webhook moves into ``keys.SCHEDULING_CONSTRAINTS`` (JSON keys alike).
 CONSTRAINT_FIELDS = ("nodeSelector", "affinity", "tolerations", "topologySpreadConstraints")
-
-_POD_LEVEL = ("cpu", "memory")
-_HUGEPAGES = "hugepages-"
 
 
 class PodSpecError(ValueError):
@@ -54,7 +34,8 @@ class PodSpecError(ValueError):
 
 
 # --------------------------------------------------------------------------- resources
-def _quantities(values: Any, what: str) -> Resources:
+def quantities(values: Any, what: str) -> Resources:
+    """A resource list (requests, limits, allocatable) in milli-units; PodSpecError names `what`."""
     if values is None:
         return {}
     if not isinstance(values, Mapping):
@@ -68,11 +49,15 @@ def _quantities(values: Any, what: str) -> Resources:
     return out
 
 
+_POD_LEVEL = ("cpu", "memory")
+_HUGEPAGES = "hugepages-"
+
+
 def _requests_defaulting_to_limits(resources: Any, what: str) -> Resources:
     """requests, each unset one defaulting to its limit (zero entries kept: an explicit 0 counts)."""
     resources = resources if isinstance(resources, Mapping) else {}
-    requests = _quantities(resources.get("requests"), f"{what}.requests")
-    for name, qty in _quantities(resources.get("limits"), f"{what}.limits").items():
+    requests = quantities(resources.get("requests"), f"{what}.requests")
+    for name, qty in quantities(resources.get("limits"), f"{what}.limits").items():
         requests.setdefault(name, qty)
     return requests
 
@@ -114,14 +99,14 @@ def pod_requests(pod: Obj) -> Resources:
     # they request the resource, else to the pod-level limit (defaults.go defaultPodRequests).
     raw_pod_level = spec.get("resources")
     pod_level: Obj = raw_pod_level if isinstance(raw_pod_level, Mapping) else {}
-    explicit = _quantities(pod_level.get("requests"), "spec.resources.requests")
+    explicit = quantities(pod_level.get("requests"), "spec.resources.requests")
     for name, qty in explicit.items():
         if _is_pod_level(name):
             result[name] = qty
-    for name, qty in _quantities(pod_level.get("limits"), "spec.resources.limits").items():
+    for name, qty in quantities(pod_level.get("limits"), "spec.resources.limits").items():
         if _is_pod_level(name) and name not in explicit and name not in result:
             result[name] = qty
-    add_into(result, _quantities(spec.get("overhead"), "spec.overhead"))
+    add_into(result, quantities(spec.get("overhead"), "spec.overhead"))
     return {k: v for k, v in result.items() if v}
 
 
@@ -224,142 +209,3 @@ def scheduling_constraints(pod: Obj) -> SchedulingConstraints:
     if raw is not None:
         return SchedulingConstraints.from_annotation(raw)
     return SchedulingConstraints.from_mapping(pod.get("spec") or {}, "spec")
-
-
-def tolerations_to_core(tolerations: Iterable[Obj]) -> tuple[Toleration, ...]:
-    """Kubernetes tolerations for the core (tolerationSeconds does not matter for placement)."""
-    return tuple(
-        Toleration(
-            key=str(t.get("key") or ""),
-            operator=str(t.get("operator") or "Equal"),
-            value=str(t.get("value") or ""),
-            effect=str(t.get("effect") or ""),
-        )
-        for t in tolerations
-    )
-
-
-def _requirement(expr: Any, what: str, key: str | None = None) -> NodeSelectorRequirement:
-    if not isinstance(expr, Mapping) or not expr.get("operator"):
-        raise PodSpecError(f"{what} must be an object with key, operator and values")
-    values = expr.get("values") or []
-    if not isinstance(values, list):
-        raise PodSpecError(f"{what}.values must be a list")
-    return NodeSelectorRequirement(
-        key=key if key is not None else str(expr.get("key") or ""),
-        operator=str(expr["operator"]),
-        values=tuple(str(v) for v in values),
-    )
-
-
-#: A requirement no node meets: Kubernetes' "empty node selector term matches no objects".
-_MATCHES_NOTHING = NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="In", values=())
-
-
-def node_affinity_terms(affinity: Obj | None) -> tuple[NodeSelectorTerm, ...]:
-    """Required node affinity terms (ORed); ``matchFields`` on metadata.name become requirements
-    on :data:`NODE_NAME_FIELD`. Preferred terms, pod (anti-)affinity: not the core's concern."""
-    node_affinity = (affinity or {}).get("nodeAffinity") or {}
-    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    terms = required.get("nodeSelectorTerms") or []
-    out: list[NodeSelectorTerm] = []
-    for i, term in enumerate(terms):
-        what = f"affinity.nodeAffinity.required...nodeSelectorTerms[{i}]"
-        term = term if isinstance(term, Mapping) else {}
-        reqs = [
-            _requirement(e, f"{what}.matchExpressions[{j}]")
-            for j, e in enumerate(term.get("matchExpressions") or [])
-        ]
-        for j, f in enumerate(term.get("matchFields") or []):
-            if isinstance(f, Mapping) and f.get("key") != NODE_NAME_FIELD:
-                raise PodSpecError(f"{what}.matchFields[{j}]: only {NODE_NAME_FIELD} is supported")
-            reqs.append(_requirement(f, f"{what}.matchFields[{j}]", key=NODE_NAME_FIELD))
-        out.append(NodeSelectorTerm(tuple(reqs) if reqs else (_MATCHES_NOTHING,)))
-    return tuple(out)
-
-
-def pinned_to_cluster(job: Job, cluster: str, *, avoid_nodes: tuple[str, ...] = ()) -> Job:
-    """`job` restricted to `cluster`'s nodes, other than `avoid_nodes` (nodes that refused it)."""
-    selector = {**job.node_selector, CLUSTER_LABEL: cluster}
-    affinity = job.affinity
-    if avoid_nodes:
-        avoid = NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="NotIn", values=tuple(avoid_nodes))
-        terms = affinity or (NodeSelectorTerm(),)
-        affinity = tuple(NodeSelectorTerm((*t.match_expressions, avoid)) for t in terms)
-    return replace(job, node_selector=selector, affinity=affinity)
-
-
-# --------------------------------------------------------------------------- core model
-def job_from_pod(pod: Obj, *, job_id: str, queue: str, gang: GangSpec | None, submit_time: float) -> Job:
-    """The core's job for a front pod.
-
-    Gangs are keyed ``<namespace>/<gang.key>`` so equal PodGroup names in two namespaces of one
-    queue stay apart. A reservation (``min_member`` 1 + ``min_resources``) becomes a gang of one
-    with ``gang_min_resources``; the core admits it only where the whole reservation fits.
-    """
-    constraints = scheduling_constraints(pod)
-    namespace = str((pod.get("metadata") or {}).get("namespace") or "")
-    priority_class = priority_class_name(pod) or (gang.priority_class_name if gang else None) or ""
-    job = Job(
-        id=job_id,
-        queue=queue,
-        requests=pod_usage(pod),
-        priority_class=priority_class,
-        submit_time=submit_time,
-        node_selector=dict(constraints.node_selector),
-        affinity=node_affinity_terms(constraints.affinity),
-        tolerations=tolerations_to_core(constraints.tolerations),
-    )
-    if gang is not None:
-        job.gang_id = f"{namespace}/{gang.key}"
-        job.gang_cardinality = max(1, gang.min_member)
-        job.gang_node_uniformity_label = gang.node_uniformity_label
-        job.gang_min_resources = dict(gang.min_resources) if gang.min_resources else None
-    return job
-
-
-def _ready(node: Obj) -> bool:
-    conditions = (node.get("status") or {}).get("conditions")
-    if not conditions:
-        return True  # no conditions reported (yet): taints and spec.unschedulable decide
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def node_from_remote(
-    node: Obj, cluster: str, used_by_others: Mapping[str, int], *, core_name: str | None = None
-) -> Node:
-    """A remote cluster's real node for the core.
-
-    Allocatable minus what non-bridge pods use (never below zero); unschedulable when cordoned or
-    not Ready; its taints; its labels plus :data:`NODE_NAME_FIELD` and the virtual nodes'
-    ``keys.CLUSTER_LABEL``. ``core_name`` defaults to ``<cluster>/<node>`` (unique across clusters).
-    """
-    md = node.get("metadata") or {}
-    name = str(md.get("name") or "")
-    if not name:
-        raise PodSpecError(f"a node of cluster {cluster} has no metadata.name")
-    allocatable = _quantities(
-        (node.get("status") or {}).get("allocatable"), f"node {name} status.allocatable"
-    )
-    free = {k: max(0, v - used_by_others.get(k, 0)) for k, v in allocatable.items()}
-    taints = tuple(
-        Taint(
-            key=str(t.get("key") or ""),
-            value=str(t.get("value") or ""),
-            effect=str(t.get("effect") or "NoSchedule"),
-        )
-        for t in (node.get("spec") or {}).get("taints") or []
-    )
-    labels = {str(k): str(v) for k, v in (md.get("labels") or {}).items()}
-    labels[NODE_NAME_FIELD] = name
-    # The virtual node's cluster label, so a pod pinned to a cluster the way it would pin to a
-    # virtual node (nodeSelector bridge.armadaproject.io/cluster=<name>) is placed there.
-    labels.setdefault(keys.CLUSTER_LABEL, cluster)
-    return Node(
-        name=core_name or f"{cluster}/{name}",
-        cluster=cluster,
-        allocatable=free,
-        labels=labels,
-        taints=taints,
-        unschedulable=bool((node.get("spec") or {}).get("unschedulable")) or not _ready(node),
-    )

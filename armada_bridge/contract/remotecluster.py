@@ -1,16 +1,19 @@
-"""The RemoteCluster custom resource: its spec (validated at the boundary) and status writes."""
+"""The RemoteCluster custom resource: its spec (validated at the boundary), and the client of the
+remote cluster it names, built from its kubeconfig Secret."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
 from typing import Any
 
+import yaml
+from kubernetes.config.config_exception import ConfigException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from armada_bridge import keys
-from armada_bridge.kube import Resource
-
-REMOTECLUSTERS = Resource(keys.GROUP, "v1alpha1", "remoteclusters", "RemoteCluster", namespaced=False)
+from armada_bridge.kube import SECRETS, ApiError, Kube, KubeConfig, load_config
 
 
 class HostAccess(enum.StrEnum):
@@ -84,7 +87,7 @@ class RemoteClusterSpec(BaseModel):
         return {k: str(v) for k, v in levels.items() if v is not None}
 
 
-def parse_spec(obj: dict[str, Any]) -> RemoteClusterSpec:
+def parse_spec(obj: Any) -> RemoteClusterSpec:
     """The spec of a RemoteCluster object; ValueError with a readable message when it is invalid."""
     try:
         spec = RemoteClusterSpec.model_validate(obj.get("spec") or {})
@@ -94,3 +97,32 @@ def parse_spec(obj: dict[str, Any]) -> RemoteClusterSpec:
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
         raise ValueError(f"invalid spec: {problems}") from e
+
+
+class RemoteClusterError(ValueError):
+    """A RemoteCluster that cannot be used as written (its message says why, for its status)."""
+
+
+async def kubeconfig_of(front: Kube, spec: RemoteClusterSpec) -> tuple[KubeConfig, str]:
+    """The client configuration of the remote cluster, and the resourceVersion of the Secret it
+    came from (a new version means a new client)."""
+    ref = spec.kubeconfig_secret
+    where = f"Secret {ref.namespace}/{ref.name}"
+    try:
+        secret = await front.get(SECRETS, ref.name, ref.namespace)
+    except ApiError as e:
+        raise RemoteClusterError(f"{where}: {e.message}") from e
+    raw = (secret.get("data") or {}).get(ref.key)
+    if not raw:
+        raise RemoteClusterError(f"{where} has no key {ref.key!r}")
+    try:
+        config = load_config(yaml.safe_load(base64.b64decode(raw)))
+    except (binascii.Error, yaml.YAMLError, ConfigException, ValueError, TypeError, KeyError, OSError) as e:
+        raise RemoteClusterError(f"{where} key {ref.key!r} is not a usable kubeconfig: {e}") from e
+    return config, str(secret["metadata"].get("resourceVersion") or "")
+
+
+async def remote_client(front: Kube, spec: RemoteClusterSpec, *, user_agent: str) -> tuple[Kube, str]:
+    """A client of the remote cluster and the Secret's resourceVersion (see :func:`kubeconfig_of`)."""
+    config, version = await kubeconfig_of(front, spec)
+    return Kube(config, timeout=30, user_agent=user_agent), version

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.contract.pods import PodSpecError, SchedulingConstraints
 
 Obj = dict[str, Any]
 
@@ -31,16 +31,16 @@ def is_bridge_toleration(t: Obj) -> bool:
     return t.get("key") == keys.VIRTUAL_NODE_TAINT_KEY
 
 
-def scheduling_constraints(front: Obj) -> Obj:
-    """The constraints the admission webhook set aside (empty when none or unreadable)."""
+def set_aside_constraints(front: Obj) -> Obj:
+    """The constraints the admission webhook set aside (none when absent or unreadable: the
+    extender holds such a pod back, so it never reaches a virtual node)."""
     raw = (front["metadata"].get("annotations") or {}).get(keys.SCHEDULING_CONSTRAINTS)
     if not raw:
         return {}
     try:
-        value = json.loads(raw)
-    except ValueError:
+        return SchedulingConstraints.from_annotation(raw).to_json()
+    except PodSpecError:
         return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _virtual_only(key: str, values: list[str] | tuple[str, ...]) -> bool:
@@ -121,7 +121,7 @@ def remote_pod(front: Obj) -> Obj:
                     c.pop("volumeMounts", None)
 
     tolerations = [t for t in spec.get("tolerations") or [] if not is_bridge_toleration(t)]
-    constraints = without_virtual_node_selection(scheduling_constraints(front))
+    constraints = without_virtual_node_selection(set_aside_constraints(front))
     tolerations += constraints.get("tolerations") or []
     if tolerations:
         spec["tolerations"] = tolerations

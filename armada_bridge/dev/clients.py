@@ -1,0 +1,46 @@
+"""Talking to the environment's clusters: kubectl and a Python client of a kubeconfig."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from armada_bridge.dev.binaries import Binaries
+
+
+def api_client(kubeconfig: Path) -> k8s.ApiClient:
+    return k8s_config.new_client_from_config(config_file=str(kubeconfig))
+
+
+def kubectl(
+    bins: Binaries, kubeconfig: Path, *args: str, timeout: float = 60, stdin: str | None = None
+) -> str:
+    r = subprocess.run(
+        [str(bins.kubectl), "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if r.returncode != 0:
+        raise RuntimeError(f"kubectl {' '.join(args)} failed: {r.stderr.strip() or r.stdout.strip()}")
+    return r.stdout
+
+
+def wait_established(bins: Binaries, kubeconfig: Path, files: list[str], timeout: float = 60) -> None:
+    """Wait until the CRDs in `files` (kubectl -f arguments) are served. `kubectl wait` fails at
+    once on a CRD whose status has no conditions yet, so it is asked again until `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            kubectl(bins, kubeconfig, "wait", "--for=condition=Established", "--timeout=20s", *files)
+            return
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
