@@ -16,7 +16,9 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from extender import intent
+from extender import intent, protocols
+from extender.protocols import volcano
+from extender.protocols.base import IntentError
 
 Row = Sequence[str]
 
@@ -110,13 +112,10 @@ def clusters(api: k8s.ApiClient) -> str:
 
 def _podgroups(api: k8s.ApiClient, namespace: str | None) -> dict[str, dict[tuple[str, str], Any]]:
     out: dict[str, dict[tuple[str, str], Any]] = {}
-    for kind, (group, version) in {
-        "volcano": ("scheduling.volcano.sh", "v1beta1"),
-        "coscheduling": ("scheduling.x-k8s.io", "v1alpha1"),
-        "workload": ("scheduling.k8s.io", "v1beta1"),
-    }.items():
-        items = _custom(api, group, version, "podgroups", namespace)
-        out[kind] = {(pg["metadata"]["namespace"], pg["metadata"]["name"]): pg for pg in items}
+    for p in protocols.WITH_PODGROUPS:
+        assert p.resource is not None
+        items = _custom(api, p.resource.group, p.resource.version, p.resource.plural, namespace)
+        out[p.name] = {(pg["metadata"]["namespace"], pg["metadata"]["name"]): pg for pg in items}
     return out
 
 
@@ -125,19 +124,11 @@ def _intent(
 ) -> tuple[str | None, Any, str]:
     """(queue, gang spec or None, error) of one pod, as the extender reads them."""
     ns = pod["metadata"]["namespace"]
-    refs = intent.podgroup_refs(pod)
-    volcano = pgs["volcano"].get((ns, refs.volcano)) if refs.volcano else None
-    queue, _ = intent.queue_of(pod, volcano_podgroup=volcano, namespace_labels=ns_labels)
+    named = {p: pgs[p].get((ns, name)) for p, name in protocols.podgroup_names(pod).items()}
+    queue, _ = intent.queue_of(pod, volcano_podgroup=named.get(volcano.NAME), namespace_labels=ns_labels)
     try:
-        gang = intent.gang_of(
-            pod,
-            volcano_podgroup=volcano,
-            coscheduling_podgroup=pgs["coscheduling"].get((ns, refs.coscheduling))
-            if refs.coscheduling
-            else None,
-            workload_podgroup=pgs["workload"].get((ns, refs.workload)) if refs.workload else None,
-        )
-    except intent.IntentError as e:
+        gang = protocols.gang_of(pod, named)
+    except IntentError as e:
         return queue, None, str(e)
     return queue, gang, ""
 

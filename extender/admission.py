@@ -203,7 +203,7 @@ def admission_response(
     ``managed``: the caller's verdict (a queue applies to the pod). ``scheduler_name``: point
     managed pods at that kube-scheduler (managed Kubernetes whose default scheduler cannot be given
     the extender). ``extra_annotations``: set on managed pods as well (e.g. the Volcano group-name
-    of an auto-grouped Job's pod, :func:`extender.intent.volcano_job_pod_annotations`).
+    of an auto-grouped Job's pod, :func:`extender.protocols.volcano.job_pod_annotations`).
     """
     uid = _request(review)["uid"]
     pod = pod_of(review)

@@ -29,17 +29,16 @@ from armada_bridge.kube import NAMESPACES, NODES, PODS, ApiError, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import Informer, key_of
 from armada_bridge.kube.resources import (
-    COSCHEDULING_PODGROUPS,
-    NATIVE_PODGROUPS,
     QUEUES,
     REMOTECLUSTERS,
-    VOLCANO_PODGROUPS,
 )
 from armada_bridge.rejection import rejection_of, rejections_of
-from extender import intent, translate
+from extender import intent, protocols, translate
 from extender.events import EventRecorder
 from extender.metrics import Metrics
 from extender.owners import OwnerResolver, Root
+from extender.protocols import volcano
+from extender.protocols.base import GangSpec, IntentError
 from extender.remotes import Remotes
 from extender.status_writer import write_podgroup_statuses, write_queue_statuses
 
@@ -111,7 +110,7 @@ class PodInfo:
     key: str
     uid: str
     queue: str
-    gang: intent.GangSpec | None
+    gang: GangSpec | None
     root: Root | None
     job: model.Job
     placed: tuple[str, str] | None  # (cluster, remote node) from the pod's annotations
@@ -129,9 +128,12 @@ class Controller:
         self.pods = Informer(front, PODS, name="front/pods")
         self.namespaces = Informer(front, NAMESPACES, name="front/namespaces")
         self.queues = Informer(front, QUEUES, name="front/queues")
-        self.volcano_pgs = Informer(front, VOLCANO_PODGROUPS, name="front/volcano-podgroups")
-        self.coscheduling_pgs = Informer(front, COSCHEDULING_PODGROUPS, name="front/coscheduling-podgroups")
-        self.native_pgs = Informer(front, NATIVE_PODGROUPS, name="front/native-podgroups")
+        #: protocol name -> its PodGroups (the protocols that describe gangs with objects).
+        self.podgroups: dict[str, Informer] = {
+            p.name: Informer(front, p.resource, name=f"front/{p.name}-podgroups")
+            for p in protocols.WITH_PODGROUPS
+            if p.resource is not None
+        }
         self.remote_clusters = Informer(front, REMOTECLUSTERS, name="front/remoteclusters")
         self.vnodes = Informer(
             front,
@@ -170,7 +172,7 @@ class Controller:
 
         self.pods.add_handler(self._on_pod)
         self.namespaces.add_handler(lambda _k, ns: self._dirty_namespace(ns["metadata"]["name"]))
-        for inf in (self.volcano_pgs, self.coscheduling_pgs, self.native_pgs):
+        for inf in self.podgroups.values():
             inf.add_handler(lambda _k, pg: self._dirty_namespace(pg["metadata"]["namespace"]))
         self.queues.add_handler(lambda _k, _q: self._set_dirty(queues=True))
         self.remote_clusters.add_handler(lambda _k, _rc: self._set_dirty(clusters=True))
@@ -182,9 +184,7 @@ class Controller:
             self.pods,
             self.namespaces,
             self.queues,
-            self.volcano_pgs,
-            self.coscheduling_pgs,
-            self.native_pgs,
+            *self.podgroups.values(),
             self.remote_clusters,
             self.vnodes,
         ]
@@ -471,17 +471,15 @@ class Controller:
         pgs = podgroups if podgroups is not None else self.podgroups_of(pod)
         ns_obj = self.namespaces.get(pod["metadata"].get("namespace") or "")
         ns_labels = (ns_obj or {}).get("metadata", {}).get("labels") or {}
-        queue, _source = intent.queue_of(pod, volcano_podgroup=pgs["volcano"], namespace_labels=ns_labels)
+        queue, _source = intent.queue_of(
+            pod, volcano_podgroup=pgs.get(volcano.NAME), namespace_labels=ns_labels
+        )
         return queue
 
     def podgroups_of(self, pod: Mapping[str, Any]) -> dict[str, Obj | None]:
+        """protocol name -> the PodGroup the pod names under it (None: named but not found)."""
         ns = pod["metadata"]["namespace"]
-        refs = intent.podgroup_refs(pod)
-        return {
-            "volcano": self.volcano_pgs.get(refs.volcano, ns) if refs.volcano else None,
-            "coscheduling": self.coscheduling_pgs.get(refs.coscheduling, ns) if refs.coscheduling else None,
-            "workload": self.native_pgs.get(refs.workload, ns) if refs.workload else None,
-        }
+        return {p: self.podgroups[p].get(name, ns) for p, name in protocols.podgroup_names(pod).items()}
 
     async def _describe(self, pod: Obj) -> PodInfo | None:
         """The managed pod's job for the core, or None when the bridge does not manage it."""
@@ -504,19 +502,14 @@ class Controller:
         root = await self.owners.root(pod)
         key = f"{md['namespace']}/{md['name']}"
         try:
-            gang = intent.gang_of(
-                pod,
-                volcano_podgroup=pgs["volcano"],
-                coscheduling_podgroup=pgs["coscheduling"],
-                workload_podgroup=pgs["workload"],
-            )
+            gang = protocols.gang_of(pod, pgs)
             relaxed = self.relaxed.get((md["namespace"], gang.key)) if gang is not None else None
             if gang is not None and relaxed is not None:
                 gang = replace(gang, min_member=relaxed)
             job = translate.job_from_pod(
                 pod, job_id=uid, queue=queue, gang=gang, submit_time=_timestamp(md.get("creationTimestamp"))
             )
-        except (intent.IntentError, pods.PodSpecError) as e:
+        except (IntentError, pods.PodSpecError) as e:
             # Managed, but it cannot be scheduled as it is: it waits, and says why.
             return PodInfo(key, uid, queue, None, root, model.Job(uid, queue, {}), None, invalid=str(e))
         if keys.SCHEDULING_CONSTRAINTS not in annotations and not node_name:

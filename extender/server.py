@@ -20,9 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from armada_bridge import keys
 from armada_bridge.kube.client import ApiError
 from armada_bridge.kube.resources import JOBS, VOLCANO_PODGROUPS
-from extender import admission, intent
+from extender import admission
 from extender.controller import Controller
 from extender.owners import controller_ref
+from extender.protocols import volcano
+from extender.protocols.base import IntentError
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +170,7 @@ class Api:
         ns = pod["metadata"]["namespace"]
         try:
             job = await self.c.front.get(JOBS, ref["name"], ns)
-            pg = intent.volcano_job_podgroup(job)
+            pg = volcano.job_podgroup(job)
             if pg is None:
                 return {}
             if not dry_run:
@@ -177,10 +179,10 @@ class Api:
                 except ApiError as e:
                     if not e.conflict:
                         raise
-        except (ApiError, intent.IntentError) as e:
+        except (ApiError, IntentError) as e:
             log.warning("pod of Job %s/%s: Volcano group not prepared: %s", ns, ref["name"], e)
             return {}
-        return intent.volcano_job_pod_annotations(job)
+        return volcano.job_pod_annotations(job)
 
     async def mutate(self, request: web.Request) -> web.Response:
         review = await _json(request)

@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from armada_bridge import keys
 from armada_bridge.core import quantities as rs
 from armada_bridge.kube.client import ApiError, Obj
-from armada_bridge.kube.resources import (
-    COSCHEDULING_PODGROUPS,
-    NATIVE_PODGROUPS,
-    QUEUES,
-    VOLCANO_PODGROUPS,
-    Resource,
-)
+from armada_bridge.kube.resources import QUEUES
 from armada_bridge.kube.times import now as utc_now
 from armada_bridge.kube.times import rfc3339
-from extender import intent
-from extender import podgroup_status as pgs
+from extender import protocols
+from extender.protocols.base import GangProtocol, GangState, StatusInputs
 
 if TYPE_CHECKING:
     from extender.controller import Controller
@@ -75,7 +70,7 @@ async def write_queue_statuses(controller: Controller) -> None:
             log.debug("queue %s status not written: %s", name, e)
 
 
-def merge_patch(current: Obj, wanted: Obj) -> Obj:
+def merge_patch(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> Obj:
     """The JSON merge patch that makes `current` say what `wanted` says (pure; empty: nothing to
     do). Keys of `current` that `wanted` leaves out are kept at the top level, but inside a map
     that `wanted` gives they are removed (null), so a map always says what is true now: a queue
@@ -113,101 +108,62 @@ def free_by_cluster(controller: Controller) -> dict[str, rs.Resources]:
     return out
 
 
-Members = dict[tuple[str, str], list[Obj]]
-
-
-def _members(controller: Controller) -> tuple[Members, Members, Members]:
-    """(namespace, PodGroup name) -> member pods, for the Volcano, coscheduling and native PodGroups."""
-    volcano: Members = {}
-    coscheduling: Members = {}
-    native: Members = {}
+def _members(controller: Controller) -> dict[tuple[str, str, str], list[Obj]]:
+    """(protocol, namespace, PodGroup name) -> member pods."""
+    out: dict[tuple[str, str, str], list[Obj]] = {}
     for pod in controller.pods.items():
-        refs = intent.podgroup_refs(pod)
         ns = pod["metadata"]["namespace"]
-        for name, index in (
-            (refs.volcano, volcano),
-            (refs.coscheduling, coscheduling),
-            (refs.workload, native),
-        ):
-            if name:
-                index.setdefault((ns, name), []).append(pod)
-    return volcano, coscheduling, native
+        for protocol, name in protocols.podgroup_names(pod).items():
+            out.setdefault((protocol, ns, name), []).append(pod)
+    return out
 
 
-def _gang_state(controller: Controller, members: list[Obj]) -> tuple[pgs.GangState, str]:
+def _gang_state(controller: Controller, members: Sequence[Mapping[str, Any]]) -> tuple[GangState, str]:
     placed = [m for m in members if (m["metadata"].get("annotations") or {}).get(keys.ASSIGNED_CLUSTER)]
     if placed:
         running = all(
             (m.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed") for m in placed
         )
-        return (pgs.GangState.RUNNING if running else pgs.GangState.ADMITTED), ""
+        return (GangState.RUNNING if running else GangState.ADMITTED), ""
     reason = controller.reason_for(members[0]["metadata"]["uid"]) if members else ""
-    return pgs.GangState.WAITING, reason
+    return GangState.WAITING, reason
+
+
+def _queue(controller: Controller, name: str) -> tuple[bool, bool]:
+    queue = controller.core.queues.get(name)
+    return queue is not None, bool(queue and queue.cordoned)
 
 
 async def write_podgroup_statuses(controller: Controller) -> None:
-    """Volcano and scheduler-plugins PodGroup status, as those schedulers write it.
-
-    A Volcano PodGroup goes Inqueue when its queue can take it and one cluster can hold its
-    minResources, before its pods exist: training-operator creates pods only then.
-    """
-    volcano_members, cosched_members, native_members = _members(controller)
-    now = rfc3339(utc_now())
-    free = free_by_cluster(controller)
-    for pg in controller.volcano_pgs.items():
-        md, spec = pg["metadata"], pg.get("spec") or {}
-        members = volcano_members.get((md["namespace"], md["name"]), [])
-        state, reason = _gang_state(controller, members)
-        previous = pg.get("status") or {}
-        if state is pgs.GangState.WAITING and previous.get("phase") in (None, "", "Pending"):
-            queue_name = spec.get("queue") or intent.VOLCANO_DEFAULT_QUEUE
-            queue = controller.core.queues.get(queue_name)
-            decision = pgs.volcano_should_enqueue(
-                queue_exists=queue is not None,
-                queue_name=queue_name,
-                queue_cordoned=bool(queue and queue.cordoned),
-                min_resources=intent.normalize_min_resources(spec.get("minResources"), "minResources"),
-                free_by_domain=free,
-            )
-            if decision.inqueue:
-                state = pgs.GangState.ADMITTED
-            elif not members:
-                reason = decision.message
-        status = pgs.volcano_status(
-            state,
-            members,
-            min_member=int(spec.get("minMember") or 1),
-            now=now,
-            message=reason,
-            previous=previous,
-        )
-        await _write_status(controller, VOLCANO_PODGROUPS, pg, status)
-    for pg in controller.coscheduling_pgs.items():
-        md, spec = pg["metadata"], pg.get("spec") or {}
-        members = cosched_members.get((md["namespace"], md["name"]), [])
-        state, _ = _gang_state(controller, members)
-        status = pgs.coscheduling_status(
-            state, members, min_member=int(spec.get("minMember") or 1), now=now, previous=pg.get("status")
-        )
-        await _write_status(controller, COSCHEDULING_PODGROUPS, pg, status)
-    for pg in controller.native_pgs.items():
-        md = pg["metadata"]
-        state, reason = _gang_state(controller, native_members.get((md["namespace"], md["name"]), []))
-        previous = pg.get("status") or {}
-        conditions = pgs.native_podgroup_conditions(state, now=now, message=reason, previous=previous)
-        await _write_status(controller, NATIVE_PODGROUPS, pg, {**previous, "conditions": conditions})
+    """Every protocol's PodGroup status, as that protocol's scheduler writes it."""
+    members = _members(controller)
+    inputs = StatusInputs(
+        now=rfc3339(utc_now()),
+        gang_state=lambda m: _gang_state(controller, m),
+        free_by_cluster=free_by_cluster(controller),
+        queue=lambda name: _queue(controller, name),
+    )
+    for p in protocols.WITH_PODGROUPS:
+        if p.status is None:
+            continue
+        for pg in controller.podgroups[p.name].items():
+            md = pg["metadata"]
+            status = p.status(inputs, pg, members.get((p.name, md["namespace"], md["name"]), []))
+            await _write_status(controller, p, pg, status)
 
 
-async def _write_status(controller: Controller, resource: Resource, obj: Obj, status: Obj) -> None:
+async def _write_status(
+    controller: Controller, protocol: GangProtocol, obj: Mapping[str, Any], status: Mapping[str, Any]
+) -> None:
     patch = merge_patch(obj.get("status") or {}, status)
     if not patch:
         return
     md = obj["metadata"]
-    # Volcano's PodGroup CRD has no status subresource (upstream ships it so): patch the object.
-    sub = None if resource == VOLCANO_PODGROUPS else "status"
+    sub = "status" if protocol.status_subresource else None
+    assert protocol.resource is not None
     try:
         await controller.front.patch(
-            resource, md["name"], {"status": patch}, md["namespace"], subresource=sub, uid=md["uid"]
+            protocol.resource, md["name"], {"status": patch}, md["namespace"], subresource=sub, uid=md["uid"]
         )
     except ApiError as e:
-        log.debug("%s %s/%s status not written: %s", resource.kind, md["namespace"], md["name"], e)
+        log.debug("%s %s/%s status not written: %s", protocol.resource.kind, md["namespace"], md["name"], e)

@@ -27,7 +27,7 @@ from armada_bridge.core.model import (
 )
 
 if TYPE_CHECKING:
-    from extender.intent import GangSpec
+    from extender.protocols.base import GangSpec
 
 Obj = Mapping[str, Any]
 

@@ -1,4 +1,5 @@
-"""Queue and gang intent read from the protocols operators speak (extender/intent.py)."""
+"""Queue and gang intent read from the protocols operators speak (extender/intent.py,
+extender/protocols/)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import pytest
 
 from armada_bridge import keys
 from armada_bridge.core.quantities import parse_resources
-from extender import intent
-from extender.intent import GangSpec, IntentError, PodGroupMissing, PodGroupRef, Protocol
+from extender import intent, protocols
+from extender.protocols import volcano
+from extender.protocols.base import GangSpec, IntentError, PodGroupMissing, PodGroupRef
 
 NS = "team-a"
 
@@ -64,12 +66,7 @@ def native_pg(name: str = "ray-cluster", version: str = "v1beta1", **spec: Any) 
 
 
 def gang(p: dict[str, Any], **pgs: Any) -> GangSpec | None:
-    return intent.gang_of(
-        p,
-        volcano_podgroup=pgs.get("volcano"),
-        coscheduling_podgroup=pgs.get("coscheduling"),
-        workload_podgroup=pgs.get("workload"),
-    )
+    return protocols.gang_of(p, {name: pgs.get(name) for name in protocols.podgroup_names(p)})
 
 
 # ------------------------------------------------------------------------------------- queue
@@ -144,10 +141,12 @@ def test_podgroup_refs_per_protocol() -> None:
         annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "vc-pg"},
         spec={"containers": [], "schedulingGroup": {"podGroupName": "native-pg"}},
     )
-    assert intent.podgroup_refs(p) == intent.PodGroupRefs(
-        volcano="vc-pg", coscheduling="sp-pg", workload="native-pg"
-    )
-    assert intent.podgroup_refs(pod()) == intent.PodGroupRefs()
+    assert protocols.podgroup_names(p) == {
+        "volcano": "vc-pg",
+        "coscheduling": "sp-pg",
+        "workload": "native-pg",
+    }
+    assert protocols.podgroup_names(pod()) == {}
 
 
 # ------------------------------------------------------------------------------------- one test per protocol
@@ -163,7 +162,7 @@ def test_volcano_gang() -> None:
     g = gang(p, volcano=pg)
     assert g == GangSpec(
         key="volcano/pytorch-1",
-        protocol=Protocol.VOLCANO,
+        protocol="volcano",
         min_member=3,
         min_resources=parse_resources({"cpu": "3", "memory": "12Gi"}),
         podgroup_ref=PodGroupRef("scheduling.volcano.sh/v1beta1", "PodGroup", "pytorch-1", NS),
@@ -178,7 +177,7 @@ def test_coscheduling_gang() -> None:
     g = gang(p, coscheduling=pg)
     assert g is not None
     assert g.key == "coscheduling/ray-c"
-    assert g.protocol == Protocol.COSCHEDULING
+    assert g.protocol == "coscheduling"
     assert g.min_member == 5
     assert g.min_resources == {"cpu": 10_000}
     assert g.schedule_timeout_seconds == 60
@@ -190,7 +189,7 @@ def test_kueue_gang() -> None:
         labels={keys.KUEUE_POD_GROUP_NAME_LABEL: "grp"},
         annotations={keys.KUEUE_POD_GROUP_TOTAL_COUNT_ANNOTATION: "4"},
     )
-    assert gang(p) == GangSpec(key="kueue/grp", protocol=Protocol.KUEUE, min_member=4)
+    assert gang(p) == GangSpec(key="kueue/grp", protocol="kueue", min_member=4)
 
 
 def test_armada_gang() -> None:
@@ -203,7 +202,7 @@ def test_armada_gang() -> None:
     )
     assert gang(p) == GangSpec(
         key="armada/g-1",
-        protocol=Protocol.ARMADA,
+        protocol="armada",
         min_member=8,
         node_uniformity_label="topology.kubernetes.io/zone",
     )
@@ -222,7 +221,7 @@ def test_native_workload_gang(version: str) -> None:
     g = gang(p, workload=pg)
     assert g == GangSpec(
         key="workload/rc-cluster",
-        protocol=Protocol.WORKLOAD,
+        protocol="workload",
         min_member=5,
         node_uniformity_label="topology.kubernetes.io/rack",
         podgroup_ref=PodGroupRef(f"scheduling.k8s.io/{version}", "PodGroup", "rc-cluster", NS),
@@ -239,7 +238,7 @@ def test_native_basic_policy_is_not_a_gang_and_falls_through() -> None:
         workload=native_pg("pg", schedulingPolicy={"basic": {}}),
         coscheduling=cosched_pg("sp", minMember=2),
     )
-    assert g is not None and g.protocol == Protocol.COSCHEDULING
+    assert g is not None and g.protocol == "coscheduling"
 
 
 def test_no_protocol_no_gang() -> None:
@@ -319,26 +318,26 @@ def test_precedence_armada_first() -> None:
     }
     p = all_protocols_pod()
     g = gang(p, **pgs)
-    assert g is not None and g.protocol == Protocol.ARMADA
+    assert g is not None and g.protocol == "armada"
     del p["metadata"]["annotations"][keys.GANG_ID]
     g = gang(p, **pgs)
-    assert g is not None and (g.protocol, g.min_member) == (Protocol.WORKLOAD, 5)
+    assert g is not None and (g.protocol, g.min_member) == ("workload", 5)
     del p["spec"]["schedulingGroup"]
     g = gang(p, **pgs)
-    assert g is not None and (g.protocol, g.min_member) == (Protocol.VOLCANO, 3)
+    assert g is not None and (g.protocol, g.min_member) == ("volcano", 3)
     del p["metadata"]["annotations"][keys.VOLCANO_GROUP_NAME_ANNOTATION]
     g = gang(p, **pgs)
-    assert g is not None and (g.protocol, g.min_member) == (Protocol.COSCHEDULING, 4)
+    assert g is not None and (g.protocol, g.min_member) == ("coscheduling", 4)
     del p["metadata"]["labels"][keys.COSCHEDULING_POD_GROUP_LABEL]
     g = gang(p, **pgs)
-    assert g is not None and (g.protocol, g.min_member) == (Protocol.KUEUE, 9)
-    assert intent.GANG_PRECEDENCE == (
-        Protocol.ARMADA,
-        Protocol.WORKLOAD,
-        Protocol.VOLCANO,
-        Protocol.COSCHEDULING,
-        Protocol.KUEUE,
-    )
+    assert g is not None and (g.protocol, g.min_member) == ("kueue", 9)
+    assert [p.name for p in protocols.PRECEDENCE] == [
+        "armada",
+        "workload",
+        "volcano",
+        "coscheduling",
+        "kueue",
+    ]
 
 
 # ------------------------------------------------------------------------------------- malformed / missing
@@ -428,7 +427,7 @@ def test_volcano_job_podgroup_as_the_volcano_controller_builds_it() -> None:
         },
         {keys.VOLCANO_QUEUE_NAME_ANNOTATION: "research"},
     )
-    pg = intent.volcano_job_podgroup(job)
+    pg = volcano.job_podgroup(job)
     assert pg == {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
@@ -460,11 +459,9 @@ def test_volcano_job_podgroup_as_the_volcano_controller_builds_it() -> None:
         },
         "status": {"phase": "Pending"},
     }
-    assert intent.volcano_job_pod_annotations(job) == {
-        keys.VOLCANO_GROUP_NAME_ANNOTATION: "podgroup-job-uid-1"
-    }
+    assert volcano.job_pod_annotations(job) == {keys.VOLCANO_GROUP_NAME_ANNOTATION: "podgroup-job-uid-1"}
     # and the bridge reads it back as a Volcano gang of 4
-    member = pod(annotations=intent.volcano_job_pod_annotations(job))
+    member = pod(annotations=volcano.job_pod_annotations(job))
     g = gang(member, volcano=pg)
     assert (
         g is not None
@@ -478,20 +475,20 @@ def test_volcano_job_podgroup_as_the_volcano_controller_builds_it() -> None:
 
 
 def test_volcano_job_podgroup_defaults_and_skips() -> None:
-    pg = intent.volcano_job_podgroup(batch_job({keys.VOLCANO_GROUP_MIN_MEMBER_ANNOTATION: "oops"}))
+    pg = volcano.job_podgroup(batch_job({keys.VOLCANO_GROUP_MIN_MEMBER_ANNOTATION: "oops"}))
     assert pg is not None and pg["spec"]["minMember"] == 1 and "queue" not in pg["spec"]  # upstream keeps 1
-    assert intent.volcano_job_podgroup(batch_job()) is None  # not annotated
+    assert volcano.job_podgroup(batch_job()) is None  # not annotated
     already = batch_job(
         {keys.VOLCANO_GROUP_MIN_MEMBER_ANNOTATION: "2"}, {keys.VOLCANO_GROUP_NAME_ANNOTATION: "mine"}
     )
-    assert intent.volcano_job_podgroup(already) is None
+    assert volcano.job_podgroup(already) is None
     not_a_job = {**batch_job({keys.VOLCANO_GROUP_MIN_MEMBER_ANNOTATION: "2"}), "kind": "Deployment"}
-    assert intent.volcano_job_podgroup(not_a_job) is None
-    assert intent.volcano_job_pod_annotations(batch_job()) == {}
+    assert volcano.job_podgroup(not_a_job) is None
+    assert volcano.job_pod_annotations(batch_job()) == {}
     no_uid = batch_job({keys.VOLCANO_GROUP_MIN_MEMBER_ANNOTATION: "2"})
     del no_uid["metadata"]["uid"]
     with pytest.raises(IntentError, match="uid"):
-        intent.volcano_job_podgroup(no_uid)
+        volcano.job_podgroup(no_uid)
 
 
 def test_volcano_job_podgroup_from_informer_cache_and_exact_quantities() -> None:
@@ -501,7 +498,7 @@ def test_volcano_job_podgroup_from_informer_cache_and_exact_quantities() -> None
     job["spec"]["template"]["spec"] = {
         "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "100M"}}}]
     }
-    pg = intent.volcano_job_podgroup(job)
+    pg = volcano.job_podgroup(job)
     assert pg is not None
     assert pg["spec"]["minResources"] == {"cpu": "1500m", "memory": "300000000"}
 
@@ -511,5 +508,5 @@ def test_volcano_podgroup_name_uses_controller_uid() -> None:
         {"apiVersion": "v1", "kind": "Other", "name": "o", "uid": "not-controller"},
         {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-uid-1", "controller": True},
     ]
-    assert intent.volcano_podgroup_name(pod(owners=owners)) == "podgroup-job-uid-1"
-    assert intent.volcano_podgroup_name(pod()) == "podgroup-pod-uid"
+    assert volcano.auto_podgroup_name(pod(owners=owners)) == "podgroup-job-uid-1"
+    assert volcano.auto_podgroup_name(pod()) == "podgroup-pod-uid"

@@ -1,4 +1,4 @@
-"""PodGroup status as Volcano / scheduler-plugins would write it (extender/podgroup_status.py)."""
+"""PodGroup status as Volcano / scheduler-plugins would write it (extender/protocols/)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,10 @@ from typing import Any
 import pytest
 
 from armada_bridge.core.quantities import parse_resources
-from extender.podgroup_status import (
-    VOLCANO_SCHEDULED_REASON,
-    CoschedulingPhase,
-    GangState,
-    MemberCounts,
-    VolcanoPhase,
-    coscheduling_status,
-    native_podgroup_conditions,
-    occupied_by,
-    volcano_phase,
-    volcano_should_enqueue,
-    volcano_status,
-)
+from extender.protocols import coscheduling, volcano, workload
+from extender.protocols.base import GangState, MemberCounts
+from extender.protocols.coscheduling import CoschedulingPhase, occupied_by
+from extender.protocols.volcano import VOLCANO_SCHEDULED_REASON, VolcanoPhase
 
 T0 = "2026-01-01T00:00:00Z"
 T1 = "2026-01-01T00:01:00Z"
@@ -54,7 +45,7 @@ def test_member_counts() -> None:
 
 # ------------------------------------------------------------------------------------- Volcano
 def test_volcano_pending_before_admission() -> None:
-    status = volcano_status(GangState.WAITING, [], min_member=3, now=T0, message="queue over fair share")
+    status = volcano.status_of(GangState.WAITING, [], min_member=3, now=T0, message="queue over fair share")
     assert status["phase"] == "Pending"
     (cond,) = status["conditions"]
     assert cond["type"] == "Unschedulable" and cond["status"] == "True"
@@ -68,7 +59,7 @@ def test_volcano_pending_before_admission() -> None:
 
 
 def test_volcano_not_enough_resources_when_all_members_exist() -> None:
-    status = volcano_status(
+    status = volcano.status_of(
         GangState.WAITING, pods(("Pending", False), ("Pending", False)), min_member=2, now=T0
     )
     assert status["conditions"][0]["reason"] == "NotEnoughResources"
@@ -76,7 +67,7 @@ def test_volcano_not_enough_resources_when_all_members_exist() -> None:
 
 def test_volcano_admitted_gang_is_inqueue_before_its_pods_exist() -> None:
     """training-operator creates pods only once its PodGroup is Inqueue."""
-    status = volcano_status(GangState.ADMITTED, [], min_member=4, now=T0)
+    status = volcano.status_of(GangState.ADMITTED, [], min_member=4, now=T0)
     assert status["phase"] == "Inqueue"
     (cond,) = status["conditions"]
     assert (cond["type"], cond["status"], cond["reason"]) == ("Scheduled", "True", VOLCANO_SCHEDULED_REASON)
@@ -84,43 +75,44 @@ def test_volcano_admitted_gang_is_inqueue_before_its_pods_exist() -> None:
 
 def test_volcano_running_unknown_completed() -> None:
     bound = pods(("Running", True), ("Running", True), ("Pending", True))
-    status = volcano_status(GangState.RUNNING, bound, min_member=3, now=T0)
+    status = volcano.status_of(GangState.RUNNING, bound, min_member=3, now=T0)
     assert status["phase"] == "Running" and status["running"] == 2
     # some run while the rest can no longer be placed (e.g. a member was lost): Unknown
-    assert volcano_status(
+    assert volcano.status_of(
         GangState.WAITING, pods(("Running", True), ("Pending", False)), min_member=2, now=T0
     )["phase"] == ("Unknown")
     done = pods(("Succeeded", True), ("Succeeded", True), ("Failed", True))
-    status = volcano_status(GangState.RUNNING, done, min_member=3, now=T0)
+    status = volcano.status_of(GangState.RUNNING, done, min_member=3, now=T0)
     assert status["phase"] == "Completed" and status["succeeded"] == 2 and status["failed"] == 1
 
 
 def test_volcano_inqueue_is_sticky() -> None:
     assert (
-        volcano_phase(GangState.WAITING, MemberCounts(), min_member=2, previous_phase="Inqueue")
+        volcano.phase_of(GangState.WAITING, MemberCounts(), min_member=2, previous_phase="Inqueue")
         == VolcanoPhase.INQUEUE
     )
     assert (
-        volcano_phase(GangState.WAITING, MemberCounts(), min_member=2, previous_phase="Pending")
+        volcano.phase_of(GangState.WAITING, MemberCounts(), min_member=2, previous_phase="Pending")
         == VolcanoPhase.PENDING
     )
 
 
 def test_volcano_spark_reservation_running_once_driver_bound() -> None:
     assert (
-        volcano_status(GangState.RUNNING, pods(("Running", True)), min_member=1, now=T0)["phase"] == "Running"
+        volcano.status_of(GangState.RUNNING, pods(("Running", True)), min_member=1, now=T0)["phase"]
+        == "Running"
     )
 
 
 def test_volcano_status_is_stable_and_conditions_flip() -> None:
-    waiting = volcano_status(GangState.WAITING, [], min_member=2, now=T0)
-    again = volcano_status(GangState.WAITING, [], min_member=2, now=T1, previous=waiting)
+    waiting = volcano.status_of(GangState.WAITING, [], min_member=2, now=T0)
+    again = volcano.status_of(GangState.WAITING, [], min_member=2, now=T1, previous=waiting)
     assert again == waiting  # unchanged: same lastTransitionTime, nothing to write
-    admitted = volcano_status(GangState.ADMITTED, [], min_member=2, now=T1, previous=waiting)
+    admitted = volcano.status_of(GangState.ADMITTED, [], min_member=2, now=T1, previous=waiting)
     by_type = {c["type"]: c for c in admitted["conditions"]}
     assert by_type["Scheduled"]["status"] == "True" and by_type["Scheduled"]["lastTransitionTime"] == T1
     assert by_type["Unschedulable"]["status"] == "False"
-    assert volcano_status(GangState.ADMITTED, [], min_member=2, now="later", previous=admitted) == admitted
+    assert volcano.status_of(GangState.ADMITTED, [], min_member=2, now="later", previous=admitted) == admitted
 
 
 def test_volcano_keeps_foreign_conditions_and_transition_id() -> None:
@@ -137,7 +129,7 @@ def test_volcano_keeps_foreign_conditions_and_transition_id() -> None:
             },
         ],
     }
-    status = volcano_status(GangState.ADMITTED, [], min_member=1, now=T1, previous=previous)
+    status = volcano.status_of(GangState.ADMITTED, [], min_member=1, now=T1, previous=previous)
     assert {"type": "Other", "status": "True"} in status["conditions"]
     scheduled = next(c for c in status["conditions"] if c["type"] == "Scheduled")
     assert scheduled["transitionID"] == "t-1" and scheduled["lastTransitionTime"] == T0
@@ -151,7 +143,7 @@ FREE = {
 
 
 def test_enqueue_when_min_resources_fit_one_cluster() -> None:
-    d = volcano_should_enqueue(
+    d = volcano.should_enqueue(
         queue_exists=True,
         queue_name="q",
         min_resources=parse_resources({"cpu": "6", "memory": "16Gi"}),
@@ -161,7 +153,7 @@ def test_enqueue_when_min_resources_fit_one_cluster() -> None:
 
 
 def test_no_enqueue_when_only_the_sum_of_clusters_fits() -> None:
-    d = volcano_should_enqueue(
+    d = volcano.should_enqueue(
         queue_exists=True,
         queue_name="q",
         min_resources=parse_resources({"cpu": "16", "memory": "16Gi"}),
@@ -171,7 +163,7 @@ def test_no_enqueue_when_only_the_sum_of_clusters_fits() -> None:
 
 
 def test_enqueue_without_min_resources() -> None:
-    assert volcano_should_enqueue(
+    assert volcano.should_enqueue(
         queue_exists=True, queue_name="q", min_resources=None, free_by_domain={}
     ).inqueue
 
@@ -192,54 +184,55 @@ def test_no_enqueue(kw: dict[str, Any], reason: str) -> None:
         "free_by_domain": FREE,
     }
     args.update(kw)
-    d = volcano_should_enqueue(**args)
+    d = volcano.should_enqueue(**args)
     assert not d.inqueue and d.reason == reason and d.message
 
 
 # ------------------------------------------------------------------------------------- Coscheduling
 def test_coscheduling_lifecycle() -> None:
-    s = coscheduling_status(GangState.WAITING, [], min_member=2, now=T0)
+    s = coscheduling.status_of(GangState.WAITING, [], min_member=2, now=T0)
     assert s == {"phase": "Pending"}
-    s = coscheduling_status(GangState.WAITING, pods(("Pending", False)), min_member=2, now=T0, previous=s)
+    s = coscheduling.status_of(GangState.WAITING, pods(("Pending", False)), min_member=2, now=T0, previous=s)
     assert s["phase"] == "Pending"
     two = [member(), member()]
-    s = coscheduling_status(GangState.ADMITTED, two, min_member=2, now=T1, previous=s)
+    s = coscheduling.status_of(GangState.ADMITTED, two, min_member=2, now=T1, previous=s)
     assert s["phase"] == "Scheduling"
     assert s["occupiedBy"] == "ns/job"
     assert s["scheduleStartTime"] == T1
-    s = coscheduling_status(
+    s = coscheduling.status_of(
         GangState.RUNNING, pods(("Running", True), ("Running", True)), min_member=2, now="t2", previous=s
     )
     assert s["phase"] == "Running" and s["running"] == 2 and s["scheduleStartTime"] == T1
-    s = coscheduling_status(
+    s = coscheduling.status_of(
         GangState.RUNNING, pods(("Succeeded", True), ("Succeeded", True)), min_member=2, now="t3", previous=s
     )
     assert s["phase"] == "Finished" and s["succeeded"] == 2
     # final
     assert (
-        coscheduling_status(GangState.WAITING, [], min_member=2, now="t4", previous=s)["phase"] == "Finished"
+        coscheduling.status_of(GangState.WAITING, [], min_member=2, now="t4", previous=s)["phase"]
+        == "Finished"
     )
 
 
 def test_coscheduling_failed_and_back_to_pending() -> None:
     running = {"phase": "Running"}
-    s = coscheduling_status(
+    s = coscheduling.status_of(
         GangState.RUNNING, pods(("Failed", True), ("Running", True)), min_member=2, now=T0, previous=running
     )
     assert s["phase"] == CoschedulingPhase.FAILED and s["failed"] == 1
-    s = coscheduling_status(
+    s = coscheduling.status_of(
         GangState.RUNNING, pods(("Running", True)), min_member=2, now=T0, previous=running
     )
     assert s["phase"] == "Pending"  # a member disappeared
 
 
 def test_coscheduling_first_call_reaches_fixed_point() -> None:
-    s = coscheduling_status(
+    s = coscheduling.status_of(
         GangState.RUNNING, pods(("Running", True), ("Running", True)), min_member=2, now=T0
     )
     assert s["phase"] == "Running"
     assert (
-        coscheduling_status(
+        coscheduling.status_of(
             GangState.RUNNING, pods(("Running", True), ("Running", True)), min_member=2, now=T1, previous=s
         )
         == s
@@ -255,15 +248,15 @@ def test_occupied_by() -> None:
 
 # ------------------------------------------------------------------------------------- native
 def test_native_conditions() -> None:
-    (c,) = native_podgroup_conditions(GangState.WAITING, now=T0, message="no room")
+    (c,) = workload.conditions(GangState.WAITING, now=T0, message="no room")
     assert (c["type"], c["status"], c["reason"], c["message"]) == (
         "PodGroupInitiallyScheduled",
         "False",
         "Unschedulable",
         "no room",
     )
-    (c,) = native_podgroup_conditions(GangState.ADMITTED, now=T1, previous={"conditions": [c]})
+    (c,) = workload.conditions(GangState.ADMITTED, now=T1, previous={"conditions": [c]})
     assert (c["status"], c["reason"], c["lastTransitionTime"], c["message"]) == ("True", "Scheduled", T1, "")
     # terminal: once True it stays True
-    (c2,) = native_podgroup_conditions(GangState.WAITING, now="t2", previous={"conditions": [c]})
+    (c2,) = workload.conditions(GangState.WAITING, now="t2", previous={"conditions": [c]})
     assert c2 == c

@@ -25,7 +25,7 @@ from armada_bridge.core.model import (
 )
 from armada_bridge.core.quantities import parse_resources
 from extender import translate
-from extender.intent import GangSpec, Protocol
+from extender.protocols.base import GangSpec
 from extender.translate import NODE_NAME_FIELD
 
 
@@ -291,9 +291,7 @@ def test_job_from_pod_uses_original_constraints() -> None:
 
 
 def test_job_from_pod_gang() -> None:
-    gang = GangSpec(
-        "volcano/pg", Protocol.VOLCANO, 4, node_uniformity_label="rack", priority_class_name="high"
-    )
+    gang = GangSpec("volcano/pg", "volcano", 4, node_uniformity_label="rack", priority_class_name="high")
     job = translate.job_from_pod(constrained_pod(), job_id="u", queue="q", gang=gang, submit_time=0)
     assert job.gang_id == "ns/volcano/pg"
     assert job.gang_cardinality == 4
@@ -305,7 +303,7 @@ def test_job_from_pod_gang() -> None:
 
 def test_job_from_pod_reservation() -> None:
     """Spark-style minMember 1 + minResources: a gang of one that reserves the whole application."""
-    gang = GangSpec("volcano/spark-pg", Protocol.VOLCANO, 1, min_resources=R(cpu="5", memory="10Gi"))
+    gang = GangSpec("volcano/spark-pg", "volcano", 1, min_resources=R(cpu="5", memory="10Gi"))
     job = translate.job_from_pod(constrained_pod(), job_id="driver", queue="q", gang=gang, submit_time=0)
     assert job.gang_cardinality == 1
     assert job.gang_min_resources == R(cpu="5", memory="10Gi")

@@ -1,0 +1,85 @@
+"""The native Workload API: pod field ``spec.schedulingGroup.podGroupName`` names a
+``scheduling.k8s.io`` PodGroup (v1alpha2/v1alpha3/v1beta1) whose ``spec.schedulingPolicy.gang.minCount``
+is the gang's size and ``spec.schedulingConstraints.topology`` its uniformity label. A PodGroup
+with the ``basic`` policy is not a gang (the next protocol is asked)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from armada_bridge.kube.resources import NATIVE_PODGROUPS
+from extender.protocols.base import (
+    GangProtocol,
+    GangSpec,
+    GangState,
+    Obj,
+    StatusInputs,
+    check_podgroup,
+    condition,
+    podgroup_ref,
+    spec_of,
+    to_int,
+)
+
+NAME = "workload"
+VERSIONS = ("v1beta1", "v1alpha3", "v1alpha2")
+INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+
+
+def podgroup_name(pod: Obj) -> str | None:
+    group = spec_of(pod).get("schedulingGroup")
+    name = group.get("podGroupName") if isinstance(group, Mapping) else None
+    return name if isinstance(name, str) and name else None
+
+
+def read(pod: Obj, name: str | None, podgroup: Obj | None) -> GangSpec | None:
+    assert name is not None
+    ref = podgroup_ref(NATIVE_PODGROUPS, name, pod, podgroup)
+    assert podgroup is not None
+    check_podgroup(podgroup, NATIVE_PODGROUPS.group, ref, VERSIONS)
+    spec = spec_of(podgroup)
+    policy = spec.get("schedulingPolicy") or {}
+    gang = policy.get("gang") if isinstance(policy, Mapping) else None
+    if not isinstance(gang, Mapping):
+        return None  # "basic" policy: no gang semantics
+    what = f"{ref.kind} {ref.namespace}/{name} spec.schedulingPolicy.gang.minCount"
+    topology = (spec.get("schedulingConstraints") or {}).get("topology") or []
+    label = topology[0].get("key") or None if topology and isinstance(topology[0], Mapping) else None
+    return GangSpec(
+        key=f"{NAME}/{name}",
+        protocol=NAME,
+        min_member=to_int(gang.get("minCount", 1), what, minimum=1),
+        node_uniformity_label=label,
+        podgroup_ref=ref,
+        priority_class_name=spec.get("priorityClassName") or None,
+    )
+
+
+def conditions(
+    gang_state: GangState, *, now: str, message: str = "", previous: Obj | None = None
+) -> list[dict[str, Any]]:
+    """Conditions of a native PodGroup (metav1.Condition): the terminal ``PodGroupInitiallyScheduled``
+    (True once admitted, then never False again; False with reason ``Unschedulable`` while waiting)."""
+    previous = previous or {}
+    old = [c for c in previous.get("conditions") or [] if isinstance(c, Mapping)]
+    was = next((c for c in old if c.get("type") == INITIALLY_SCHEDULED), None)
+    others = [dict(c) for c in old if c.get("type") != INITIALLY_SCHEDULED]
+    if (was is not None and was.get("status") == "True") or gang_state is not GangState.WAITING:
+        cond = condition(old, INITIALLY_SCHEDULED, "True", "Scheduled", "", now)
+    else:
+        cond = condition(
+            old, INITIALLY_SCHEDULED, "False", "Unschedulable", message or "the gang does not fit yet", now
+        )
+    cond.pop("transitionID", None)
+    cond.setdefault("message", "")  # metav1.Condition requires the field
+    return [*others, cond]
+
+
+def status(inputs: StatusInputs, podgroup: Obj, members: Sequence[Obj]) -> Obj:
+    state, reason = inputs.gang_state(members)
+    previous = podgroup.get("status") or {}
+    return {**previous, "conditions": conditions(state, now=inputs.now, message=reason, previous=previous)}
+
+
+PROTOCOL = GangProtocol(NAME, read, NATIVE_PODGROUPS, podgroup_name, status)
