@@ -25,6 +25,7 @@ from armada_bridge.core import quantities as rs
 from armada_bridge.core.model import JobState
 from armada_bridge.core.result import RoundResult
 from armada_bridge.core.scheduler import Scheduler, SchedulerError
+from armada_bridge.core.stall import StallRule, Waiting
 from armada_bridge.kube import NAMESPACES, NODES, PODS, ApiError, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import Informer, key_of
@@ -160,12 +161,9 @@ class Controller:
         self._uid_by_key: dict[str, str] = {}
         self.shell_reasons: dict[str, str] = {}
         self._posted: dict[str, str] = {}  # uid -> waiting reason last posted as an Event
-        self._root_members: dict[str, set[str]] = defaultdict(set)  # root uid -> member pod uids
         self.last_result: RoundResult | None = None
-        #: (namespace, gang key) -> (members present, since when, monotonic); and gangs admitted
-        #: one member short: (namespace, gang key) -> the member count they were admitted with.
-        self._gang_seen: dict[tuple[str, str], tuple[int, float]] = {}
-        self.relaxed: dict[tuple[str, str], int] = {}
+        #: gangs, keyed (namespace, gang key), admitted one member short (see relax_stalled_gangs).
+        self.stall: StallRule[tuple[str, str]] = StallRule(settings.gang_stall_seconds)
         self.rounds = 0
         self.failed_rounds = 0  # rounds in a row that failed or left decisions unwritten
         self.unwritten = 0  # decisions of the last round that could not be written (reverted)
@@ -386,9 +384,7 @@ class Controller:
                 self._forget(uid)
             return
         self._uid_by_key[k] = uid
-        if info.root is not None:
-            self._root_members[info.root.uid].add(uid)
-        hold = info.invalid or self._held_for_sibling(info)
+        hold = info.invalid
         if hold is not None:
             if old is not None:
                 self.core.remove_job(uid)
@@ -422,31 +418,6 @@ class Controller:
             self.core.remove_job(uid)
             self.shell_reasons[uid] = f"placed on {info.placed}, not known yet: {e}"
 
-    def _held_for_sibling(self, info: PodInfo) -> str | None:
-        """Why `info` must wait for a sibling (same root controller) to be placed first, if it must.
-
-        Pods of one controller stay in one cluster: the first of them (or its gang) is placed, and
-        the others follow where it went (see _pin_to_siblings). While it is not placed yet, the
-        others wait, so one round cannot spread them over several clusters.
-        """
-        if info.placed is not None or info.root is None or info.root.uid == info.uid:
-            return None
-        if model.CLUSTER_LABEL in info.job.node_selector:
-            return None  # already pinned to where a sibling went
-        mine = info.gang.key if info.gang else None
-        for sibling in sorted(self._root_members.get(info.root.uid, ())):
-            other = self.managed.get(sibling)
-            if other is None or sibling == info.uid or sibling in self.shell_reasons:
-                continue
-            if mine is not None and other.gang is not None and other.gang.key == mine:
-                continue
-            if self.core.state_of(sibling) is JobState.QUEUED:
-                return (
-                    f"waiting for {other.key} of {info.root} to be placed first "
-                    "(pods of one controller stay in one remote cluster)"
-                )
-        return None
-
     def _forget(self, uid: str) -> None:
         info = self.managed.pop(uid, None)
         if info is not None:
@@ -457,12 +428,6 @@ class Controller:
         self.shell_reasons.pop(uid, None)
         self._posted.pop(uid, None)
         self.events.forget(uid)
-        if info is not None and info.root is not None:
-            members = self._root_members.get(info.root.uid)
-            if members is not None:
-                members.discard(uid)
-                if not members:
-                    del self._root_members[info.root.uid]
 
     def queue_of(
         self, pod: Mapping[str, Any], podgroups: Mapping[str, Obj | None] | None = None
@@ -503,11 +468,17 @@ class Controller:
         key = f"{md['namespace']}/{md['name']}"
         try:
             gang = protocols.gang_of(pod, pgs)
-            relaxed = self.relaxed.get((md["namespace"], gang.key)) if gang is not None else None
+            relaxed = self.stall.relaxed.get((md["namespace"], gang.key)) if gang is not None else None
             if gang is not None and relaxed is not None:
                 gang = replace(gang, min_member=relaxed)
             job = translate.job_from_pod(
-                pod, job_id=uid, queue=queue, gang=gang, submit_time=_timestamp(md.get("creationTimestamp"))
+                pod,
+                job_id=uid,
+                queue=queue,
+                gang=gang,
+                submit_time=_timestamp(md.get("creationTimestamp")),
+                # Pods of one controller stay in one remote cluster: the first bound fixes it.
+                colocation=f"{root.kind} {md['namespace']}/{root.name}" if root.uid != uid else None,
             )
         except (IntentError, pods.PodSpecError) as e:
             # Managed, but it cannot be scheduled as it is: it waits, and says why.
@@ -534,21 +505,7 @@ class Controller:
         if placed is not None:
             old = self.managed.get(uid)
             info.placed_at = old.placed_at if old is not None and old.placed_at else time.monotonic()
-        if placed is None and root.uid != uid:
-            info.job = self._pin_to_siblings(info)
         return info
-
-    def _pin_to_siblings(self, info: PodInfo) -> model.Job:
-        """Keep pods of one root controller in one cluster: where a sibling already went."""
-        assert info.root is not None
-        for sibling in self._root_members.get(info.root.uid, ()):
-            other = self.managed.get(sibling)
-            if other is not None and other.placed is not None:
-                return translate.pinned_to_cluster(info.job, other.placed[0])
-            placement = self.core.placement_of(sibling) if other is not None else None
-            if placement is not None:
-                return translate.pinned_to_cluster(info.job, placement.cluster)
-        return info.job
 
     # ------------------------------------------------------------------ outputs
     async def _apply(self, result: RoundResult) -> None:
@@ -630,12 +587,6 @@ class Controller:
         info.placed = (cluster, node)
         info.placed_at = time.monotonic()
         self._posted.pop(uid, None)
-        if info.root is not None:  # siblings held for this one can follow it now
-            for sibling in self._root_members.get(info.root.uid, ()):
-                other = self.managed.get(sibling)
-                if other is not None and sibling in self.shell_reasons:
-                    self._dirty_pods.add(other.key)
-            self._wake.set()
         gang = f" with gang {info.gang.key}" if info.gang else ""
         await self.events.emit(
             pod,
@@ -725,48 +676,34 @@ class Controller:
                 log.debug("nudge %s: %s", info.key, e)
 
     def relax_stalled_gangs(self) -> None:
-        """Break the late-member deadlock (mpi-operator#608: the MPI launcher is created only once
-        the workers run, yet the PodGroup's minMember counts it).
-
-        A gang exactly one member short for `gang_stall_seconds`, whose PodGroup's minResources
-        covers the whole group, is admitted with the members present: the reservation holds room for
-        the missing one, which joins the gang's cluster when it comes. Gangs short by more, or
-        without minResources, keep waiting: all or nothing.
-        """
+        """The core's stall rule (:mod:`armada_bridge.core.stall`) on the gangs waiting now; a gang
+        it relaxes is re-added with the smaller count (the core keys a gang's size on its first
+        member)."""
         now = time.monotonic()
         present: dict[tuple[str, str], list[PodInfo]] = defaultdict(list)
+        alive: set[tuple[str, str]] = set()
         for info in self.managed.values():
-            if info.gang is not None and info.placed is None:
-                present[(info.key.partition("/")[0], info.gang.key)].append(info)
-        for k in list(self._gang_seen):
-            if k not in present:
-                del self._gang_seen[k]
-        for k, members in present.items():
-            count = len(members)
-            seen = self._gang_seen.get(k)
-            if seen is None or seen[0] != count:
-                self._gang_seen[k] = (count, now)
-                continue
-            gang = members[0].gang
-            assert gang is not None
-            if (
-                k in self.relaxed
-                or not gang.min_resources
-                or count != gang.min_member - 1
-                or now - seen[1] < self.settings.gang_stall_seconds
-            ):
-                continue
-            self.relaxed[k] = count
+            if info.gang is not None:
+                k = (info.key.partition("/")[0], info.gang.key)
+                alive.add(k)
+                if info.placed is None:
+                    present[k].append(info)
+        self.stall.prune(alive)
+        waiting = {
+            k: Waiting(len(m), m[0].gang.min_member, bool(m[0].gang.min_resources))
+            for k, m in present.items()
+            if m[0].gang is not None
+        }
+        for k in self.stall.observe(waiting, now):
+            members = present[k]
             log.info(
                 "gang %s/%s: %d/%d present for %.0fs, admitting with room for all",
                 *k,
-                count,
-                gang.min_member,
-                now - seen[1],
+                len(members),
+                waiting[k].min_member,
+                self.stall.stalled_for(k, now),
             )
-            for (
-                info
-            ) in members:  # re-added with the smaller count (the core keys a gang's size on its first member)
+            for info in members:
                 self.core.remove_job(info.uid)
                 self.managed.pop(info.uid, None)
                 self._dirty_pods.add(info.key)

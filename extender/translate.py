@@ -100,7 +100,15 @@ def pinned_to_cluster(job: Job, cluster: str, *, avoid_nodes: tuple[str, ...] = 
 
 
 # --------------------------------------------------------------------------- core model
-def job_from_pod(pod: Obj, *, job_id: str, queue: str, gang: GangSpec | None, submit_time: float) -> Job:
+def job_from_pod(
+    pod: Obj,
+    *,
+    job_id: str,
+    queue: str,
+    gang: GangSpec | None,
+    submit_time: float,
+    colocation: str | None = None,
+) -> Job:
     """The core's job for a front pod.
 
     Gangs are keyed ``<namespace>/<gang.key>`` so equal PodGroup names in two namespaces of one
@@ -119,6 +127,7 @@ def job_from_pod(pod: Obj, *, job_id: str, queue: str, gang: GangSpec | None, su
         node_selector=dict(constraints.node_selector),
         affinity=node_affinity_terms(constraints.affinity),
         tolerations=tolerations_to_core(constraints.tolerations),
+        colocation=colocation,
     )
     if gang is not None:
         job.gang_id = f"{namespace}/{gang.key}"

@@ -45,6 +45,7 @@ def job(
     gang_node_uniformity_label: str | None = None,
     gang_min_resources: Mapping[str, str | int | float] | None = None,
     pools: tuple[str, ...] | None = None,
+    colocation: str | None = None,
 ) -> Job:
     return Job(
         id=job_id,
@@ -61,6 +62,7 @@ def job(
         gang_node_uniformity_label=gang_node_uniformity_label,
         gang_min_resources=parse_resources(gang_min_resources) if gang_min_resources is not None else None,
         pools=pools,
+        colocation=colocation,
     )
 
 

@@ -112,6 +112,9 @@ class Job:
     gang_min_resources: Resources | None = None
     #: pools the job may run in; None = any pool.
     pools: tuple[str, ...] | None = None
+    #: jobs sharing this key run in one cluster (of one pool): the first of them bound fixes it,
+    #: as a gang's first member fixes the gang's; it is free again once none of them is bound.
+    colocation: str | None = None
 
     @property
     def is_gang(self) -> bool:

@@ -374,7 +374,8 @@ class PoolRound:
             it.stop_new(reason)
             self._wait(members, reason)
             return
-        single = size == 1 and not members[0].job.is_gang
+        # A colocated job's fit depends on where its colocation runs, not on its shape alone.
+        single = size == 1 and not members[0].job.is_gang and members[0].job.colocation is None
         if single:
             cached = s.unfeasible.get((self.pool, members[0].skey))
             if cached is not None and cached[0] == self.epochs:
@@ -440,9 +441,24 @@ class PoolRound:
 
     # ------------------------------------------------------------- placing
     def _domains(self, members: list[JobRecord], pool: str | None = None) -> tuple[list[Domain], str]:
-        """Where ``members`` may land in ``pool`` (default: this round's pool), or why nowhere."""
-        s = self.s
+        """Where ``members`` may land in ``pool`` (default: this round's pool), or why nowhere:
+        their gang's domains, kept to the cluster of their colocation when it has one."""
         pool = pool or self.pool
+        domains, why = self._gang_domains(members, pool)
+        key = members[0].job.colocation
+        c = self.s.colocations.get(key) if key is not None else None
+        if c is None or not domains:
+            return domains, why
+        where = f"cluster {c.cluster}" + (f" of pool {c.pool}" if c.pool != pool else "")
+        kept: list[Domain] = [
+            (d[0], c.cluster, d[2], d[3]) for d in domains if d[0] == c.pool and d[1] in (None, c.cluster)
+        ]
+        if not kept:
+            return [], f"kept in {where}, where the other jobs of {key} run"
+        return kept, ""
+
+    def _gang_domains(self, members: list[JobRecord], pool: str) -> tuple[list[Domain], str]:
+        s = self.s
         rec = members[0]
         g = s.gangs.get(rec.gang_key) if rec.job.is_gang else None
         if g is None:
@@ -541,6 +557,15 @@ class PoolRound:
     def _no_fit_reason(self, members: list[JobRecord]) -> str:
         nodedb = self.s.nodedb
         rec = members[0]
+        key = rec.job.colocation
+        c = self.s.colocations.get(key) if key is not None else None
+        if c is not None:
+            need = rs.total(m.requests for m in members)
+            free = nodedb.cluster_free(c.pool, c.cluster)
+            return (
+                f"kept in cluster {c.cluster}, where the other jobs of {key} run: no node there fits "
+                f"{rs.format_resources(need)} ({rs.format_resources(free, _shown(need))} free in the cluster)"
+            )
         mismatch = nodedb.compatible_anywhere(rec.job, self.pool)
         if mismatch is not None:
             return f"no node in pool {self.pool} matches this job: {mismatch}"

@@ -26,7 +26,7 @@ from armada_bridge.core.model import Job, JobState, Node, Queue, SchedulingConfi
 from armada_bridge.core.nodedb import NodeDb
 from armada_bridge.core.result import Placement, RoundResult
 from armada_bridge.core.round import PoolRound
-from armada_bridge.core.state import Allocation, GangRecord, JobRecord, QueueJobs, make_record
+from armada_bridge.core.state import Allocation, Colocation, GangRecord, JobRecord, QueueJobs, make_record
 
 
 class SchedulerError(ValueError):
@@ -40,6 +40,8 @@ class Scheduler:
         self.queues: dict[str, Queue] = {}
         self.jobs: dict[str, JobRecord] = {}
         self.gangs: dict[str, GangRecord] = {}
+        #: colocation key -> where its jobs run (only while one of them is bound).
+        self.colocations: dict[str, Colocation] = {}
         self.queue_jobs: dict[str, QueueJobs] = {}
         self.alloc = Allocation()
         #: queue -> demand of queued jobs eligible for any pool; (queue, pool) -> pinned ones.
@@ -155,8 +157,8 @@ class Scheduler:
             self.remove_job(job.id)
             self.add_job(job)
             return
-        if job.requests != rec.job.requests or job.queue != rec.job.queue:
-            raise SchedulerError(f"job {job.id} is running; its queue and requests cannot change")
+        if (job.requests, job.queue, job.colocation) != (rec.job.requests, rec.job.queue, rec.job.colocation):
+            raise SchedulerError(f"job {job.id} is running; its queue, requests and colocation cannot change")
         rec.job = job
         rec.requests = job.requests
 
@@ -317,6 +319,10 @@ class Scheduler:
             if g.domain is None:
                 label = g.uniformity_label
                 g.domain = (entry.pool, entry.cluster, label, entry.labels.get(label) if label else None)
+        key = rec.job.colocation
+        if key is not None:
+            c = self.colocations.setdefault(key, Colocation(entry.pool, entry.cluster))
+            c.running += 1
 
     def _unbind(self, rec: JobRecord) -> None:
         if rec.state is not JobState.RUNNING or rec.pool is None:
@@ -329,6 +335,11 @@ class Scheduler:
             g.running -= 1
             if g.running == 0:
                 g.domain = None
+        key = rec.job.colocation
+        if key is not None and key in self.colocations:
+            self.colocations[key].running -= 1
+            if self.colocations[key].running <= 0:
+                del self.colocations[key]
 
     def _drop(self, rec: JobRecord) -> None:
         if rec.state is JobState.RUNNING:

@@ -63,6 +63,15 @@ class GangRecord:
         return self.queued + self.running
 
 
+@dataclass(eq=False)
+class Colocation:
+    """Jobs that share a :attr:`~armada_bridge.core.model.Job.colocation` key."""
+
+    pool: str
+    cluster: str
+    running: int = 0
+
+
 class QueueJobs:
     """Queued jobs of one queue in Armada's order, sorted lazily.
 
