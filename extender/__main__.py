@@ -95,7 +95,7 @@ async def serve(args: argparse.Namespace) -> None:
         await controller.run_rounds()
 
     tasks = [
-        asyncio.create_task(controller.run_informers()),
+        asyncio.create_task(controller.inputs.run()),
         asyncio.create_task(elector.run()),
         asyncio.create_task(lead()),
         asyncio.create_task(stop.wait()),

@@ -14,38 +14,29 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass, field
 from typing import Any
 
-from armada_bridge import keys
-from armada_bridge.contract import pods
 from armada_bridge.core import model
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.model import JobState
 from armada_bridge.core.result import RoundResult
 from armada_bridge.core.scheduler import Scheduler, SchedulerError
 from armada_bridge.core.stall import StallRule, Waiting
-from armada_bridge.kube import NAMESPACES, NODES, PODS, ApiError, Kube
+from armada_bridge.kube import ApiError, Kube
 from armada_bridge.kube.client import Obj
-from armada_bridge.kube.informer import Informer, key_of
-from armada_bridge.kube.resources import (
-    QUEUES,
-    REMOTECLUSTERS,
-)
-from armada_bridge.rejection import rejection_of, rejections_of
-from extender import intent, protocols, translate
+from armada_bridge.kube.informer import key_of
+from extender import translate
+from extender.actions import Actions, Written
+from extender.describe import Describer
 from extender.events import EventRecorder
+from extender.inputs import Inputs
 from extender.metrics import Metrics
-from extender.owners import OwnerResolver, Root
-from extender.protocols import volcano
-from extender.protocols.base import GangSpec, IntentError
-from extender.remotes import Remotes
+from extender.owners import OwnerResolver
+from extender.pod_info import PodInfo
 from extender.status_writer import write_podgroup_statuses, write_queue_statuses
 
 log = logging.getLogger(__name__)
-
-TERMINAL = ("Succeeded", "Failed")
 
 
 def core_node_name(cluster: str, node: str) -> str:
@@ -55,15 +46,6 @@ def core_node_name(cluster: str, node: str) -> str:
 def split_core_node(name: str) -> tuple[str, str]:
     cluster, _, node = name.partition("/")
     return cluster, node
-
-
-def _timestamp(value: str | None) -> float:
-    if not value:
-        return 0.0
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
 
 
 def queue_from_cr(q: Obj, pool_total: Mapping[str, int]) -> model.Queue:
@@ -104,57 +86,17 @@ class Settings:
     scheduling: model.SchedulingConfig = field(default_factory=model.SchedulingConfig)
 
 
-@dataclass
-class PodInfo:
-    """What the shell knows of one managed front pod, beyond the core's job."""
-
-    key: str
-    uid: str
-    queue: str
-    gang: GangSpec | None
-    root: Root | None
-    job: model.Job
-    placed: tuple[str, str] | None  # (cluster, remote node) from the pod's annotations
-    invalid: str | None = None  # why the pod's intent cannot be read (it waits for a fix)
-    bound: bool = False  # spec.nodeName is set
-    placed_at: float = 0.0  # monotonic time of the decision (or of the last nudge)
-
-
 class Controller:
     def __init__(self, front: Kube, settings: Settings, metrics: Metrics) -> None:
         self.front = front
         self.settings = settings
         self.metrics = metrics
         self.core = Scheduler(settings.scheduling)
-        self.pods = Informer(front, PODS, name="front/pods")
-        self.namespaces = Informer(front, NAMESPACES, name="front/namespaces")
-        self.queues = Informer(front, QUEUES, name="front/queues")
-        #: protocol name -> its PodGroups (the protocols that describe gangs with objects).
-        self.podgroups: dict[str, Informer] = {
-            p.name: Informer(front, p.resource, name=f"front/{p.name}-podgroups")
-            for p in protocols.WITH_PODGROUPS
-            if p.resource is not None
-        }
-        self.remote_clusters = Informer(front, REMOTECLUSTERS, name="front/remoteclusters")
-        self.vnodes = Informer(
-            front,
-            NODES,
-            label_selector=f"{keys.NODE_TYPE_LABEL}={keys.NODE_TYPE_VIRTUAL}",
-            name="front/virtual-nodes",
-        )
-        self.remotes = Remotes(front, self._on_remote)
+        self.inputs = Inputs(front)
+        self.changes = self.inputs.changes
         self.events = EventRecorder(front)
-        self.owners = OwnerResolver(front)
-
-        self._wake = asyncio.Event()
-        self._dirty_pods: set[str] = set()
-        self._dirty_nodes: set[tuple[str, str]] = set()
-        self._queues_dirty = True
-        self._clusters_dirty = True
-        self._pods_by_ns: dict[str, set[str]] = defaultdict(set)
-        #: (cluster, node) -> remote pod key -> (front pod UID or "" for the remote cluster's own
-        #: pods, what it takes: requests and a pod slot), for every live pod on the remote node.
-        self._remote_usage: dict[tuple[str, str], dict[str, tuple[str, rs.Resources]]] = defaultdict(dict)
+        self.describer = Describer(self.inputs, OwnerResolver(front))
+        self.actions = Actions(front, self.events, metrics)
         self._core_nodes: dict[str, set[str]] = defaultdict(set)  # cluster -> core node names
         #: managed pods in the core, by uid; and reasons the shell (not the core) keeps pods waiting.
         self.managed: dict[str, PodInfo] = {}
@@ -168,103 +110,30 @@ class Controller:
         self.failed_rounds = 0  # rounds in a row that failed or left decisions unwritten
         self.unwritten = 0  # decisions of the last round that could not be written (reverted)
 
-        self.pods.add_handler(self._on_pod)
-        self.namespaces.add_handler(lambda _k, ns: self._dirty_namespace(ns["metadata"]["name"]))
-        for inf in self.podgroups.values():
-            inf.add_handler(lambda _k, pg: self._dirty_namespace(pg["metadata"]["namespace"]))
-        self.queues.add_handler(lambda _k, _q: self._set_dirty(queues=True))
-        self.remote_clusters.add_handler(lambda _k, _rc: self._set_dirty(clusters=True))
-
-    # ------------------------------------------------------------------ inputs
-    @property
-    def informers(self) -> list[Informer]:
-        return [
-            self.pods,
-            self.namespaces,
-            self.queues,
-            *self.podgroups.values(),
-            self.remote_clusters,
-            self.vnodes,
-        ]
-
-    def _set_dirty(self, *, queues: bool = False, clusters: bool = False) -> None:
-        self._queues_dirty |= queues
-        self._clusters_dirty |= clusters
-        self._wake.set()
-
-    def _on_pod(self, kind: str, pod: Obj) -> None:
-        k = key_of(pod)
-        ns = pod["metadata"]["namespace"]
-        if kind == "DELETED":
-            self._pods_by_ns[ns].discard(k)
-        else:
-            self._pods_by_ns[ns].add(k)
-        self._dirty_pods.add(k)
-        self._wake.set()
-
-    def _dirty_namespace(self, ns: str) -> None:
-        self._dirty_pods.update(self._pods_by_ns.get(ns, ()))
-        self._wake.set()
-
-    def _on_remote(self, cluster: str, what: str, kind: str, obj: Obj) -> None:
-        if what == "nodes":
-            self._dirty_nodes.add((cluster, obj["metadata"]["name"]))
-        else:
-            node = obj.get("spec", {}).get("nodeName")
-            if not node:
-                return
-            labels = obj["metadata"].get("labels") or {}
-            on_node = self._remote_usage[(cluster, node)]
-            k = key_of(obj)
-            if kind == "DELETED":
-                if on_node.pop(k, None) is None:
-                    return
-            else:
-                entry = (str(labels.get(keys.FRONT_UID) or ""), pods.admitted_pod_usage(obj))
-                if on_node.get(k) == entry:
-                    return
-                on_node[k] = entry
-            self._dirty_nodes.add((cluster, node))
-        self._wake.set()
-
     # ------------------------------------------------------------------ loop
-    async def run_informers(self) -> None:
-        """Keep every cache current (all replicas: the webhook and filter read them)."""
-        tasks = [asyncio.create_task(i.run()) for i in self.informers]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    async def wait_synced(self, timeout: float = 60) -> None:
-        essential = (self.pods, self.namespaces, self.remote_clusters, self.vnodes)
-        await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in essential)), timeout=timeout)
-
     async def run_rounds(self) -> None:
         """The leader's loop: a round whenever something changed (coalesced), statuses periodically."""
-        await self.wait_synced()
-        self._dirty_pods.update(key_of(p) for p in self.pods.items())
+        await self.inputs.wait_synced()
+        self.changes.pods.update(key_of(p) for p in self.inputs.pods.items())
         last_status = 0.0
         try:
             while True:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=self.settings.status_interval)
+                    await asyncio.wait_for(self.changes.wake.wait(), timeout=self.settings.status_interval)
                 await asyncio.sleep(self.backoff())
-                self._wake.clear()
+                self.changes.wake.clear()
                 try:
                     await self.round()
                     self.failed_rounds = self.failed_rounds + 1 if self.unwritten else 0
                 except (ApiError, OSError, TimeoutError) as e:
                     self.failed_rounds += 1
                     log.warning("round failed, retrying in %.2fs: %s", self.backoff(), e)
-                    self._wake.set()
+                    self.changes.wake.set()
                 if time.monotonic() - last_status >= self.settings.status_interval:
                     last_status = time.monotonic()
                     await self.write_statuses()
         finally:
-            await self.remotes.close()
+            await self.inputs.remotes.close()
 
     def backoff(self) -> float:
         """How long the next round waits to coalesce changes: longer after failures in a row."""
@@ -284,50 +153,48 @@ class Controller:
     # ------------------------------------------------------------------ sync
     async def _sync(self) -> None:
         """Bring the core up to date with what changed: clusters, nodes, queues, then pods."""
-        if self._clusters_dirty:
-            self._clusters_dirty = False
-            await self.remotes.sync(self.remote_clusters.items())
-            for cluster, watcher in self.remotes.watchers.items():  # cordon may have changed
-                self._dirty_nodes.update((cluster, n) for n in watcher.nodes.cache)
+        changes, remotes = self.changes, self.inputs.remotes
+        if changes.clusters:
+            changes.clusters = False
+            await remotes.sync(self.inputs.remote_clusters.items())
+            for cluster, watcher in remotes.watchers.items():  # cordon may have changed
+                changes.nodes.update((cluster, n) for n in watcher.nodes.cache)
             for cluster in list(self._core_nodes):
-                if cluster not in self.remotes.watchers:
+                if cluster not in remotes.watchers:
                     for name in list(self._core_nodes[cluster]):
-                        self._dirty_nodes.add(split_core_node(name))
-        for cluster, watcher in self.remotes.watchers.items():  # nodes held back until pods synced
+                        changes.nodes.add(split_core_node(name))
+        for cluster, watcher in remotes.watchers.items():  # nodes held back until pods synced
             known = self._core_nodes[cluster]
             if watcher.pods.synced.is_set() and len(known) < len(watcher.nodes.cache):
-                self._dirty_nodes.update(
+                changes.nodes.update(
                     (cluster, n) for n in watcher.nodes.cache if core_node_name(cluster, n) not in known
                 )
-        if self._dirty_nodes:
-            self._queues_dirty = True  # absolute queue limits are fractions of the pool's total
-            dirty, self._dirty_nodes = self._dirty_nodes, set()
-            for cluster, name in dirty:
+        if changes.nodes:
+            changes.queues = True  # absolute queue limits are fractions of the pool's total
+            for cluster, name in changes.take_nodes():
                 self._sync_node(cluster, name)
-        if self._queues_dirty:
-            self._queues_dirty = False
+        if changes.queues:
+            changes.queues = False
             total: rs.Resources = {}
             for entry in self.core.nodedb.entries.values():
                 rs.add_into(total, entry.node.allocatable)
-            wanted = {q["metadata"]["name"]: queue_from_cr(q, total) for q in self.queues.items()}
+            wanted = {q["metadata"]["name"]: queue_from_cr(q, total) for q in self.inputs.queues.items()}
             for name in list(self.core.queues):
                 if name not in wanted:
                     self.core.remove_queue(name)
             for q in wanted.values():
                 if self.core.queues.get(q.name) != q:
                     self.core.upsert_queue(q)
-        if self._dirty_pods:
-            dirty_pods, self._dirty_pods = self._dirty_pods, set()
-            for k in sorted(dirty_pods):
+        if changes.pods:
+            for k in sorted(changes.take_pods()):
                 await self._sync_pod(k)
             # Pods the core let go free their room only once their remote pods are gone.
-            dirty, self._dirty_nodes = self._dirty_nodes, set()
-            for cluster, name in dirty:
+            for cluster, name in changes.take_nodes():
                 self._sync_node(cluster, name)
 
     def _sync_node(self, cluster: str, name: str) -> None:
         core_name = core_node_name(cluster, name)
-        watcher = self.remotes.watchers.get(cluster)
+        watcher = self.inputs.remotes.watchers.get(cluster)
         if watcher is not None and not watcher.pods.synced.is_set():
             # What other pods use on the node is not known yet: offering it now could over-admit.
             # The pods informer's first list marks the nodes dirty again.
@@ -339,12 +206,12 @@ class Controller:
             for uid in lost:
                 info = self.managed.pop(uid, None)
                 if info is not None:
-                    self._dirty_pods.add(info.key)  # re-derived next round (placed pods stay out)
+                    self.changes.pods.add(info.key)  # re-derived next round (placed pods stay out)
             return
         core_node = translate.node_from_remote(
             node, cluster, self._used_by_others(cluster, name), core_name=core_name
         )
-        rc = self.remote_clusters.get(cluster)
+        rc = self.inputs.remote_clusters.get(cluster)
         if rc is not None and rc.get("spec", {}).get("cordoned"):
             core_node.unschedulable = True
         self.core.upsert_node(core_node)
@@ -353,7 +220,7 @@ class Controller:
             for uid in list(self.shell_reasons):  # pods placed on it before it was known
                 info = self.managed.get(uid)
                 if info is not None and info.placed == (cluster, name):
-                    self._dirty_pods.add(info.key)
+                    self.changes.pods.add(info.key)
 
     def _used_by_others(self, cluster: str, node: str) -> rs.Resources:
         """What pods the core does not account on this node use there: the remote cluster's own,
@@ -361,7 +228,7 @@ class Controller:
         the remote pod still runs or terminates."""
         core_name = core_node_name(cluster, node)
         used: rs.Resources = {}
-        for uid, usage in self._remote_usage.get((cluster, node), {}).values():
+        for uid, usage in self.inputs.remote_usage.get((cluster, node), {}).values():
             placement = self.core.placement_of(uid) if uid else None
             if placement is None or placement.node != core_name:
                 rs.add_into(used, usage)
@@ -369,7 +236,7 @@ class Controller:
 
     async def _sync_pod(self, k: str) -> None:
         ns, _, name = k.partition("/")
-        pod = self.pods.get(name, ns)
+        pod = self.inputs.pods.get(name, ns)
         known = self._uid_by_key.get(k)
         if pod is None or (known is not None and known != pod["metadata"]["uid"]):
             if known is not None:
@@ -377,8 +244,10 @@ class Controller:
             if pod is None:
                 return
         uid = pod["metadata"]["uid"]
-        info = await self._describe(pod)
+        info = await self.describer.describe(pod, self.stall.relaxed)
         old = self.managed.get(uid)
+        if info is not None and info.placed is not None:
+            info.placed_at = old.placed_at if old is not None and old.placed_at else time.monotonic()
         if info is None:
             if old is not None:
                 self._forget(uid)
@@ -423,89 +292,11 @@ class Controller:
         if info is not None:
             self._uid_by_key.pop(info.key, None)
             if info.placed is not None:  # its remote pod, if any, now counts as the node's own use
-                self._dirty_nodes.add(info.placed)
+                self.changes.nodes.add(info.placed)
         self.core.remove_job(uid)
         self.shell_reasons.pop(uid, None)
         self._posted.pop(uid, None)
         self.events.forget(uid)
-
-    def queue_of(
-        self, pod: Mapping[str, Any], podgroups: Mapping[str, Obj | None] | None = None
-    ) -> str | None:
-        """The pod's queue from its protocols and its namespace's label; None: not managed."""
-        pgs = podgroups if podgroups is not None else self.podgroups_of(pod)
-        ns_obj = self.namespaces.get(pod["metadata"].get("namespace") or "")
-        ns_labels = (ns_obj or {}).get("metadata", {}).get("labels") or {}
-        queue, _source = intent.queue_of(
-            pod, volcano_podgroup=pgs.get(volcano.NAME), namespace_labels=ns_labels
-        )
-        return queue
-
-    def podgroups_of(self, pod: Mapping[str, Any]) -> dict[str, Obj | None]:
-        """protocol name -> the PodGroup the pod names under it (None: named but not found)."""
-        ns = pod["metadata"]["namespace"]
-        return {p: self.podgroups[p].get(name, ns) for p, name in protocols.podgroup_names(pod).items()}
-
-    async def _describe(self, pod: Obj) -> PodInfo | None:
-        """The managed pod's job for the core, or None when the bridge does not manage it."""
-        md, spec, status = pod["metadata"], pod.get("spec", {}), pod.get("status", {})
-        uid = md["uid"]
-        annotations = md.get("annotations") or {}
-        if status.get("phase") in TERMINAL:
-            return None
-        if md.get("deletionTimestamp") and keys.ASSIGNED_CLUSTER not in annotations:
-            return None
-        # A placed pod being deleted keeps its room until it is gone: its remote pod still runs, and
-        # the front scheduler still counts it on the virtual node.
-        node_name = spec.get("nodeName")
-        if node_name and keys.ASSIGNED_CLUSTER not in annotations:
-            return None  # bound by someone else (or to a real front node): not ours to account
-        pgs = self.podgroups_of(pod)
-        queue = self.queue_of(pod, pgs)
-        if queue is None:
-            return None
-        root = await self.owners.root(pod)
-        key = f"{md['namespace']}/{md['name']}"
-        try:
-            gang = protocols.gang_of(pod, pgs)
-            relaxed = self.stall.relaxed.get((md["namespace"], gang.key)) if gang is not None else None
-            if gang is not None and relaxed is not None:
-                gang = replace(gang, min_member=relaxed)
-            job = translate.job_from_pod(
-                pod,
-                job_id=uid,
-                queue=queue,
-                gang=gang,
-                submit_time=_timestamp(md.get("creationTimestamp")),
-                # Pods of one controller stay in one remote cluster: the first bound fixes it.
-                colocation=f"{root.kind} {md['namespace']}/{root.name}" if root.uid != uid else None,
-            )
-        except (IntentError, pods.PodSpecError) as e:
-            # Managed, but it cannot be scheduled as it is: it waits, and says why.
-            return PodInfo(key, uid, queue, None, root, model.Job(uid, queue, {}), None, invalid=str(e))
-        if keys.SCHEDULING_CONSTRAINTS not in annotations and not node_name:
-            # The webhook never saw it (down when the pod was created): it cannot go to a virtual
-            # node. Say so; its owner recreates it once deleted.
-            why = (
-                "not set up by the armada-bridge admission webhook when created (it was unavailable, "
-                "or the pod's queue became known later), so it cannot go to a remote cluster; "
-                "delete it (its owner recreates it) or recreate it"
-            )
-            return PodInfo(key, uid, queue, gang, root, model.Job(uid, queue, {}), None, invalid=why)
-        placed = None
-        cluster = annotations.get(keys.ASSIGNED_CLUSTER)
-        node = annotations.get(keys.ASSIGNED_REMOTE_NODE)
-        if cluster and node and rejection_of(pod) is None:
-            placed = (cluster, node)
-        elif cluster and (refused := rejections_of(pod)) is not None:
-            # Refused by its remote cluster: placed again, in that cluster (it is bound to its
-            # virtual node), on a node that has not refused it.
-            job = translate.pinned_to_cluster(job, cluster, avoid_nodes=refused.nodes)
-        info = PodInfo(key, uid, queue, gang, root, job, placed, bound=bool(node_name))
-        if placed is not None:
-            old = self.managed.get(uid)
-            info.placed_at = old.placed_at if old is not None and old.placed_at else time.monotonic()
-        return info
 
     # ------------------------------------------------------------------ outputs
     async def _apply(self, result: RoundResult) -> None:
@@ -532,7 +323,7 @@ class Controller:
         )
         self.unwritten = len(kept_nodes) + len(blocked) + written.count(False)
         if self.unwritten:
-            self._wake.set()
+            self.changes.wake.set()
         work = []
         posted = 0
         for uid, reason in [*result.waiting.items(), *self.shell_reasons.items()]:
@@ -564,36 +355,13 @@ class Controller:
             self.core.revert(uid)
             return False
         cluster, node = split_core_node(core_node)
-        ns, _, name = info.key.partition("/")
-        patch = {
-            "metadata": {
-                "annotations": {
-                    keys.ASSIGNED_CLUSTER: cluster,
-                    keys.ASSIGNED_REMOTE_NODE: node,
-                }
-            }
-        }
-        try:
-            pod = await self.front.patch(
-                PODS, name, patch, ns, params={"fieldManager": "armada-bridge"}, uid=uid
-            )
-        except Exception as e:
-            log.info(
-                "pod %s: decision not written (%s: %s); it is reconsidered", info.key, type(e).__name__, e
-            )
+        if not await self.actions.admit(info, cluster, node):
             self.core.revert(uid)
-            self._dirty_pods.add(info.key)
+            self.changes.pods.add(info.key)
             return False
         info.placed = (cluster, node)
         info.placed_at = time.monotonic()
         self._posted.pop(uid, None)
-        gang = f" with gang {info.gang.key}" if info.gang else ""
-        await self.events.emit(
-            pod,
-            "ArmadaAdmitted",
-            f"admitted to remote cluster {cluster} (node {node}){gang}, queue {info.queue}",
-        )
-        self.metrics.admitted.labels(queue=info.queue).inc()
         return True
 
     async def _explain(self, uid: str, reason: str) -> None:
@@ -601,65 +369,34 @@ class Controller:
         if info is None:
             return
         ns, _, name = info.key.partition("/")
-        pod = self.pods.get(name, ns)
+        pod = self.inputs.pods.get(name, ns)
         if pod is not None:
-            await self.events.emit(pod, "ArmadaWaiting", reason)
+            await self.actions.explain(pod, reason)
 
     async def _preempt(self, uid: str, why: str) -> str | None:
-        """Mark the front pod Failed/Preempted (as the kubelet does); the vkubelet then deletes the
-        remote pod (a terminal front pod never keeps one running) and the owner, if any, replaces it.
-
-        Returns the core node of a victim that could not be marked: it keeps running there (the
-        core is told so), and nothing may take its room this round.
-        """
+        """Preempt a victim (:meth:`Actions.preempt`). Returns the core node of a victim that could
+        not be marked: it keeps running there (the core is told so), and nothing may take its room
+        this round."""
         info = self.managed.pop(uid, None)
         if info is None:
             return None
-        ns, _, name = info.key.partition("/")
-        status = {
-            "status": {
-                "phase": "Failed",
-                "reason": "Preempted",
-                "message": f"preempted by armada-bridge: {why}",
-                "conditions": [
-                    {
-                        "type": "DisruptionTarget",
-                        "status": "True",
-                        "reason": "PreemptionByScheduler",
-                        "message": f"armada-bridge: {why}",
-                    }
-                ],
-            }
-        }
-        try:
-            pod = await self.front.patch(
-                PODS, name, status, ns, subresource="status", patch_type="strategic", uid=uid
-            )
-        except Exception as e:
-            if isinstance(e, ApiError) and (e.not_found or e.uid_mismatch):
-                return None  # the pod is gone already: nothing runs there any more
-            log.warning(
-                "pod %s: could not mark preempted (%s: %s); it keeps running", info.key, type(e).__name__, e
-            )
-            if info.placed is None:
-                return None
+        written = await self.actions.preempt(info, why)
+        if written is Written.FAILED and info.placed is not None:
             node = core_node_name(*info.placed)
             self.managed[uid] = info
             try:
                 self.core.restore(info.job, node)
             except SchedulerError:
-                self._dirty_pods.add(info.key)  # its node went meanwhile: re-derived next round
+                self.changes.pods.add(info.key)  # its node went meanwhile: re-derived next round
             return node
-        if info.placed is not None:  # its remote pod keeps its room until it is gone
-            self._dirty_nodes.add(info.placed)
-        await self.events.emit(pod, "Preempted", f"preempted by armada-bridge: {why}", warning=True)
-        self.metrics.preempted.labels(queue=info.queue).inc()
+        if written is Written.DONE and info.placed is not None:
+            self.changes.nodes.add(info.placed)  # its remote pod keeps its room until it is gone
         return None
 
     # ------------------------------------------------------------------ status
-    async def nudge_unbound(self, older_than: float = 5.0, limit: int = 200) -> None:
+    async def touch_unbound(self, older_than: float = 5.0, limit: int = 200) -> None:
         """Admitted pods the front scheduler has not bound yet (it set them aside after an earlier
-        rejection): touch them so it retries now, not after its 5-minute flush."""
+        rejection): touched so it retries now, not after its 5-minute flush."""
         now = time.monotonic()
         due = [
             i
@@ -668,12 +405,7 @@ class Controller:
         ]
         for info in due[:limit]:
             info.placed_at = now
-            ns, _, name = info.key.partition("/")
-            patch = {"metadata": {"annotations": {keys.NUDGE: str(int(time.time()))}}}
-            try:
-                await self.front.patch(PODS, name, patch, ns, uid=info.uid)
-            except ApiError as e:
-                log.debug("nudge %s: %s", info.key, e)
+            await self.actions.touch(info)
 
     def relax_stalled_gangs(self) -> None:
         """The core's stall rule (:mod:`armada_bridge.core.stall`) on the gangs waiting now; a gang
@@ -706,22 +438,22 @@ class Controller:
             for info in members:
                 self.core.remove_job(info.uid)
                 self.managed.pop(info.uid, None)
-                self._dirty_pods.add(info.key)
-            self._wake.set()
+                self.changes.pods.add(info.key)
+            self.changes.wake.set()
 
     async def write_statuses(self) -> None:
         self.relax_stalled_gangs()
-        await self.nudge_unbound()
+        await self.touch_unbound()
         await write_queue_statuses(self)
         await write_podgroup_statuses(self)
 
     # ------------------------------------------------------------------ queries (filter, CLI)
-    def nudge(self, pod: Obj) -> None:
+    def look_at(self, pod: Obj) -> None:
         """The scheduler asked about a pod we may not have seen yet: look at it in the next round."""
         uid = pod["metadata"].get("uid") or ""
         if uid not in self.managed:
-            self._dirty_pods.add(f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}")
-            self._wake.set()
+            self.changes.pods.add(f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}")
+            self.changes.wake.set()
 
     def reason_for(self, uid: str) -> str:
         return (

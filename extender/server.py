@@ -11,17 +11,20 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from armada_bridge import keys
-from armada_bridge.kube.client import ApiError
+from armada_bridge.kube import Kube
+from armada_bridge.kube.client import ApiError, Obj
 from armada_bridge.kube.resources import JOBS, VOLCANO_PODGROUPS
 from extender import admission
-from extender.controller import Controller
+from extender.describe import Describer
+from extender.inputs import Inputs
+from extender.metrics import Metrics
 from extender.owners import controller_ref
 from extender.protocols import volcano
 from extender.protocols.base import IntentError
@@ -95,8 +98,23 @@ def _args(body: Any) -> ExtenderArgs:
     return args
 
 
+class Scheduling(Protocol):
+    """What the HTTP endpoints use of the extender's loop."""
+
+    front: Kube
+    metrics: Metrics
+    inputs: Inputs
+    describer: Describer
+
+    def look_at(self, pod: Obj) -> None: ...
+
+    def reason_for(self, uid: str) -> str: ...
+
+    def describe_state(self) -> dict[str, Any]: ...
+
+
 class Api:
-    def __init__(self, controller: Controller, *, scheduler_name: str | None = None) -> None:
+    def __init__(self, controller: Scheduling, *, scheduler_name: str | None = None) -> None:
         self.c = controller
         self.scheduler_name = scheduler_name
 
@@ -104,14 +122,14 @@ class Api:
     def _virtual_nodes(self) -> dict[str, str]:
         """virtual node name -> remote cluster name."""
         out = {}
-        for n in self.c.vnodes.items():
+        for n in self.c.inputs.vnodes.items():
             labels = n["metadata"].get("labels") or {}
             if labels.get(keys.NODE_TYPE_LABEL) == keys.NODE_TYPE_VIRTUAL:
                 out[n["metadata"]["name"]] = labels.get(keys.CLUSTER_LABEL, n["metadata"]["name"])
         return out
 
     def _managed(self, pod: Mapping[str, Any]) -> bool:
-        return self.c.queue_of(pod) is not None
+        return self.c.describer.queue_of(pod) is not None
 
     def decide(self, pod: dict[str, Any], names: list[str]) -> tuple[list[str], dict[str, str]]:
         """(nodes that pass, node -> why not) for one pod and the candidate node names."""
@@ -128,7 +146,7 @@ class Api:
             failed = {n: why for n in names if n not in passing}
             return passing, failed
         uid = pod["metadata"].get("uid") or ""
-        self.c.nudge(pod)
+        self.c.look_at(pod)
         why = f"armada-bridge: {self.c.reason_for(uid)}"
         return [], {n: why for n in names}
 
@@ -212,7 +230,7 @@ class Api:
         return web.Response(text="ok")
 
     async def readyz(self, _request: web.Request) -> web.Response:
-        waiting = [i.name for i in self.c.informers if not i.synced.is_set()]
+        waiting = [i.name for i in self.c.inputs.informers if not i.synced.is_set()]
         if waiting:
             return web.Response(status=503, text=f"informers not synced: {', '.join(waiting)}")
         return web.Response(text="ok")

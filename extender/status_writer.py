@@ -4,24 +4,43 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from armada_bridge import keys
 from armada_bridge.core import quantities as rs
+from armada_bridge.core.result import RoundResult
+from armada_bridge.core.scheduler import Scheduler
+from armada_bridge.kube import Kube
 from armada_bridge.kube.client import ApiError, Obj
 from armada_bridge.kube.resources import QUEUES
 from armada_bridge.kube.times import now as utc_now
 from armada_bridge.kube.times import rfc3339
 from extender import protocols
+from extender.inputs import Inputs
+from extender.metrics import Metrics
+from extender.pod_info import PodInfo
 from extender.protocols.base import GangProtocol, GangState, StatusInputs
 
-if TYPE_CHECKING:
-    from extender.controller import Controller
+
+class StatusSource(Protocol):
+    """What the status writer reads: the inputs, the core, the managed pods and their reasons."""
+
+    front: Kube
+    inputs: Inputs
+    core: Scheduler
+    metrics: Metrics
+    last_result: RoundResult | None
+
+    @property
+    def managed(self) -> Mapping[str, PodInfo]: ...
+
+    def reason_for(self, uid: str) -> str: ...
+
 
 log = logging.getLogger(__name__)
 
 
-def gang_counts(controller: Controller) -> tuple[dict[str, int], dict[str, int]]:
+def gang_counts(controller: StatusSource) -> tuple[dict[str, int], dict[str, int]]:
     """queue -> number of waiting / admitted units (a gang counts once; a lone pod is a unit)."""
     queued: dict[str, set[str]] = {}
     running: dict[str, set[str]] = {}
@@ -32,13 +51,15 @@ def gang_counts(controller: Controller) -> tuple[dict[str, int], dict[str, int]]
     return {q: len(u) for q, u in queued.items()}, {q: len(u) for q, u in running.items()}
 
 
-def queue_statuses(controller: Controller, queued: dict[str, int], running: dict[str, int]) -> dict[str, Obj]:
+def queue_statuses(
+    controller: StatusSource, queued: dict[str, int], running: dict[str, int]
+) -> dict[str, Obj]:
     shares = controller.last_result.queue_shares() if controller.last_result else {}
     allocated: dict[str, rs.Resources] = {}
     for rec in controller.core.running_jobs():
         rs.add_into(allocated.setdefault(rec.queue, {}), rec.requests)
     out: dict[str, Obj] = {}
-    for q in controller.queues.items():
+    for q in controller.inputs.queues.items():
         name = q["metadata"]["name"]
         report = shares.get(name)
         out[name] = {
@@ -54,11 +75,11 @@ def queue_statuses(controller: Controller, queued: dict[str, int], running: dict
     return out
 
 
-async def write_queue_statuses(controller: Controller) -> None:
+async def write_queue_statuses(controller: StatusSource) -> None:
     queued, running = gang_counts(controller)
     controller.metrics.observe_gangs(queued, running)
     for name, status in queue_statuses(controller, queued, running).items():
-        current = controller.queues.get(name)
+        current = controller.inputs.queues.get(name)
         patch = merge_patch(current.get("status") or {}, status) if current is not None else None
         if current is None or not patch:
             continue
@@ -99,7 +120,7 @@ def _replace_map(have: Obj, want: Obj) -> Obj:
     return out
 
 
-def free_by_cluster(controller: Controller) -> dict[str, rs.Resources]:
+def free_by_cluster(controller: StatusSource) -> dict[str, rs.Resources]:
     """Free resources per remote cluster as the core sees them (schedulable nodes only)."""
     out: dict[str, rs.Resources] = {}
     for entry in controller.core.nodedb.entries.values():
@@ -108,17 +129,17 @@ def free_by_cluster(controller: Controller) -> dict[str, rs.Resources]:
     return out
 
 
-def _members(controller: Controller) -> dict[tuple[str, str, str], list[Obj]]:
+def _members(controller: StatusSource) -> dict[tuple[str, str, str], list[Obj]]:
     """(protocol, namespace, PodGroup name) -> member pods."""
     out: dict[tuple[str, str, str], list[Obj]] = {}
-    for pod in controller.pods.items():
+    for pod in controller.inputs.pods.items():
         ns = pod["metadata"]["namespace"]
         for protocol, name in protocols.podgroup_names(pod).items():
             out.setdefault((protocol, ns, name), []).append(pod)
     return out
 
 
-def _gang_state(controller: Controller, members: Sequence[Mapping[str, Any]]) -> tuple[GangState, str]:
+def _gang_state(controller: StatusSource, members: Sequence[Mapping[str, Any]]) -> tuple[GangState, str]:
     placed = [m for m in members if (m["metadata"].get("annotations") or {}).get(keys.ASSIGNED_CLUSTER)]
     if placed:
         running = all(
@@ -129,12 +150,12 @@ def _gang_state(controller: Controller, members: Sequence[Mapping[str, Any]]) ->
     return GangState.WAITING, reason
 
 
-def _queue(controller: Controller, name: str) -> tuple[bool, bool]:
+def _queue(controller: StatusSource, name: str) -> tuple[bool, bool]:
     queue = controller.core.queues.get(name)
     return queue is not None, bool(queue and queue.cordoned)
 
 
-async def write_podgroup_statuses(controller: Controller) -> None:
+async def write_podgroup_statuses(controller: StatusSource) -> None:
     """Every protocol's PodGroup status, as that protocol's scheduler writes it."""
     members = _members(controller)
     inputs = StatusInputs(
@@ -146,14 +167,14 @@ async def write_podgroup_statuses(controller: Controller) -> None:
     for p in protocols.WITH_PODGROUPS:
         if p.status is None:
             continue
-        for pg in controller.podgroups[p.name].items():
+        for pg in controller.inputs.podgroups[p.name].items():
             md = pg["metadata"]
             status = p.status(inputs, pg, members.get((p.name, md["namespace"], md["name"]), []))
             await _write_status(controller, p, pg, status)
 
 
 async def _write_status(
-    controller: Controller, protocol: GangProtocol, obj: Mapping[str, Any], status: Mapping[str, Any]
+    controller: StatusSource, protocol: GangProtocol, obj: Mapping[str, Any], status: Mapping[str, Any]
 ) -> None:
     patch = merge_patch(obj.get("status") or {}, status)
     if not patch:

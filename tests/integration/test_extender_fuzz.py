@@ -97,8 +97,8 @@ def garbage(rng: random.Random) -> bytes:
 async def client(dev_env: Environment) -> AsyncIterator[TestClient[Any, Any]]:
     front = Kube(load_config(dev_env.kubeconfig(FRONT)))
     controller = Controller(front, Settings(identity="fuzz"), Metrics())
-    informers = asyncio.create_task(controller.run_informers())
-    await controller.wait_synced()
+    informers = asyncio.create_task(controller.inputs.run())
+    await controller.inputs.wait_synced()
     async with TestClient(TestServer(make_app(Api(controller)))) as c:
         yield c
     informers.cancel()

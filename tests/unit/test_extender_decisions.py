@@ -79,16 +79,16 @@ def _remote_pod(name: str, node: str, *, front_uid: str | None = None, cpu: str 
 def _controller(nodes: list[Obj]) -> Controller:
     kube = Kube(KubeConfig(server=f"http://127.0.0.1:{_closed_port()}"), timeout=2)
     c = Controller(kube, Settings(), Metrics())
-    _feed(c.namespaces, {"metadata": {"name": "team-a", "labels": {keys.QUEUE_LABEL: "default"}}})
-    _feed(c.queues, {"metadata": {"name": "default", "uid": "q"}, "spec": {}})
-    c._clusters_dirty = False  # the remote cluster's watcher is made by hand below
+    _feed(c.inputs.namespaces, {"metadata": {"name": "team-a", "labels": {keys.QUEUE_LABEL: "default"}}})
+    _feed(c.inputs.queues, {"metadata": {"name": "default", "uid": "q"}, "spec": {}})
+    c.changes.clusters = False  # the remote cluster's watcher is made by hand below
     remote_nodes = Informer(kube, NODES, name=f"{CLUSTER}/nodes")
     remote_pods = Informer(kube, PODS, name=f"{CLUSTER}/pods")
-    remote_nodes.add_handler(lambda kind, obj: c._on_remote(CLUSTER, "nodes", kind, obj))
-    remote_pods.add_handler(lambda kind, obj: c._on_remote(CLUSTER, "pods", kind, obj))
+    remote_nodes.add_handler(lambda kind, obj: c.inputs.on_remote_event(CLUSTER, "nodes", kind, obj))
+    remote_pods.add_handler(lambda kind, obj: c.inputs.on_remote_event(CLUSTER, "pods", kind, obj))
     remote_nodes.synced.set()
     remote_pods.synced.set()
-    c.remotes.watchers[CLUSTER] = RemoteWatcher(CLUSTER, "1", kube, remote_nodes, remote_pods)
+    c.inputs.remotes.watchers[CLUSTER] = RemoteWatcher(CLUSTER, "1", kube, remote_nodes, remote_pods)
     for n in nodes:
         _feed(remote_nodes, n)
     return c
@@ -101,7 +101,7 @@ def _run(coro: Any) -> Any:
 def test_a_decision_that_cannot_be_written_is_reverted_and_retried() -> None:
     async def scenario() -> None:
         c = _controller([_node("n0")])
-        _feed(c.pods, _pod("a"))
+        _feed(c.inputs.pods, _pod("a"))
         first = await c.round()
         assert list(first.scheduled) == ["uid-a"]
         # The patch failed (nothing listens): the core must not keep the job running.
@@ -119,9 +119,9 @@ def test_a_preemption_that_cannot_be_written_keeps_the_victim_and_blocks_its_roo
     async def scenario() -> None:
         c = _controller([_node("n0"), _node("n1")])
         placed = {keys.ASSIGNED_CLUSTER: CLUSTER, keys.ASSIGNED_REMOTE_NODE: "n0"}
-        _feed(c.pods, _pod("victim", annotations=placed))
-        _feed(c.pods, _pod("taker"))
-        _feed(c.pods, _pod("elsewhere"))
+        _feed(c.inputs.pods, _pod("victim", annotations=placed))
+        _feed(c.inputs.pods, _pod("taker"))
+        _feed(c.inputs.pods, _pod("elsewhere"))
         await c._sync()
         n0, n1 = core_node_name(CLUSTER, "n0"), core_node_name(CLUSTER, "n1")
         assert c.core.state_of("uid-victim") is JobState.RUNNING
@@ -161,7 +161,7 @@ def test_pod_slots_are_counted() -> None:
     async def scenario() -> None:
         c = _controller([_node("n0", pods="2"), _node("n1", pods="2")])
         for i in range(5):
-            _feed(c.pods, _pod(f"p{i}", cpu="50m"))
+            _feed(c.inputs.pods, _pod(f"p{i}", cpu="50m"))
         result = await c.round()
         assert len(result.scheduled) == 4  # two per node, whatever their CPU
         nodes = [p.node for p in result.scheduled.values()]
@@ -178,9 +178,9 @@ def test_remote_pods_the_core_does_not_account_take_room() -> None:
     async def scenario() -> None:
         c = _controller([_node("n0", cpu="8", pods="10")])
         placed = {keys.ASSIGNED_CLUSTER: CLUSTER, keys.ASSIGNED_REMOTE_NODE: "n0"}
-        _feed(c.pods, _pod("running", annotations=placed))
+        _feed(c.inputs.pods, _pod("running", annotations=placed))
         await c._sync()
-        pods = c.remotes.watchers[CLUSTER].pods
+        pods = c.inputs.remotes.watchers[CLUSTER].pods
         _feed(pods, _remote_pod("running", "n0", front_uid="uid-running"))  # accounted by the core
         _feed(pods, _remote_pod("foreign", "n0", cpu="2"))  # the remote cluster's own
         _feed(pods, _remote_pod("finished", "n0", front_uid="uid-gone", cpu="3"))  # front pod let go
@@ -211,12 +211,12 @@ def test_a_pod_its_remote_cluster_refused_is_placed_again_on_another_node() -> N
             annotations={k: annotations[k] for k in (keys.ASSIGNED_CLUSTER, keys.ASSIGNED_REMOTE_NODE)},
         )
         placed["spec"]["nodeName"] = CLUSTER  # bound to its virtual node
-        _feed(c.pods, placed)
+        _feed(c.inputs.pods, placed)
         await c._sync()
         assert c.core.state_of("uid-refused") is JobState.RUNNING
         pod = _pod("refused", annotations=annotations)  # then the vkubelet notes the refusal
         pod["spec"]["nodeName"] = CLUSTER
-        _feed(c.pods, pod, kind="MODIFIED")
+        _feed(c.inputs.pods, pod, kind="MODIFIED")
         result = await c.round()
         assert result.scheduled["uid-refused"].node == core_node_name(CLUSTER, "n1")
         await c.front.close()

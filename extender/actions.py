@@ -1,0 +1,102 @@
+"""What the extender writes on front pods: a decision (admit), a preemption, a waiting reason
+(Event), a nudge. Writes only; what they mean for the core stays with the loop."""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+
+from armada_bridge import keys
+from armada_bridge.kube import PODS, ApiError, Kube
+from armada_bridge.kube.client import Obj
+from extender.events import EventRecorder
+from extender.metrics import Metrics
+from extender.pod_info import PodInfo
+
+log = logging.getLogger(__name__)
+
+
+class Written(enum.Enum):
+    DONE = "done"
+    GONE = "gone"  # the pod (that UID) no longer exists
+    FAILED = "failed"
+
+
+class Actions:
+    def __init__(self, front: Kube, events: EventRecorder, metrics: Metrics) -> None:
+        self.front = front
+        self.events = events
+        self.metrics = metrics
+
+    async def admit(self, info: PodInfo, cluster: str, node: str) -> bool:
+        """Write the decision on the pod (the annotations naming its cluster and remote node)."""
+        ns, _, name = info.key.partition("/")
+        patch = {
+            "metadata": {"annotations": {keys.ASSIGNED_CLUSTER: cluster, keys.ASSIGNED_REMOTE_NODE: node}}
+        }
+        try:
+            pod = await self.front.patch(
+                PODS, name, patch, ns, params={"fieldManager": "armada-bridge"}, uid=info.uid
+            )
+        except Exception as e:
+            log.info(
+                "pod %s: decision not written (%s: %s); it is reconsidered", info.key, type(e).__name__, e
+            )
+            return False
+        gang = f" with gang {info.gang.key}" if info.gang else ""
+        await self.events.emit(
+            pod,
+            "ArmadaAdmitted",
+            f"admitted to remote cluster {cluster} (node {node}){gang}, queue {info.queue}",
+        )
+        self.metrics.admitted.labels(queue=info.queue).inc()
+        return True
+
+    async def preempt(self, info: PodInfo, why: str) -> Written:
+        """Mark the front pod Failed/Preempted (as the kubelet does); the vkubelet then deletes the
+        remote pod (a terminal front pod never keeps one running) and the owner, if any, replaces it."""
+        ns, _, name = info.key.partition("/")
+        status = {
+            "status": {
+                "phase": "Failed",
+                "reason": "Preempted",
+                "message": f"preempted by armada-bridge: {why}",
+                "conditions": [
+                    {
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "reason": "PreemptionByScheduler",
+                        "message": f"armada-bridge: {why}",
+                    }
+                ],
+            }
+        }
+        try:
+            pod = await self.front.patch(
+                PODS, name, status, ns, subresource="status", patch_type="strategic", uid=info.uid
+            )
+        except Exception as e:
+            if isinstance(e, ApiError) and (e.not_found or e.uid_mismatch):
+                return Written.GONE
+            log.warning(
+                "pod %s: could not mark preempted (%s: %s); it keeps running", info.key, type(e).__name__, e
+            )
+            return Written.FAILED
+        await self.events.emit(pod, "Preempted", f"preempted by armada-bridge: {why}", warning=True)
+        self.metrics.preempted.labels(queue=info.queue).inc()
+        return Written.DONE
+
+    async def explain(self, pod: Obj, reason: str) -> None:
+        """Why the pod waits, as an Event (deduplicated by the recorder)."""
+        await self.events.emit(pod, "ArmadaWaiting", reason)
+
+    async def touch(self, info: PodInfo) -> None:
+        """An annotation update, so the front scheduler retries the pod now (it set aside pods an
+        earlier attempt failed for up to 5 minutes)."""
+        ns, _, name = info.key.partition("/")
+        patch = {"metadata": {"annotations": {keys.NUDGE: str(int(time.time()))}}}
+        try:
+            await self.front.patch(PODS, name, patch, ns, uid=info.uid)
+        except ApiError as e:
+            log.debug("touch %s: %s", info.key, e)

@@ -1,0 +1,108 @@
+"""Translation: a front pod -> what the extender manages of it (queue, gang, the core's job,
+where it was placed), read from the inputs. Pure but for the owner look-ups."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from armada_bridge import keys
+from armada_bridge.contract import pods
+from armada_bridge.core import model
+from armada_bridge.kube.client import Obj
+from armada_bridge.rejection import rejection_of, rejections_of
+from extender import intent, protocols, translate
+from extender.inputs import Inputs
+from extender.owners import OwnerResolver
+from extender.pod_info import PodInfo
+from extender.protocols import volcano
+from extender.protocols.base import IntentError
+
+TERMINAL = ("Succeeded", "Failed")
+
+
+def _timestamp(value: str | None) -> float:
+    if not value:
+        return 0.0
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+class Describer:
+    def __init__(self, inputs: Inputs, owners: OwnerResolver) -> None:
+        self.inputs = inputs
+        self.owners = owners
+
+    def queue_of(
+        self, pod: Mapping[str, Any], podgroups: Mapping[str, Obj | None] | None = None
+    ) -> str | None:
+        """The pod's queue from its protocols and its namespace's label; None: not managed."""
+        pgs = podgroups if podgroups is not None else self.inputs.podgroups_of(pod)
+        queue, _source = intent.queue_of(
+            pod,
+            volcano_podgroup=pgs.get(volcano.NAME),
+            namespace_labels=self.inputs.namespace_labels(pod["metadata"].get("namespace") or ""),
+        )
+        return queue
+
+    async def describe(self, pod: Obj, relaxed: Mapping[tuple[str, str], int]) -> PodInfo | None:
+        """The managed pod's job for the core, or None when the bridge does not manage it.
+        `relaxed`: gangs admitted one member short, (namespace, gang key) -> member count."""
+        md, spec, status = pod["metadata"], pod.get("spec", {}), pod.get("status", {})
+        uid = md["uid"]
+        annotations = md.get("annotations") or {}
+        if status.get("phase") in TERMINAL:
+            return None
+        if md.get("deletionTimestamp") and keys.ASSIGNED_CLUSTER not in annotations:
+            return None
+        # A placed pod being deleted keeps its room until it is gone: its remote pod still runs, and
+        # the front scheduler still counts it on the virtual node.
+        node_name = spec.get("nodeName")
+        if node_name and keys.ASSIGNED_CLUSTER not in annotations:
+            return None  # bound by someone else (or to a real front node): not ours to account
+        pgs = self.inputs.podgroups_of(pod)
+        queue = self.queue_of(pod, pgs)
+        if queue is None:
+            return None
+        root = await self.owners.root(pod)
+        key = f"{md['namespace']}/{md['name']}"
+        try:
+            gang = protocols.gang_of(pod, pgs)
+            count = relaxed.get((md["namespace"], gang.key)) if gang is not None else None
+            if gang is not None and count is not None:
+                gang = replace(gang, min_member=count)
+            job = translate.job_from_pod(
+                pod,
+                job_id=uid,
+                queue=queue,
+                gang=gang,
+                submit_time=_timestamp(md.get("creationTimestamp")),
+                # Pods of one controller stay in one remote cluster: the first bound fixes it.
+                colocation=f"{root.kind} {md['namespace']}/{root.name}" if root.uid != uid else None,
+            )
+        except (IntentError, pods.PodSpecError) as e:
+            # Managed, but it cannot be scheduled as it is: it waits, and says why.
+            return PodInfo(key, uid, queue, None, root, model.Job(uid, queue, {}), None, invalid=str(e))
+        if keys.SCHEDULING_CONSTRAINTS not in annotations and not node_name:
+            # The webhook never saw it (down when the pod was created): it cannot go to a virtual
+            # node. Say so; its owner recreates it once deleted.
+            why = (
+                "not set up by the armada-bridge admission webhook when created (it was unavailable, "
+                "or the pod's queue became known later), so it cannot go to a remote cluster; "
+                "delete it (its owner recreates it) or recreate it"
+            )
+            return PodInfo(key, uid, queue, gang, root, model.Job(uid, queue, {}), None, invalid=why)
+        placed = None
+        cluster = annotations.get(keys.ASSIGNED_CLUSTER)
+        node = annotations.get(keys.ASSIGNED_REMOTE_NODE)
+        if cluster and node and rejection_of(pod) is None:
+            placed = (cluster, node)
+        elif cluster and (refused := rejections_of(pod)) is not None:
+            # Refused by its remote cluster: placed again, in that cluster (it is bound to its
+            # virtual node), on a node that has not refused it.
+            job = translate.pinned_to_cluster(job, cluster, avoid_nodes=refused.nodes)
+        return PodInfo(key, uid, queue, gang, root, job, placed, bound=bool(node_name))

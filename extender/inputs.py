@@ -1,0 +1,152 @@
+"""What the extender reads: the front cluster's objects and each remote cluster's nodes and pods,
+kept by informers, and what changed since the loop last looked.
+
+A read-only view for the rest of the extender: informer caches and small indexes (pods per
+namespace, what each live remote pod takes on its node). Informer events only mark things dirty
+in :class:`Changes` and wake the loop; nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from armada_bridge import keys
+from armada_bridge.contract.pods import admitted_pod_usage
+from armada_bridge.core import quantities as rs
+from armada_bridge.kube import NAMESPACES, NODES, PODS, Kube
+from armada_bridge.kube.client import Obj
+from armada_bridge.kube.informer import Informer, key_of
+from armada_bridge.kube.resources import QUEUES, REMOTECLUSTERS
+from extender import protocols
+from extender.remotes import Remotes
+
+
+@dataclass
+class Changes:
+    """What changed since the loop last looked; `wake` is set whenever something did."""
+
+    pods: set[str] = field(default_factory=set)  # "namespace/name"
+    nodes: set[tuple[str, str]] = field(default_factory=set)  # (cluster, remote node)
+    queues: bool = True
+    clusters: bool = True
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def take_pods(self) -> set[str]:
+        out, self.pods = self.pods, set()
+        return out
+
+    def take_nodes(self) -> set[tuple[str, str]]:
+        out, self.nodes = self.nodes, set()
+        return out
+
+
+class Inputs:
+    def __init__(self, front: Kube) -> None:
+        self.changes = Changes()
+        self.pods = Informer(front, PODS, name="front/pods")
+        self.namespaces = Informer(front, NAMESPACES, name="front/namespaces")
+        self.queues = Informer(front, QUEUES, name="front/queues")
+        #: protocol name -> its PodGroups (the protocols that describe gangs with objects).
+        self.podgroups: dict[str, Informer] = {
+            p.name: Informer(front, p.resource, name=f"front/{p.name}-podgroups")
+            for p in protocols.WITH_PODGROUPS
+            if p.resource is not None
+        }
+        self.remote_clusters = Informer(front, REMOTECLUSTERS, name="front/remoteclusters")
+        self.vnodes = Informer(
+            front,
+            NODES,
+            label_selector=f"{keys.NODE_TYPE_LABEL}={keys.NODE_TYPE_VIRTUAL}",
+            name="front/virtual-nodes",
+        )
+        self.remotes = Remotes(front, self.on_remote_event)
+        self._pods_by_ns: dict[str, set[str]] = defaultdict(set)
+        #: (cluster, node) -> remote pod key -> (front pod UID or "" for the remote cluster's own
+        #: pods, what it takes: requests and a pod slot), for every live pod on the remote node.
+        self.remote_usage: dict[tuple[str, str], dict[str, tuple[str, rs.Resources]]] = defaultdict(dict)
+
+        self.pods.add_handler(self._on_pod)
+        self.namespaces.add_handler(lambda _k, ns: self._dirty_namespace(ns["metadata"]["name"]))
+        for inf in self.podgroups.values():
+            inf.add_handler(lambda _k, pg: self._dirty_namespace(pg["metadata"]["namespace"]))
+        self.queues.add_handler(lambda _k, _q: self._set_dirty(queues=True))
+        self.remote_clusters.add_handler(lambda _k, _rc: self._set_dirty(clusters=True))
+
+    @property
+    def informers(self) -> list[Informer]:
+        return [
+            self.pods,
+            self.namespaces,
+            self.queues,
+            *self.podgroups.values(),
+            self.remote_clusters,
+            self.vnodes,
+        ]
+
+    async def run(self) -> None:
+        """Keep every cache current (all replicas: the webhook and filter read them)."""
+        tasks = [asyncio.create_task(i.run()) for i in self.informers]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def wait_synced(self, timeout: float = 60) -> None:
+        essential = (self.pods, self.namespaces, self.remote_clusters, self.vnodes)
+        await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in essential)), timeout=timeout)
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        ns = self.namespaces.get(namespace)
+        return dict((ns or {}).get("metadata", {}).get("labels") or {})
+
+    def podgroups_of(self, pod: Mapping[str, Any]) -> dict[str, Obj | None]:
+        """protocol name -> the PodGroup the pod names under it (None: named but not found)."""
+        ns = pod["metadata"]["namespace"]
+        return {p: self.podgroups[p].get(name, ns) for p, name in protocols.podgroup_names(pod).items()}
+
+    # ------------------------------------------------------------------ events -> changes
+    def _set_dirty(self, *, queues: bool = False, clusters: bool = False) -> None:
+        self.changes.queues |= queues
+        self.changes.clusters |= clusters
+        self.changes.wake.set()
+
+    def _on_pod(self, kind: str, pod: Obj) -> None:
+        k = key_of(pod)
+        ns = pod["metadata"]["namespace"]
+        if kind == "DELETED":
+            self._pods_by_ns[ns].discard(k)
+        else:
+            self._pods_by_ns[ns].add(k)
+        self.changes.pods.add(k)
+        self.changes.wake.set()
+
+    def _dirty_namespace(self, ns: str) -> None:
+        self.changes.pods.update(self._pods_by_ns.get(ns, ()))
+        self.changes.wake.set()
+
+    def on_remote_event(self, cluster: str, what: str, kind: str, obj: Obj) -> None:
+        if what == "nodes":
+            self.changes.nodes.add((cluster, obj["metadata"]["name"]))
+        else:
+            node = obj.get("spec", {}).get("nodeName")
+            if not node:
+                return
+            labels = obj["metadata"].get("labels") or {}
+            on_node = self.remote_usage[(cluster, node)]
+            k = key_of(obj)
+            if kind == "DELETED":
+                if on_node.pop(k, None) is None:
+                    return
+            else:
+                entry = (str(labels.get(keys.FRONT_UID) or ""), admitted_pod_usage(obj))
+                if on_node.get(k) == entry:
+                    return
+                on_node[k] = entry
+            self.changes.nodes.add((cluster, node))
+        self.changes.wake.set()
