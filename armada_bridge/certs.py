@@ -7,10 +7,29 @@ import shutil
 import subprocess
 from pathlib import Path
 
+VALID_DAYS = 365
+#: a kept certificate is made anew once it has less than this left.
+RENEW_WITHIN_DAYS = 30
+
+
+def expires_within(cert: Path, days: float) -> bool:
+    """True when `cert` (PEM) expires within `days` (or cannot be read)."""
+    openssl = shutil.which("openssl")
+    if openssl is None or not cert.is_file():
+        return True
+    r = subprocess.run(
+        [openssl, "x509", "-checkend", str(int(days * 86400)), "-noout", "-in", str(cert)],
+        capture_output=True,
+        check=False,
+    )
+    return r.returncode != 0
+
 
 def self_signed(directory: Path, stem: str, subject: str, hosts: list[str]) -> tuple[Path, Path]:
     """`<stem>.crt` and `<stem>.key` in `directory`: a self-signed certificate (it is its own CA,
-    so it can also be a webhook's caBundle) for `hosts`; kept and reused while `hosts` are the same."""
+    so it can also be a webhook's caBundle) for `hosts`, valid :data:`VALID_DAYS`; kept and reused
+    while `hosts` are the same and it has more than :data:`RENEW_WITHIN_DAYS` left, made anew
+    otherwise."""
     openssl = shutil.which("openssl")
     if openssl is None:
         raise RuntimeError("openssl not found: install it, or give a certificate and key")
@@ -24,12 +43,18 @@ def self_signed(directory: Path, stem: str, subject: str, hosts: list[str]) -> t
         except ValueError:
             sans.append(f"DNS:{h}")
     wanted = ",".join(sans)
-    if cert.is_file() and key.is_file() and stamp.is_file() and stamp.read_text() == wanted:
+    if (
+        cert.is_file()
+        and key.is_file()
+        and stamp.is_file()
+        and stamp.read_text() == wanted
+        and not expires_within(cert, RENEW_WITHIN_DAYS)
+    ):
         return cert, key
     subprocess.run(
         [
             openssl, "req", "-x509", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-            "-days", "365", "-subj", subject,
+            "-days", str(VALID_DAYS), "-subj", subject,
             "-addext", f"subjectAltName={wanted}", "-keyout", str(key), "-out", str(cert),
         ],
         check=True,

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import socket
 import ssl
 import sys
@@ -18,6 +17,7 @@ from aiohttp import web
 from armada_bridge import keys
 from armada_bridge.kube import Kube, load_config
 from armada_bridge.kube.leader import LeaderElector
+from armada_bridge.kube.lifecycle import run_until_stopped
 from extender.config import load_scheduling_config
 from extender.controller import Controller, Settings
 from extender.metrics import Metrics
@@ -60,7 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-async def serve(args: argparse.Namespace) -> None:
+async def serve(args: argparse.Namespace) -> int:
     warnings: list[str] = []
     scheduling = load_scheduling_config(args.scheduling_config, warnings) if args.scheduling_config else None
     for w in warnings:
@@ -84,36 +84,13 @@ async def serve(args: argparse.Namespace) -> None:
     log.info("serving extender on %s:%d%s", *args.listen, " and webhook (TLS)" if len(sites) > 1 else "")
 
     elector = LeaderElector(front, args.namespace, "armada-bridge-extender", args.identity)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-
-    async def lead() -> None:
-        await elector.is_leader.wait()
-        metrics.leader.set(1)
-        await controller.run_rounds()
-
-    tasks = [
-        asyncio.create_task(controller.inputs.run()),
-        asyncio.create_task(elector.run()),
-        asyncio.create_task(lead()),
-        asyncio.create_task(stop.wait()),
-    ]
-    done, _ = await asyncio.wait(
-        [tasks[1], tasks[2], tasks[3], tasks[0]], return_when=asyncio.FIRST_COMPLETED
+    return await run_until_stopped(
+        lead=controller.run_rounds,
+        elector=elector,
+        always=[controller.inputs.run],
+        on_leader=lambda: metrics.leader.set(1),
+        cleanup=[runner.cleanup, front.close],
     )
-    for t in done:
-        if t is not tasks[3] and t.exception() is not None:
-            log.error("stopping: %s", t.exception())
-    if elector.lost.is_set():
-        log.error("lost leadership: exiting so a fresh process rebuilds its state")
-    for t in tasks:
-        t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    await elector.release()
-    await runner.cleanup()
-    await front.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(args))
+        return asyncio.run(serve(args))
     return 0
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
-import signal
 import socket
+import sys
 import tempfile
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from armada_bridge import keys
 from armada_bridge.kube import Kube, load_config
 from armada_bridge.kube.leader import LeaderElector
+from armada_bridge.kube.lifecycle import run_until_stopped
 from vkubelet import certs
 from vkubelet.agent import NodeEndpoint
 from vkubelet.kubelet_api import KubeletApi
@@ -94,17 +96,20 @@ async def _metrics_app() -> web.Application:
     return app
 
 
-async def run(args: argparse.Namespace) -> None:
+async def run(args: argparse.Namespace) -> int:
     front = Kube(load_config(args.kubeconfig), timeout=30, user_agent="armada-bridge-vkubelet")
     host, port = _host_port(args.listen)
     address = args.node_address or default_node_address()
     manager = Manager(front, NodeEndpoint(address, port), workers=args.workers)
 
-    if args.tls_cert_file and args.tls_private_key_file:
-        cert, key = args.tls_cert_file, args.tls_private_key_file
-    else:
+    def serving_certificate() -> tuple[Path, Path]:
+        """The given files (read again when renewed), else a self-signed pair kept in cert_dir."""
+        if args.tls_cert_file and args.tls_private_key_file:
+            return Path(args.tls_cert_file), Path(args.tls_private_key_file)
         cert_dir = args.cert_dir or Path(tempfile.gettempdir()) / "armada-bridge-vkubelet"
-        cert, key = certs.self_signed(cert_dir, "vkubelet", [address, "localhost", socket.gethostname()])
+        return certs.self_signed(cert_dir, "vkubelet", [address, "localhost", socket.gethostname()])
+
+    cert, key = serving_certificate()
     client_ca = args.client_ca_file.read_text() if args.client_ca_file else await certs.front_client_ca(front)
     ssl_ctx = certs.server_context(cert, key, client_ca)
 
@@ -121,52 +126,29 @@ async def run(args: argparse.Namespace) -> None:
         runners.append(metrics)
     log.info("kubelet API on https://%s:%d (node address %s)", host, port, address)
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     elector = (
         LeaderElector(front, args.leader_election_namespace, LEADER_LEASE, args.identity)
         if args.leader_elect
         else None
     )
-
-    async def lead() -> None:
-        if elector is not None:
-            await elector.is_leader.wait()
-        await manager.run()
-
-    tasks = [asyncio.create_task(lead()), asyncio.create_task(stop.wait())]
-    if elector is not None:
-        tasks.append(asyncio.create_task(elector.run()))
-    try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for t in done:
-            error = None if t is tasks[1] else t.exception()
-            if error is not None:
-                raise error
-        if elector is not None and elector.lost.is_set():
-            log.error("lost leadership: exiting so a fresh process rebuilds its state")
-            raise SystemExit(1)
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if elector is not None:
-            await elector.release()
-        for runner in runners:
-            await runner.cleanup()
-        await front.close()
+    return await run_until_stopped(
+        lead=manager.run,
+        elector=elector,
+        always=[lambda: certs.keep_renewed(ssl_ctx, serving_certificate)],
+        cleanup=[*(r.cleanup for r in runners), front.close],
+    )
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    asyncio.run(run(args))
+    with contextlib.suppress(KeyboardInterrupt):
+        return asyncio.run(run(args))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -26,13 +26,12 @@ from armada_bridge.kube import (
 )
 from armada_bridge.kube.events import pod_ref
 from armada_bridge.kube.informer import Informer
-from armada_bridge.kube.resources import CORE_EVENTS, REMOTECLUSTERS
-from armada_bridge.kube.times import now, rfc3339
+from armada_bridge.kube.resources import CORE_EVENTS
 from vkubelet import deps
 from vkubelet.events import Recorder
+from vkubelet.heartbeat import Heartbeat
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import FrontObjects, Mirrors
-from vkubelet.node import NodeClient, node_status, status_differs
 from vkubelet.pods import PodController
 from vkubelet.status import is_terminal
 from vkubelet.tokens import FrontTokens
@@ -41,15 +40,8 @@ from vkubelet.workqueue import WorkQueue
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
-PING_SECONDS = 5.0
-PING_TIMEOUT = 5.0
-FAILED_PINGS_BEFORE_NOT_READY = 2
-LEASE_RENEW_SECONDS = 10.0
-STATUS_REFRESH_SECONDS = 60.0
-CLUSTER_STATUS_REFRESH_SECONDS = 30.0
 MIRROR_RESYNC_SECONDS = 30.0
 FULL_RESYNC_SECONDS = 300.0
-STARTUP_WAIT_SECONDS = 5.0
 EVENT_WORKERS = 2
 
 
@@ -79,16 +71,13 @@ class ClusterAgent:
         self.front_objects = front_objects
         self.endpoint = endpoint
         self.workers = workers
-        self.node = NodeClient(self.front, name)
         self.recorder = Recorder(self.front, name)
         self.remote: Kube | None = None
         self.pods: PodController | None = None
         self.mirror_dirty = asyncio.Event()
-        self.reachable = False
         self.problem = ("Starting", "connecting to the remote cluster")
-        self._failed_pings = 0
-        self._spec_changed = asyncio.Event()
-        self._synced = asyncio.Event()  # the remote side is listed and its controllers run
+        self.synced = asyncio.Event()  # the remote side is listed and its controllers run
+        self.heartbeat = Heartbeat(self, self.front, endpoint.address, endpoint.port)
         self._front_labels: dict[str, dict[str, str]] = {}
         self._informers: list[Informer] = []
         # Remote Events waiting to be reflected (latest version by event UID), written by a few
@@ -101,12 +90,19 @@ class ClusterAgent:
         self.spec, self.generation = spec, generation
         if self.pods is not None:
             self.pods.spec = spec
-        self._spec_changed.set()
+        self.heartbeat.spec_changed.set()
         self.mirror_dirty.set()  # namespace labels follow the spec
+
+    @property
+    def reachable(self) -> bool:
+        return self.heartbeat.reachable
 
     # ---------------------------------------------------------------- entry
     async def run(self) -> None:
-        tasks = [asyncio.create_task(self._node_loop(), name=f"{self.name}/node")]
+        tasks = [
+            asyncio.create_task(self.heartbeat.run(), name=f"{self.name}/heartbeat"),
+            asyncio.create_task(self._resync_loop(), name=f"{self.name}/resync"),
+        ]
         try:
             while True:
                 try:
@@ -114,7 +110,6 @@ class ClusterAgent:
                 except asyncio.CancelledError:
                     raise
                 except Exception as e:
-                    self.reachable = False
                     self.problem = ("RemoteError", f"{type(e).__name__}: {e}")
                     log.exception("%s: agent failed; restarting in 10s", self.name)
                 finally:
@@ -217,7 +212,7 @@ class ClusterAgent:
                 len(nodes.cache),
                 len(remote_pods.cache),
             )
-            self._synced.set()
+            self.synced.set()
             tasks.append(asyncio.create_task(pods.run(self.workers), name=f"{self.name}/pods"))
             tasks.append(asyncio.create_task(self._mirror_loop(), name=f"{self.name}/mirrors"))
             tasks.append(asyncio.create_task(tokens.run(), name=f"{self.name}/tokens"))
@@ -234,7 +229,7 @@ class ClusterAgent:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            self._synced.clear()
+            self.synced.clear()
             self.pods = None
 
     # ---------------------------------------------------------------- mirrors
@@ -309,152 +304,24 @@ class ClusterAgent:
         except (ApiError, OSError, TimeoutError) as e:
             log.debug("%s: reflecting event: %s", self.name, e)
 
-    # ---------------------------------------------------------------- node
-    async def _ping(self) -> bool:
-        if self.remote is None:
-            return False
-        try:
-            await self.remote.request("GET", "/version", timeout=PING_TIMEOUT)
-            return True
-        except (ApiError, OSError, TimeoutError) as e:
-            self.on_remote_error("ping")
-            self.problem = ("RemoteUnreachable", f"the remote API does not answer: {type(e).__name__}: {e}")
-            return False
-
-    def _capacity(self, node: Obj) -> Capacity:
-        if not self._synced.is_set():  # not listed yet: what the node last said
+    # ---------------------------------------------------------------- heartbeat source
+    def capacity(self, node: Obj) -> Capacity:
+        if not self.synced.is_set():  # not listed yet: what the node last said
             st = node.get("status") or {}
             return Capacity(dict(st.get("capacity") or {}), dict(st.get("allocatable") or {}), 0)
         return cluster_capacity(self.nodes.items(), self.foreign_pods.items())  # foreign: not ours
 
-    async def _node_loop(self) -> None:
-        node: Obj | None = None
-        last_lease = 0.0
-        last_status = 0.0
-        last_cluster_status = 0.0
-        last_resync = asyncio.get_running_loop().time()
-        cluster_status: Obj = {}
-        loop = asyncio.get_running_loop()
-        # Give the remote side a moment to connect and list, so a (re)started vkubelet's first
-        # node write is already the truth.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._synced.wait(), STARTUP_WAIT_SECONDS)
+    def pod_count(self) -> int:
+        return self.pods.report() if self.pods is not None else 0
+
+    def on_reachable(self) -> None:
+        """The remote cluster answers again: every pod and mirror is looked at."""
+        if self.pods is not None:
+            self.pods.enqueue_all()
+            self.mirror_dirty.set()
+
+    async def _resync_loop(self) -> None:
+        """Level-triggered safety net: every pod is looked at again now and then."""
         while True:
-            try:
-                synced = self._synced.is_set()
-                ok = await self._ping()
-                if ok:
-                    self._failed_pings = 0
-                elif not (self.remote is None and self.problem[0] == "Starting"):
-                    self._failed_pings += 1
-                was = self.reachable
-                self.reachable = ok or (self.reachable and self._failed_pings < FAILED_PINGS_BEFORE_NOT_READY)
-                if self.reachable and not was:
-                    log.info("%s: remote cluster reachable", self.name)
-                    if self.pods is not None:
-                        self.pods.enqueue_all()
-                        self.mirror_dirty.set()
-                elif was and not self.reachable:
-                    log.warning("%s: remote cluster unreachable: %s", self.name, self.problem[1])
-                METRICS.cluster_ready.labels(self.name).set(1 if self.reachable else 0)
-                if self.pods is not None and loop.time() - last_resync > FULL_RESYNC_SECONDS:
-                    # Level-triggered safety net: every pod is looked at again now and then.
-                    self.pods.enqueue_all()
-                    self.mirror_dirty.set()
-                    last_resync = loop.time()
-                if (
-                    node is None
-                    or self._spec_changed.is_set()
-                    or loop.time() - last_status > STATUS_REFRESH_SECONDS
-                ):
-                    self._spec_changed.clear()
-                    node = await self.node.ensure(self.spec)
-                    cluster_status = {}  # observedGeneration may have changed
-                capacity = self._capacity(node)
-                # Until the remote cluster is listed, a node that answers keeps its last status
-                # (a restarted vkubelet must not flap its nodes); only its Lease is renewed.
-                settled = synced or self._failed_pings >= FAILED_PINGS_BEFORE_NOT_READY
-                reason, message = (
-                    ("RemoteClusterReady", f"remote cluster {self.name} answers")
-                    if self.reachable
-                    else self.problem
-                )
-                want = node_status(
-                    ready=self.reachable,
-                    reason=reason,
-                    message=message,
-                    capacity=capacity,
-                    address=self.endpoint.address,
-                    port=self.endpoint.port,
-                    heartbeat=now(),
-                    previous=node,
-                )
-                t = loop.time()
-                if settled and (
-                    status_differs(node.get("status") or {}, want) or t - last_status > STATUS_REFRESH_SECONDS
-                ):
-                    node = await self.node.update_status(want, node["metadata"]["uid"])
-                    last_status = t
-                if self.reachable and t - last_lease > LEASE_RENEW_SECONDS:
-                    await self.node.renew_lease(node["metadata"]["uid"])
-                    last_lease = t
-                pods = self.pods.report() if self.pods is not None else 0
-                cs = self._cluster_status(reason, message, capacity, pods)
-                if settled and (
-                    cs != cluster_status or t - last_cluster_status > CLUSTER_STATUS_REFRESH_SECONDS
-                ):
-                    await self._write_cluster_status(cs)
-                    cluster_status, last_cluster_status = cs, t
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("%s: node update failed: %s: %s", self.name, type(e).__name__, e)
-                node = None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._spec_changed.wait(), PING_SECONDS)
-
-    def _cluster_status(self, reason: str, message: str, capacity: Capacity, pods: int) -> Obj:
-        return {
-            "ready": self.reachable,
-            "reason": reason,
-            "message": message,
-            "capacity": capacity.capacity,
-            "allocatable": capacity.allocatable,
-            "nodeCount": capacity.nodes,
-            "pods": pods,
-        }
-
-    async def _write_cluster_status(self, cs: Obj) -> None:
-        t = rfc3339(now())
-        status: Obj = {
-            "observedGeneration": self.generation,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True" if cs["ready"] else "False",
-                    "reason": cs["reason"],
-                    "message": cs["message"][:1000],
-                    "lastTransitionTime": t,
-                    "observedGeneration": self.generation,
-                }
-            ],
-            "capacity": cs["capacity"],
-            "allocatable": cs["allocatable"],
-            "nodeCount": cs["nodeCount"],
-            "pods": cs["pods"],
-        }
-        if cs["ready"]:
-            status["lastSyncTime"] = t
-        current = await self.front.get_or_none(REMOTECLUSTERS, self.name)
-        if current is None:
-            return
-        for c in (current.get("status") or {}).get("conditions") or []:
-            if c.get("type") == "Ready" and c.get("status") == status["conditions"][0]["status"]:
-                status["conditions"][0]["lastTransitionTime"] = c.get("lastTransitionTime", t)
-        await self.front.patch(
-            REMOTECLUSTERS,
-            self.name,
-            {"status": status},
-            subresource="status",
-            uid=current["metadata"]["uid"],
-        )
+            await asyncio.sleep(FULL_RESYNC_SECONDS)
+            self.on_reachable()

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import ssl
+from collections.abc import Callable
 from pathlib import Path
 
 from armada_bridge import certs
 from armada_bridge.kube import CONFIGMAPS, Kube
 
+log = logging.getLogger(__name__)
+
 AUTH_CONFIGMAP = ("kube-system", "extension-apiserver-authentication")
+RENEW_CHECK_SECONDS = 6 * 3600
 
 
 def self_signed(cert_dir: Path, node_name: str, hosts: list[str]) -> tuple[Path, Path]:
@@ -39,3 +45,15 @@ def server_context(cert: Path, key: Path, client_ca_pem: str | None) -> ssl.SSLC
         ctx.load_verify_locations(cadata=client_ca_pem)
         ctx.verify_mode = ssl.CERT_OPTIONAL
     return ctx
+
+
+async def keep_renewed(ctx: ssl.SSLContext, make: Callable[[], tuple[Path, Path]]) -> None:
+    """A process that runs for months: `make` (which renews a certificate close to expiry) is run
+    again every few hours and the context, used by every new connection, loads what it gives."""
+    while True:
+        await asyncio.sleep(RENEW_CHECK_SECONDS)
+        try:
+            cert, key = await asyncio.to_thread(make)
+            ctx.load_cert_chain(str(cert), str(key))
+        except (OSError, ssl.SSLError, RuntimeError) as e:
+            log.warning("serving certificate not renewed: %s", e)

@@ -413,3 +413,18 @@ def test_remote_namespaces_get_pod_security_levels_from_the_remote_cluster() -> 
     assert strict.namespace_labels()[keys.POD_SECURITY_WARN] == "restricted"
     with pytest.raises(ValueError, match="podSecurity"):
         parse_spec({"metadata": {"name": "rc"}, "spec": {"podSecurity": {"enforce": "lax"}}})
+
+
+def test_reachability_has_hysteresis() -> None:
+    from vkubelet.heartbeat import Reachability
+
+    r = Reachability(failures=2)
+    assert r.observe(True) is True  # reachable at the first answer
+    assert r.observe(False) is None and r.reachable  # one miss is not enough
+    assert r.observe(False) is False and r.settled  # two in a row are
+    assert r.observe(False) is None
+    assert r.observe(True) is True and not r.settled
+    r2 = Reachability(failures=2)
+    for _ in range(5):  # still connecting for the first time: no failure counted
+        assert r2.observe(False, count_failure=False) is None
+    assert not r2.settled
