@@ -39,17 +39,6 @@ class TokenBucket:
             self.tokens -= n
 
 
-def exceeds_fraction(
-    used: Mapping[str, int], total: Mapping[str, int], fractions: Mapping[str, float]
-) -> str | None:
-    """The first resource whose ``used`` exceeds ``fraction * total``, or None."""
-    for name in sorted(fractions):
-        limit = fractions[name] * total.get(name, 0)
-        if used.get(name, 0) > limit:
-            return name
-    return None
-
-
 def would_exceed(
     held: Mapping[str, int],
     extra: Mapping[str, int],

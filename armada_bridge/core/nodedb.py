@@ -14,7 +14,7 @@ requirements) pair; a node type is a distinct (labels, taints) combination.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from armada_bridge.core import quantities as rs
@@ -307,12 +307,6 @@ class NodeDb:
         return best
 
     # ------------------------------------------------------------- reports
-    def iter_pool(self, pool: str, cluster: str | None = None) -> Iterator[NodeEntry]:
-        groups = self.groups.get(pool, {})
-        for c in sorted(groups):
-            if cluster is None or c == cluster:
-                yield from groups[c].entries
-
     def label_values(self, pool: str, cluster: str, label: str) -> list[str]:
         group = self.groups.get(pool, {}).get(cluster)
         if group is None:

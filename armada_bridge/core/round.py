@@ -201,7 +201,6 @@ class PoolRound:
         self.shares: dict[str, QueueShare] = {}
         self.weights: dict[str, float] = {}
         self.scheduled_new: rs.Resources = {}
-        self.scheduled_count = 0
         self.reports: dict[str, QueueReport] = {}
         #: jobs evicted this round and not rescheduled (or taken) yet -> their position in
         #: Armada's rescheduling order; the last ones are taken first.
@@ -616,13 +615,12 @@ class PoolRound:
                 self._preempt(victim, reason)
         self._alloc_version[queue] = self._alloc_version.get(queue, 0) + 1
         for rec, entry in plan.assignments:
-            s.bind(rec, entry.name, self.now)
+            s.bind(rec, entry.name)
             rs.add_into(self.alloc[queue], rec.requests)
             rs.add_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
             rs.add_into(self.scheduled_new, rec.requests)
             self.result.scheduled[rec.id] = Placement(cluster=entry.cluster, node=entry.name, pool=self.pool)
             report.scheduled += 1
-        self.scheduled_count += len(plan.assignments)
 
     def _preempt(self, rec: JobRecord, reason: str) -> None:
         """Remove a running (or evicted) job from the state and report it."""

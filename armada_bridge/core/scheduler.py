@@ -72,7 +72,6 @@ class Scheduler:
         queues: Iterable[Queue],
         jobs: Iterable[Job],
         bindings: Iterable[tuple[str, str]] = (),
-        now: float = 0.0,
     ) -> Scheduler:
         """Build a scheduler from a full snapshot (e.g. after a restart).
 
@@ -87,7 +86,7 @@ class Scheduler:
         for j in jobs:
             s.add_job(j)
         for job_id, node_name in bindings:
-            s.mark_running(job_id, node_name, now)
+            s.mark_running(job_id, node_name)
         return s
 
     def snapshot(self) -> tuple[list[Node], list[Queue], list[Job], list[tuple[str, str]]]:
@@ -172,7 +171,7 @@ class Scheduler:
     def mark_finished(self, job_id: str) -> None:
         self.remove_job(job_id)
 
-    def mark_running(self, job_id: str, node: str, now: float = 0.0) -> None:
+    def mark_running(self, job_id: str, node: str) -> None:
         """Record a binding made outside a round (e.g. state rebuilt after a restart)."""
         rec = self._get(job_id)
         entry = self.nodedb.entries.get(node)
@@ -183,7 +182,7 @@ class Scheduler:
                 return
             self._unbind(rec)
             self._enqueue(rec)
-        self.bind(rec, node, now)
+        self.bind(rec, node)
 
     def revert(self, job_id: str) -> None:
         """Undo a binding the caller could not write: the job is queued again, its room freed."""
@@ -193,11 +192,11 @@ class Scheduler:
         self._unbind(rec)
         self._enqueue(rec)
 
-    def restore(self, job: Job, node: str, now: float = 0.0) -> None:
+    def restore(self, job: Job, node: str) -> None:
         """Undo a preemption the caller could not write: the job runs on ``node`` again."""
         if job.id not in self.jobs:
             self.add_job(job)
-        self.mark_running(job.id, node, now)
+        self.mark_running(job.id, node)
 
     def state_of(self, job_id: str) -> JobState:
         rec = self.jobs.get(job_id)
@@ -299,7 +298,7 @@ class Scheduler:
         if g is not None:
             g.queued -= 1
 
-    def bind(self, rec: JobRecord, node_name: str, now: float) -> None:
+    def bind(self, rec: JobRecord, node_name: str) -> None:
         """Queued -> running on ``node_name`` (nodes, allocations, gang domain)."""
         entry = self.nodedb.entries[node_name]
         self._dequeue(rec)
@@ -308,7 +307,6 @@ class Scheduler:
         rec.node, rec.cluster, rec.pool = node_name, entry.cluster, entry.pool
         self._bind_seq += 1
         rec.bound_seq = self._bind_seq
-        rec.bound_at = now
         self.alloc.add(rec, entry.pool)
         self.reasons.pop(rec.id, None)
         if rec.pc.priority < self._max_priority:

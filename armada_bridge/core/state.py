@@ -40,7 +40,6 @@ class JobRecord:
     pool: str | None = None
     #: global bind sequence; evicted jobs are rescheduled in this order.
     bound_seq: int = 0
-    bound_at: float | None = None
     #: stamp of the last pool round that examined this job.
     seen_round: int = -1
 

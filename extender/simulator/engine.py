@@ -160,7 +160,6 @@ class Simulation:
         self._seq = 0
         self.now = 0.0
         self.cycles = 0
-        self._resubmits = 0
         #: set when the simulation stopped because the remaining jobs can never be scheduled.
         self.stuck = False
 
@@ -311,7 +310,6 @@ class Simulation:
             self._push(self.now + delay + runtime, "finish", (job_id, "FAILED" if fails else "SUCCEEDED"))
 
     def _resubmit(self, sj: SimJob) -> None:
-        self._resubmits += 1
         at = self.now + self._sample(self.clusters.workflow_manager_delay_distribution)
         attempt = sj.attempt + 1
         base = sj.id.rsplit("-r", 1)[0] if sj.attempt else sj.id

@@ -140,7 +140,7 @@ def test_newest_jobs_spread_over_two_nodes_free_neither() -> None:
     # Oldest first: 16 on each node, then 16 more on each (alternating).
     for i in range(64):
         s.add_job(job(f"a{i}", "A", ONE, submit_time=i))
-        s.mark_running(f"a{i}", "n0" if i % 2 == 0 else "n1", float(i))
+        s.mark_running(f"a{i}", "n0" if i % 2 == 0 else "n1")
     s.add_job(job("b0", "B", WHOLE, submit_time=100))
     result = s.schedule_round(100)
     assert result.preempted == {}
@@ -153,7 +153,7 @@ def test_newest_jobs_spread_over_two_nodes_free_neither() -> None:
         t.upsert_queue(Queue(q))
     for i in range(64):
         t.add_job(job(f"a{i}", "A", ONE, submit_time=i))
-        t.mark_running(f"a{i}", "n0" if i < 32 else "n1", float(i))
+        t.mark_running(f"a{i}", "n0" if i < 32 else "n1")
     t.add_job(job("b0", "B", WHOLE, submit_time=100))
     result = t.schedule_round(100)
     assert set(result.scheduled) == {"b0"}
