@@ -5,17 +5,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import socket
-import ssl
 import sys
 from pathlib import Path
 
 from aiohttp import web
 
 from armada_bridge import keys
-from armada_bridge.kube import Kube, load_config
+from armada_bridge.kube import Kube, auth, load_config
 from armada_bridge.kube.leader import LeaderElector
 from armada_bridge.kube.lifecycle import run_until_stopped
 from extender.config import load_scheduling_config
@@ -36,12 +36,29 @@ def _hostport(value: str) -> tuple[str, int]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m extender", description=__doc__)
     p.add_argument("--kubeconfig", help="front cluster kubeconfig (default: $KUBECONFIG, else in-cluster)")
-    p.add_argument("--listen", type=_hostport, default=("0.0.0.0", 8888), help="extender + metrics (HTTP)")
     p.add_argument(
-        "--webhook-listen", type=_hostport, default=("0.0.0.0", 9443), help="admission webhook (HTTPS)"
+        "--listen",
+        type=_hostport,
+        default=("127.0.0.1", 8888),
+        help="every endpoint over plain HTTP without authentication: keep it on loopback (health "
+        "probes, a scheduler in the same pod)",
     )
-    p.add_argument("--tls-cert", type=Path, help="webhook serving certificate (PEM)")
-    p.add_argument("--tls-key", type=Path, help="webhook serving key (PEM)")
+    p.add_argument(
+        "--secure-listen",
+        "--webhook-listen",
+        type=_hostport,
+        default=("0.0.0.0", 9443),
+        help="HTTPS: /mutate for the API server; /filter, /prioritize, /state, /metrics for callers "
+        "the front authenticates (client certificate or token) and authorizes (SubjectAccessReview)",
+    )
+    p.add_argument("--tls-cert", type=Path, help="serving certificate of the secure port (PEM)")
+    p.add_argument("--tls-key", type=Path, help="serving key of the secure port (PEM)")
+    p.add_argument(
+        "--client-ca-file",
+        type=Path,
+        help="CA of client certificates on the secure port (default: the one the front publishes in "
+        "kube-system/extension-apiserver-authentication)",
+    )
     p.add_argument(
         "--identity", default=f"{socket.gethostname()}-{os.getpid()}", help="leader election identity"
     )
@@ -74,14 +91,22 @@ async def serve(args: argparse.Namespace) -> int:
     api = Api(controller, scheduler_name=args.scheduler_name)
     runner = web.AppRunner(make_app(api), access_log=None)
     await runner.setup()
-    sites = [web.TCPSite(runner, *args.listen)]
+    runners = [runner]
+    await web.TCPSite(runner, *args.listen).start()
+    if not ipaddress.ip_address(socket.gethostbyname(args.listen[0])).is_loopback:
+        log.warning("--listen %s:%d serves every endpoint without authentication", *args.listen)
     if args.tls_cert and args.tls_key:
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.load_cert_chain(args.tls_cert, args.tls_key)
-        sites.append(web.TCPSite(runner, *args.webhook_listen, ssl_context=ctx))
-    for site in sites:
-        await site.start()
-    log.info("serving extender on %s:%d%s", *args.listen, " and webhook (TLS)" if len(sites) > 1 else "")
+        client_ca = (
+            args.client_ca_file.read_text() if args.client_ca_file else await auth.front_client_ca(front)
+        )
+        ctx = auth.server_context(args.tls_cert, args.tls_key, client_ca)
+        secure = web.AppRunner(make_app(api, auth.Auth(front)), access_log=None)
+        await secure.setup()
+        await web.TCPSite(secure, *args.secure_listen, ssl_context=ctx).start()
+        runners.append(secure)
+        log.info("serving on http://%s:%d (local) and https://%s:%d", *args.listen, *args.secure_listen)
+    else:
+        log.info("serving on http://%s:%d only (no --tls-cert/--tls-key)", *args.listen)
 
     elector = LeaderElector(front, args.namespace, "armada-bridge-extender", args.identity)
     return await run_until_stopped(
@@ -89,7 +114,7 @@ async def serve(args: argparse.Namespace) -> int:
         elector=elector,
         always=[controller.inputs.run],
         on_leader=lambda: metrics.leader.set(1),
-        cleanup=[runner.cleanup, front.close],
+        cleanup=[*(r.cleanup for r in runners), front.close],
     )
 
 

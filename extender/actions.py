@@ -10,9 +10,13 @@ import time
 from armada_bridge import keys
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.client import Obj
+from armada_bridge.kube.resources import JOBS, VOLCANO_PODGROUPS
 from extender.events import EventRecorder
 from extender.metrics import Metrics
+from extender.owners import controller_ref
 from extender.pod_info import PodInfo
+from extender.protocols import volcano
+from extender.protocols.base import IntentError
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +90,34 @@ class Actions:
         await self.events.emit(pod, "Preempted", f"preempted by armada-bridge: {why}", warning=True)
         self.metrics.preempted.labels(queue=info.queue).inc()
         return Written.DONE
+
+    async def create_job_podgroup(self, pod: Obj) -> bool:
+        """Volcano's protocol for plain Jobs (annotation ``group-min-member``): the PodGroup the
+        Volcano controller would create for the pod's Job, created if the pod names it. True when
+        it exists now."""
+        ref = controller_ref(pod)
+        if ref is None or ref.get("kind") != "Job" or ref.get("apiVersion") != "batch/v1":
+            return False
+        ns = pod["metadata"]["namespace"]
+        try:
+            job = await self.front.get(JOBS, ref["name"], ns)
+            if job["metadata"].get("uid") != ref.get("uid"):
+                return False
+            pg = volcano.job_podgroup(job)
+            named = (pod["metadata"].get("annotations") or {}).get(keys.VOLCANO_GROUP_NAME_ANNOTATION)
+            if pg is None or pg["metadata"]["name"] != named:
+                return False
+            await self.front.create(VOLCANO_PODGROUPS, pg, ns)
+        except ApiError as e:
+            if e.conflict:
+                return True
+            log.warning("PodGroup of Job %s/%s not created: %s", ns, ref["name"], e)
+            return False
+        except IntentError as e:
+            log.warning("PodGroup of Job %s/%s not created: %s", ns, ref["name"], e)
+            return False
+        log.info("created PodGroup %s/%s for Job %s", ns, pg["metadata"]["name"], ref["name"])
+        return True
 
     async def explain(self, pod: Obj, reason: str) -> None:
         """Why the pod waits, as an Event (deduplicated by the recorder)."""

@@ -26,6 +26,7 @@ from armada_bridge.core.stall import StallRule, Waiting
 from armada_bridge.kube import ApiError, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import key_of
+from armada_bridge.kube.resources import VOLCANO_PODGROUPS
 from extender import translate
 from extender.actions import Actions, Written
 from extender.describe import Describer
@@ -259,6 +260,11 @@ class Controller:
                 self.core.remove_job(uid)
             self.managed[uid] = info
             self.shell_reasons[uid] = hold
+            missing = info.missing
+            if missing is not None and missing.group == VOLCANO_PODGROUPS.group:
+                # A plain Job's pod names the PodGroup Volcano's controller would make: made here
+                # (the admission webhook only names it, so admission has no side effects).
+                await self.actions.create_job_podgroup(pod)
             return
         self.shell_reasons.pop(uid, None)
         if (

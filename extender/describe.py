@@ -18,7 +18,7 @@ from extender.inputs import Inputs
 from extender.owners import OwnerResolver
 from extender.pod_info import PodInfo
 from extender.protocols import volcano
-from extender.protocols.base import IntentError
+from extender.protocols.base import IntentError, PodGroupMissing
 
 TERMINAL = ("Succeeded", "Failed")
 
@@ -86,7 +86,10 @@ class Describer:
             )
         except (IntentError, pods.PodSpecError) as e:
             # Managed, but it cannot be scheduled as it is: it waits, and says why.
-            return PodInfo(key, uid, queue, None, root, model.Job(uid, queue, {}), None, invalid=str(e))
+            missing = e.ref if isinstance(e, PodGroupMissing) else None
+            return PodInfo(
+                key, uid, queue, None, root, model.Job(uid, queue, {}), None, invalid=str(e), missing=missing
+            )
         if keys.SCHEDULING_CONSTRAINTS not in annotations and not node_name:
             # The webhook never saw it (down when the pod was created): it cannot go to a virtual
             # node. Say so; its owner recreates it once deleted.

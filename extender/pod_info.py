@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from armada_bridge.core import model
 from extender.owners import Root
-from extender.protocols.base import GangSpec
+from extender.protocols.base import GangSpec, PodGroupRef
 
 
 @dataclass
@@ -21,3 +21,4 @@ class PodInfo:
     invalid: str | None = None  # why the pod's intent cannot be read (it waits for a fix)
     bound: bool = False  # spec.nodeName is set
     placed_at: float = 0.0  # monotonic time of the decision (or of the last nudge)
+    missing: PodGroupRef | None = None  # the PodGroup it names that does not exist (yet)

@@ -14,13 +14,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from armada_bridge import keys
 from armada_bridge.kube import Kube
+from armada_bridge.kube.auth import Auth, authenticated
 from armada_bridge.kube.client import ApiError, Obj
-from armada_bridge.kube.resources import JOBS, VOLCANO_PODGROUPS
+from armada_bridge.kube.resources import JOBS
 from extender import admission
 from extender.describe import Describer
 from extender.inputs import Inputs
@@ -179,28 +181,21 @@ class Api:
         passing, _ = self.decide(pod, names)
         return web.json_response([{"Host": n, "Score": 10 if n in passing else 0} for n in names])
 
-    async def _volcano_job_group(self, pod: Mapping[str, Any], dry_run: bool) -> dict[str, str]:
-        """Volcano's protocol for plain Jobs (annotation `group-min-member`): the PodGroup the Volcano
-        controller would create for the pod's Job, created here, and the annotation naming it."""
+    async def _volcano_job_group(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        """Volcano's protocol for plain Jobs (annotation `group-min-member`): the annotation naming
+        the PodGroup the Volcano controller would create for the pod's Job. Read only: the
+        extender's loop creates that PodGroup when the pod waits for it, so admission (dry runs
+        included) changes nothing."""
         ref = controller_ref(dict(pod))
         if ref is None or ref.get("kind") != "Job" or ref.get("apiVersion") != "batch/v1":
             return {}
         ns = pod["metadata"]["namespace"]
         try:
             job = await self.c.front.get(JOBS, ref["name"], ns)
-            pg = volcano.job_podgroup(job)
-            if pg is None:
-                return {}
-            if not dry_run:
-                try:
-                    await self.c.front.create(VOLCANO_PODGROUPS, pg, ns)
-                except ApiError as e:
-                    if not e.conflict:
-                        raise
+            return volcano.job_pod_annotations(job)
         except (ApiError, IntentError) as e:
-            log.warning("pod of Job %s/%s: Volcano group not prepared: %s", ns, ref["name"], e)
+            log.warning("pod of Job %s/%s: Volcano group not named: %s", ns, ref["name"], e)
             return {}
-        return volcano.job_pod_annotations(job)
 
     async def mutate(self, request: web.Request) -> web.Response:
         review = await _json(request)
@@ -208,7 +203,7 @@ class Api:
             pod = admission.pod_of(review)
             extra: dict[str, str] = {}
             if pod is not None:
-                extra = await self._volcano_job_group(pod, bool(review["request"].get("dryRun")))
+                extra = await self._volcano_job_group(pod)
                 if extra:
                     meta = dict(pod["metadata"])
                     meta["annotations"] = {**(meta.get("annotations") or {}), **extra}
@@ -260,8 +255,35 @@ def _instrument(api: Api, name: str, handler: Handler) -> Handler:
     return wrapped
 
 
-def make_app(api: Api) -> web.Application:
-    app = web.Application(client_max_size=MAX_BODY)
+#: On the secure port, what only authenticated and authorized callers may do, and the verb a
+#: SubjectAccessReview asks for on that non-resource URL (grant it with a ClusterRole:
+#: manifests/extender/rbac.yaml gives the scheduler /filter and /prioritize).
+PROTECTED = {"/filter": "post", "/prioritize": "post", "/state": "get", "/metrics": "get"}
+
+
+def _guard(auth: Auth) -> Middleware:
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        verb = PROTECTED.get(request.path)
+        if verb is None:  # /mutate (the API server presents no client identity), health
+            return await handler(request)
+        user = await authenticated(auth, request)
+        if isinstance(user, web.Response):
+            return user
+        allowed, _ = await auth.authorize_path(user, verb, request.path)
+        if not allowed:
+            return web.Response(
+                status=403, text=f"Forbidden (user={user.name}, verb={verb}, path={request.path})\n"
+            )
+        return await handler(request)
+
+    return guard
+
+
+def make_app(api: Api, auth: Auth | None = None) -> web.Application:
+    """The routes; with `auth` (the secure port), /filter, /prioritize, /state and /metrics only
+    for callers the front cluster authenticates and authorizes (see :data:`PROTECTED`)."""
+    app = web.Application(client_max_size=MAX_BODY, middlewares=[_guard(auth)] if auth else [])
     post: dict[str, Handler] = {"/filter": api.filter, "/prioritize": api.prioritize, "/mutate": api.mutate}
     get: dict[str, Handler] = {
         "/healthz": api.healthz,

@@ -16,7 +16,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from armada_bridge import keys
-from armada_bridge.kube import Kube, load_config
+from armada_bridge.kube import Kube, auth, load_config
 from armada_bridge.kube.leader import LeaderElector
 from armada_bridge.kube.lifecycle import run_until_stopped
 from vkubelet import certs
@@ -110,8 +110,8 @@ async def run(args: argparse.Namespace) -> int:
         return certs.self_signed(cert_dir, "vkubelet", [address, "localhost", socket.gethostname()])
 
     cert, key = serving_certificate()
-    client_ca = args.client_ca_file.read_text() if args.client_ca_file else await certs.front_client_ca(front)
-    ssl_ctx = certs.server_context(cert, key, client_ca)
+    client_ca = args.client_ca_file.read_text() if args.client_ca_file else await auth.front_client_ca(front)
+    ssl_ctx = auth.server_context(cert, key, client_ca)
 
     api = KubeletApi(front, manager, ready=manager.clusters.synced.is_set)
     kubelet = web.AppRunner(api.app(), access_log=None)

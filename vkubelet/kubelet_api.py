@@ -13,117 +13,26 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from armada_bridge.kube import PODS, ApiError, Kube, Resource
+from armada_bridge.kube import PODS, ApiError, Kube
+from armada_bridge.kube.auth import Auth, User, authenticated
 from vkubelet import streams
 from vkubelet.metrics import METRICS
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
-TOKENREVIEWS = Resource("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False)
-SUBJECTACCESSREVIEWS = Resource(
-    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
-)
 LOG_PARAMS = ("follow", "tailLines", "sinceSeconds", "sinceTime", "limitBytes", "timestamps", "previous")
-CACHE_SECONDS = 30.0
-
-
-@dataclass(frozen=True)
-class User:
-    name: str
-    groups: tuple[str, ...] = ()
-    uid: str = ""
-    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 class Agents(Protocol):
     def remote_for(self, node_name: str, front_uid: str) -> Kube | None: ...
-
-
-def user_from_cert(peercert: Obj) -> User | None:
-    """CN is the user name, O the groups (as kube-apiserver reads client certificates)."""
-    cn, orgs = "", []
-    for rdn in peercert.get("subject") or ():
-        for k, v in rdn:
-            if k == "commonName":
-                cn = v
-            elif k == "organizationName":
-                orgs.append(v)
-    return User(cn, tuple(orgs)) if cn else None
-
-
-class Auth:
-    def __init__(self, front: Kube) -> None:
-        self.front = front
-        self._tokens: dict[str, tuple[float, User | None]] = {}
-        self._decisions: dict[tuple[Any, ...], tuple[float, bool, str]] = {}
-
-    async def authenticate(self, request: web.Request) -> User | None:
-        peercert = request.transport.get_extra_info("peercert") if request.transport else None
-        if peercert:
-            user = user_from_cert(peercert)
-            if user:
-                return user
-        header = request.headers.get("Authorization", "")
-        if header.startswith("Bearer ") and len(header) > 7:
-            return await self._token_user(header[7:].strip())
-        return None
-
-    async def _token_user(self, token: str) -> User | None:
-        hit = self._tokens.get(token)
-        if hit and time.monotonic() - hit[0] < CACHE_SECONDS:
-            return hit[1]
-        review = await self.front.create(
-            TOKENREVIEWS,
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}},
-        )
-        st = review.get("status") or {}
-        user = None
-        if st.get("authenticated"):
-            u = st.get("user") or {}
-            extra = tuple(sorted((k, tuple(v)) for k, v in (u.get("extra") or {}).items()))
-            user = User(u.get("username", ""), tuple(u.get("groups") or ()), u.get("uid", ""), extra)
-        self._tokens[token] = (time.monotonic(), user)
-        return user
-
-    async def authorize(self, user: User, verb: str, node: str, subresource: str) -> tuple[bool, str]:
-        key = (user, verb, node, subresource)
-        hit = self._decisions.get(key)
-        if hit and time.monotonic() - hit[0] < CACHE_SECONDS:
-            return hit[1], hit[2]
-        spec: Obj = {
-            "user": user.name,
-            "groups": list(user.groups),
-            "resourceAttributes": {
-                "verb": verb,
-                "group": "",
-                "version": "v1",
-                "resource": "nodes",
-                "subresource": subresource,
-                "name": node,
-            },
-        }
-        if user.uid:
-            spec["uid"] = user.uid
-        if user.extra:
-            spec["extra"] = {k: list(v) for k, v in user.extra}
-        review = await self.front.create(
-            SUBJECTACCESSREVIEWS,
-            {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec},
-        )
-        st = review.get("status") or {}
-        allowed, reason = bool(st.get("allowed")), str(st.get("reason") or "")
-        self._decisions[key] = (time.monotonic(), allowed, reason)
-        return allowed, reason
 
 
 def _forbidden(user: User, verb: str, node: str, sub: str) -> web.Response:
@@ -169,7 +78,7 @@ class KubeletApi:
         user = await self._authenticated(request)
         if isinstance(user, web.Response):
             return user
-        allowed, _ = await self.auth.authorize(user, "get", "", "metrics")
+        allowed, _ = await self.auth.authorize_node(user, "get", "", "metrics")
         if not allowed:
             return _forbidden(user, "get", "", "metrics")
         return web.Response(
@@ -177,14 +86,7 @@ class KubeletApi:
         )
 
     async def _authenticated(self, request: web.Request) -> User | web.Response:
-        try:
-            user = await self.auth.authenticate(request)
-        except (TimeoutError, ApiError, OSError) as e:
-            log.warning("authentication failed: %s", e)
-            return web.Response(status=503, text="authentication unavailable\n")
-        if user is None:
-            return web.Response(status=401, text="Unauthorized\n")
-        return user
+        return await authenticated(self.auth, request)
 
     async def container_logs(self, request: web.Request) -> web.StreamResponse:
         user = await self._authenticated(request)
@@ -195,7 +97,7 @@ class KubeletApi:
         if pod is None:
             return web.Response(status=404, text=f"pod {ns}/{name} not found\n")
         node = (pod.get("spec") or {}).get("nodeName") or ""
-        allowed, _ = await self.auth.authorize(user, "get", node, "proxy")
+        allowed, _ = await self.auth.authorize_node(user, "get", node, "proxy")
         if not allowed:
             return _forbidden(user, "get", node, "proxy")
         remote = self.agents.remote_for(node, pod["metadata"]["uid"])
@@ -218,7 +120,7 @@ class KubeletApi:
             return web.Response(status=404, text=f"pod {ns}/{name} not found\n")
         node = (pod.get("spec") or {}).get("nodeName") or ""
         verb = "create" if request.method == "POST" else "get"
-        allowed, _ = await self.auth.authorize(user, verb, node, "proxy")
+        allowed, _ = await self.auth.authorize_node(user, verb, node, "proxy")
         if not allowed:
             return _forbidden(user, verb, node, "proxy")
         remote = self.agents.remote_for(node, pod["metadata"]["uid"])

@@ -26,7 +26,7 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys, versions
 from armada_bridge.dev import binaries as binaries_mod
-from armada_bridge.dev import bridge, operators, vkubelet_setup
+from armada_bridge.dev import bridge, extender_setup, operators, vkubelet_setup
 from armada_bridge.dev import nodes as nodes_mod
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.components import Supervisor
@@ -164,7 +164,7 @@ class Environment:
             ports = previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
             cluster_ports = {n: [next(fresh) for _ in PORT_OPTIONS] for n in wanted}
             self.settings_file.write_text(json.dumps({"workers": workers, "nodes": nodes, "ports": ports}))
-            self._write_scheduler_config(ports["extender"])
+            self._write_scheduler_config(ports["webhook"])
             for name in wanted:
                 c = self.cluster(name, bins)
                 stamp = c.workdir / "armada-bridge-definition"
@@ -216,11 +216,12 @@ class Environment:
         with self._lock():
             operators.install(self, binaries_mod.expected(), names)
 
-    def _write_scheduler_config(self, extender_port: int) -> None:
-        """The repo's front scheduler configuration, pointed at the local extender."""
+    def _write_scheduler_config(self, secure_port: int) -> None:
+        """The repo's front scheduler configuration, pointed at the local extender's secure port."""
         cfg = yaml.safe_load(SCHEDULER_CONFIG_TEMPLATE.read_text())
         for ext in cfg.get("extenders", []):
-            ext["urlPrefix"] = f"http://127.0.0.1:{extender_port}"
+            ext["urlPrefix"] = f"https://127.0.0.1:{secure_port}"
+            ext["tlsConfig"] = extender_setup.scheduler_tls(self)
         target = self.state_dir / "front-kube-scheduler-config.yaml"
         text = yaml.safe_dump(cfg, sort_keys=False)
         if not target.is_file() or target.read_text() != text:

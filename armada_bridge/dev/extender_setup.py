@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import yaml
@@ -62,12 +63,25 @@ def webhook_configuration(url: str, ca_pem: bytes) -> dict[str, object]:
     }
 
 
-def setup(env: Environment, bins: Binaries) -> None:
-
-    front = env.kubeconfig(FRONT)
-    cert, key = self_signed(
+def serving_certificate(env: Environment) -> tuple[Path, Path]:
+    """The extender's secure port certificate (self-signed: it is also the CA the API server and
+    the front kube-scheduler trust it with)."""
+    return self_signed(
         env.state_dir / "extender", "webhook", "/CN=armada-bridge-extender", ["127.0.0.1", "localhost"]
     )
+
+
+def scheduler_tls(env: Environment) -> dict[str, str]:
+    """The front kube-scheduler's extender tlsConfig: it trusts the extender's certificate and
+    presents the front's admin client certificate, which the extender checks with the front."""
+    cert, _ = serving_certificate(env)
+    pki = env.cluster(FRONT).workdir / "pki"
+    return {"caFile": str(cert), "certFile": str(pki / "admin.crt"), "keyFile": str(pki / "admin.key")}
+
+
+def setup(env: Environment, bins: Binaries) -> None:
+    front = env.kubeconfig(FRONT)
+    cert, key = serving_certificate(env)
     port, webhook_port = env.port("extender"), env.port("webhook")
     component = Component(
         name="extender",
@@ -79,7 +93,7 @@ def setup(env: Environment, bins: Binaries) -> None:
             str(front),
             "--listen",
             f"127.0.0.1:{port}",
-            "--webhook-listen",
+            "--secure-listen",
             f"127.0.0.1:{webhook_port}",
             "--tls-cert",
             str(cert),

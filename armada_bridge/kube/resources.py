@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from armada_bridge import keys
 
@@ -22,15 +23,24 @@ class Resource:
     def path(
         self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
     ) -> str:
+        """The REST path. Namespace and name are single path segments, whatever a hostile object
+        says: a value that could climb or add segments ("..", "a/b") is refused (ValueError)."""
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
+            base += f"/namespaces/{segment(namespace)}"
         base += f"/{self.plural}"
         if name:
-            base += f"/{name}"
+            base += f"/{segment(name)}"
             if subresource:
                 base += f"/{subresource}"
         return base
+
+
+def segment(value: str) -> str:
+    """One URL path segment: percent-encoded; "." and ".." and "/" refused (ValueError)."""
+    if value in (".", "..") or "/" in value or not value:
+        raise ValueError(f"not a valid object name or namespace: {value!r}")
+    return quote(value, safe="")
 
 
 PODS = Resource("", "v1", "pods", "Pod")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import ssl
 import time
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +14,7 @@ import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
+from armada_bridge.dev.environment import Environment
 from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, pod, wait_running
 from tests.support import wait_for
 
@@ -130,6 +135,64 @@ def test_volcano_group_min_member_on_a_job(namespace: str, cluster_api: Api) -> 
 
     ran = wait_for(f"{N} Job pods Running or Succeeded", ran_or_done, timeout=90)
     assert len({cluster_of(p) for p in ran}) == 1
+
+
+def test_admission_names_the_job_podgroup_and_creates_nothing(
+    namespace: str, cluster_api: Api, dev_env: Environment
+) -> None:
+    """The webhook only annotates (admission has no side effects: a dry run, or a request the API
+    server later rejects, must change nothing); the PodGroup is made by the extender's loop."""
+    batch = k8s.BatchV1Api(cluster_api("front"))
+    template = pod("ignored", queue="default", scheduler="volcano")
+    template["spec"]["restartPolicy"] = "Never"
+    job = batch.create_namespaced_job(
+        namespace,
+        {
+            "metadata": {"name": "quiet", "annotations": {keys.VOLCANO_GROUP_MIN_MEMBER_ANNOTATION: "2"}},
+            "spec": {"suspend": True, "template": {"metadata": {}, "spec": template["spec"]}},
+        },
+    )
+    member = pod("quiet-x", queue="default", scheduler="volcano")
+    member["metadata"]["namespace"] = namespace
+    member["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "quiet",
+            "uid": job.metadata.uid,
+            "controller": True,
+        }
+    ]
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "review-1",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "operation": "CREATE",
+            "namespace": namespace,
+            "object": member,
+            "dryRun": True,
+        },
+    }
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE  # loopback, the dev CA's certificate
+    req = urllib.request.Request(
+        f"https://127.0.0.1:{dev_env.port('webhook')}/mutate",
+        data=json.dumps(review).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+        answer = json.loads(r.read())["response"]
+    patch = json.loads(base64.b64decode(answer["patch"]))
+    wanted = f"podgroup-{job.metadata.uid}"
+    assert any(wanted in json.dumps(op) for op in patch), patch
+    time.sleep(3)  # a PodGroup created by admission would be there by now
+    groups = k8s.CustomObjectsApi(cluster_api("front")).list_namespaced_custom_object(
+        "scheduling.volcano.sh", "v1beta1", namespace, "podgroups"
+    )["items"]
+    assert groups == []
 
 
 @pytest.mark.parametrize("phase_before_pods", ["Inqueue"])

@@ -189,3 +189,16 @@ def test_informer_resumes_its_watch_and_lists_again_only_on_gone() -> None:
         assert cached is not None and "managedFields" not in cached["metadata"]
 
     asyncio.run(scenario())
+
+
+def test_object_names_are_single_path_segments() -> None:
+    """A hostile name (from a pod's spec, say) can never reach another object or namespace."""
+    from armada_bridge.kube import SECRETS
+
+    assert SECRETS.path("team-a", "db") == "/api/v1/namespaces/team-a/secrets/db"
+    assert SECRETS.path("team-a", "a b?c") == "/api/v1/namespaces/team-a/secrets/a%20b%3Fc"
+    for bad in ("..", ".", "../../kube-system/secrets/admin", "x/y"):
+        with pytest.raises(ValueError):
+            SECRETS.path("team-a", bad)
+        with pytest.raises(ValueError):
+            SECRETS.path(bad, "db")

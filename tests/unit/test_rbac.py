@@ -41,7 +41,10 @@ def reviewed() -> set[str]:
 
 def test_every_grant_is_reviewed() -> None:
     new = sorted(granted() - reviewed())
-    assert not new, "permissions granted but not reviewed (add them to rbac_reviewed.txt once reviewed):\n" + "\n".join(new)
+    assert not new, (
+        "permissions granted but not reviewed (add them to rbac_reviewed.txt once reviewed):\n"
+        + "\n".join(new)
+    )
 
 
 def test_the_reviewed_list_has_nothing_no_longer_granted() -> None:
@@ -51,7 +54,17 @@ def test_the_reviewed_list_has_nothing_no_longer_granted() -> None:
 
 def test_no_wildcard_write() -> None:
     """Wildcards are allowed only for reading (owners of any kind are looked up with get)."""
-    writes = {"create", "update", "patch", "delete", "deletecollection", "*", "escalate", "bind", "impersonate"}
+    writes = {
+        "create",
+        "update",
+        "patch",
+        "delete",
+        "deletecollection",
+        "*",
+        "escalate",
+        "bind",
+        "impersonate",
+    }
     for grant in granted():
         _path, _role, scope, verb = grant.split(" ")
         if "*" in scope:

@@ -333,7 +333,7 @@ async def test_workqueue_never_runs_a_key_twice_at_once() -> None:
 
 
 def test_user_from_client_certificate() -> None:
-    from vkubelet.kubelet_api import User, user_from_cert
+    from armada_bridge.kube.auth import User, user_from_cert
 
     cert = {"subject": ((("organizationName", "system:masters"),), (("commonName", "kwok-admin"),))}
     assert user_from_cert(cert) == User("kwok-admin", ("system:masters",))
@@ -428,3 +428,18 @@ def test_reachability_has_hysteresis() -> None:
     for _ in range(5):  # still connecting for the first time: no failure counted
         assert r2.observe(False, count_failure=False) is None
     assert not r2.settled
+
+
+def test_dependencies_come_only_from_the_pods_own_namespace() -> None:
+    """Whatever a pod names, the vkubelet mirrors only objects of the pod's namespace: a user
+    can never make it copy another namespace's Secret into a remote cluster."""
+    pod = front_pod()
+    pod["spec"]["volumes"] = [
+        {"name": "a", "secret": {"secretName": "db", "namespace": "kube-system"}},
+        {"name": "b", "configMap": {"name": "cfg", "namespace": "other"}},
+        {"name": "c", "projected": {"sources": [{"secret": {"name": "tok", "namespace": "kube-system"}}]}},
+    ]
+    pod["spec"]["containers"][0]["envFrom"] = [{"secretRef": {"name": "env", "namespace": "other"}}]
+    refs = deps.pod_dependencies(pod)
+    assert {r.name for r in refs} >= {"db", "cfg", "tok", "env"}
+    assert {r.namespace for r in refs} == {pod["metadata"]["namespace"]}
