@@ -51,7 +51,15 @@ from armada_bridge.dev.environment import Environment
 REMOTES = ("remote-1", "remote-2")
 QUEUES = ("chaos-a", "chaos-b", "chaos-c")
 LEASE_PAUSE = 45.0
-FAULT_KINDS = ("extender", "vkubelet", "scheduler", "remote")
+FAULT_KINDS = (
+    "extender",
+    "vkubelet",
+    "scheduler",
+    "remote",
+    "kill-scheduler",
+    "kill-remote-apiserver",
+    "kill-remote-etcd",
+)
 
 
 @dataclass
@@ -60,6 +68,7 @@ class Report:
     faults: Counter[str] = field(default_factory=Counter)
     pods_created: int = 0
     gangs_created: int = 0
+    jobs_created: int = 0
     violations: list[str] = field(default_factory=list)
     converge_seconds: float | None = None
 
@@ -71,6 +80,35 @@ class Report:
 
 def log(msg: str) -> None:
     print(f"[chaos {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def job(name: str, queue: str, parallelism: int) -> dict[str, Any]:
+    """A batch/v1 Job of `parallelism` pods that run 20 s each (the remote KWOK ends them)."""
+    return {
+        "metadata": {"name": name, "labels": {"chaos-unit": name}},
+        "spec": {
+            "parallelism": parallelism,
+            "completions": parallelism,
+            "backoffLimit": 2,
+            "template": {
+                "metadata": {
+                    "labels": {keys.QUEUE_LABEL: queue, "chaos-unit": name},
+                    "annotations": {keys.SIMULATED_RUNTIME: "20s"},
+                },
+                "spec": {
+                    "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox",
+                            "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
 
 
 def unit(name: str, queue: str, size: int) -> list[dict[str, Any]]:
@@ -111,6 +149,7 @@ class Soak:
         self.faults_on = threading.Event()
         self.apis = {c: api_client(env.kubeconfig(c)) for c in ("front", *REMOTES)}
         self.core = {c: k8s.CoreV1Api(a) for c, a in self.apis.items()}
+        self.batch = k8s.BatchV1Api(self.apis["front"])
         self.bins = binaries.expected()
         self.partial_since: dict[str, float] = {}
         self.orphan_since: dict[str, float] = {}
@@ -123,16 +162,25 @@ class Soak:
         while not self.stop.is_set():
             for q in QUEUES:
                 seq += 1
-                size = 1 if self.rng.random() < 0.5 else self.rng.randint(2, 16)
+                draw = self.rng.random()
+                size = 1 if draw < 0.4 else self.rng.randint(2, 16)
                 name = f"{q[-1]}{seq}"
                 try:
-                    for body in unit(name, q, size):
-                        self.core["front"].create_namespaced_pod(self.ns, body)
-                        self.report.pods_created += 1
-                    self.report.gangs_created += size > 1
+                    if draw > 0.85:  # a Job: its controller makes (and remakes) the pods
+                        self.batch.create_namespaced_job(self.ns, job(name, q, min(size, 4)))
+                        self.report.pods_created += min(size, 4)
+                        self.report.jobs_created += 1
+                    else:
+                        for body in unit(name, q, size):
+                            self.core["front"].create_namespaced_pod(self.ns, body)
+                            self.report.pods_created += 1
+                        self.report.gangs_created += size > 1
                     self.units[q].append(name)
                     while len(self.units[q]) > live_units:  # churn: the oldest unit goes
                         old = self.units[q].pop(0)
+                        self.batch.delete_collection_namespaced_job(
+                            self.ns, label_selector=f"chaos-unit={old}", propagation_policy="Background"
+                        )
                         self.core["front"].delete_collection_namespaced_pod(
                             self.ns, label_selector=f"chaos-unit={old}", grace_period_seconds=0
                         )
@@ -172,6 +220,12 @@ class Soak:
         finally:
             os.kill(pid, signal.SIGCONT)
         log(f"SIGCONT {cluster} {component}")
+        self._revive_exited(cluster, kc, commands)
+        return True
+
+    def _revive_exited(self, cluster: str, kc: Any, commands: dict[str, Any]) -> None:
+        """For 30 s, start again any process of the cluster that exited (as kube-controller-manager
+        and kube-scheduler do when they lose their leader lease while the apiserver is away)."""
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not self.stop.is_set():
             for c, p in kc.component_pids().items():
@@ -183,6 +237,25 @@ class Soak:
                     log(f"{cluster} {c} exited; restarted as pid {new}")
                     commands.pop(c)
             time.sleep(1)
+
+    def _kill_cluster_component(self, cluster: str, component: str) -> bool:
+        """SIGKILL one process of a cluster, then start it again as it was started (its
+        supervisor would), after a few seconds down."""
+        kc = self.env.cluster(cluster, self.bins)
+        pids = kc.component_pids()
+        pid = pids.get(component)
+        if pid is None:
+            return False
+        commands = {c: _command(p) for c, p in pids.items() if p is not None}
+        command = commands.pop(component)
+        os.kill(pid, signal.SIGKILL)
+        self.report.faults[f"kill {cluster} {component}"] += 1
+        log(f"SIGKILL {cluster} {component} (pid {pid})")
+        self.stop.wait(self.fault_rng.uniform(1, 5))
+        new = _restart(command, kc.workdir / "logs" / f"{component}.log")
+        (kc.workdir / "pids" / f"{component}.pid").write_text(str(new))
+        log(f"{cluster} {component} restarted as pid {new}")
+        self._revive_exited(cluster, kc, commands)
         return True
 
     def chaos_loop(self, mean_gap: float) -> None:
@@ -201,6 +274,12 @@ class Soak:
                 made = self._kill_component(kind)
             elif kind == "scheduler":
                 made = self._pause("front", "kube-scheduler", self.fault_rng.uniform(5, 20))
+            elif kind == "kill-scheduler":
+                made = self._kill_cluster_component("front", "kube-scheduler")
+            elif kind == "kill-remote-apiserver":
+                made = self._kill_cluster_component(self.fault_rng.choice(REMOTES), "kube-apiserver")
+            elif kind == "kill-remote-etcd":
+                made = self._kill_cluster_component(self.fault_rng.choice(REMOTES), "etcd")
             else:
                 cluster = self.fault_rng.choice(REMOTES)
                 made = self._pause(cluster, "kube-apiserver", LEASE_PAUSE + self.fault_rng.uniform(0, 15))
@@ -239,7 +318,7 @@ class Soak:
             clusters = {(m.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) for m in members}
             placed = clusters - {None}
             if len(placed) > 1:
-                self.report.violation(f"gang {gang} in several clusters: {sorted(placed)}")
+                self.report.violation(f"gang {gang} in several clusters: {sorted(str(c) for c in placed)}")
             size = int((members[0].metadata.annotations or {}).get(keys.GANG_CARDINALITY, "1"))
             if placed and (None in clusters) and len(members) >= size:
                 since = self.partial_since.setdefault(gang, now)
@@ -410,6 +489,7 @@ def main() -> None:
         "faults": dict(sorted(r.faults.items())),
         "pods_created": r.pods_created,
         "gangs_created": r.gangs_created,
+        "jobs_created": r.jobs_created,
         "violations": r.violations,
         "converge_seconds": r.converge_seconds,
     }

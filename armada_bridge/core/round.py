@@ -27,7 +27,9 @@ from armada_bridge.core.fairness import DominantResourceFairness, QueueShare, co
 from armada_bridge.core.gang import (
     Domain,
     Plan,
+    VictimPolicy,
     better,
+    domain_groups,
     gang_domains,
     plan_with_preemption,
     plan_without_preemption,
@@ -439,11 +441,14 @@ class PoolRound:
         return ""
 
     # ------------------------------------------------------------- placing
-    def _domains(self, members: list[JobRecord], pool: str | None = None) -> tuple[list[Domain], str]:
+    def _domains(
+        self, members: list[JobRecord], pool: str | None = None, policy: VictimPolicy | None = None
+    ) -> tuple[list[Domain], str]:
         """Where ``members`` may land in ``pool`` (default: this round's pool), or why nowhere:
-        their gang's domains, kept to the cluster of their colocation when it has one."""
+        their gang's domains, kept to the cluster of their colocation when it has one. With
+        ``policy``, a gang's reservation may count the room of the jobs the policy lets it displace."""
         pool = pool or self.pool
-        domains, why = self._gang_domains(members, pool)
+        domains, why = self._gang_domains(members, pool, policy)
         key = members[0].job.colocation
         c = self.s.colocations.get(key) if key is not None else None
         if c is None or not domains:
@@ -456,7 +461,9 @@ class PoolRound:
             return [], f"kept in {where}, where the other jobs of {key} run"
         return kept, ""
 
-    def _gang_domains(self, members: list[JobRecord], pool: str) -> tuple[list[Domain], str]:
+    def _gang_domains(
+        self, members: list[JobRecord], pool: str, policy: VictimPolicy | None
+    ) -> tuple[list[Domain], str]:
         s = self.s
         rec = members[0]
         g = s.gangs.get(rec.gang_key) if rec.job.is_gang else None
@@ -479,13 +486,33 @@ class PoolRound:
         if g.min_resources:
             need = rs.total(m.requests for m in members)
             need = {k: max(need.get(k, 0), g.min_resources.get(k, 0)) for k in rs.add(need, g.min_resources)}
-            domains = [d for d in domains if rs.fits(need, self._domain_free(d))]
+            priority = rec.pc.priority
+
+            def room(d: Domain) -> rs.Resources:
+                free = self._domain_free(d)
+                return free if policy is None else rs.add(free, self._reclaimable(d, policy, priority))
+
+            domains = [d for d in domains if rs.fits(need, room(d))]
             if not domains:
                 return [], (
                     f"no remote cluster can reserve this gang's minimum resources ({rs.format_resources(need)}): "
                     f"largest free is {self._largest_cluster_free()}"
                 )
         return domains, ""
+
+    def _reclaimable(self, d: Domain, policy: VictimPolicy, priority: int) -> rs.Resources:
+        """What the jobs bound in domain ``d`` that ``policy`` lets a job of ``priority`` displace
+        hold (jobs evicted this round, lower priorities under urgency preemption)."""
+        label = (d[2], d[3]) if d[2] is not None and d[3] is not None else None
+        out: rs.Resources = {}
+        for group in domain_groups(self.s.nodedb, d):
+            for entry in group.entries:
+                if label is not None and entry.labels.get(label[0]) != label[1]:
+                    continue
+                for job_id, (req, prio, _seq) in entry.bound.items():
+                    if policy(job_id, prio, priority) is not None:
+                        rs.add_into(out, req)
+        return out
 
     def _domain_free(self, d: Domain) -> rs.Resources:
         label = (d[2], d[3]) if d[2] is not None and d[3] is not None else None
@@ -508,8 +535,6 @@ class PoolRound:
         """A placement, or why there is none and whether that verdict may be cached per shape."""
         s = self.s
         domains, why = self._domains(members)
-        if not domains:
-            return None, why, True
         for d in domains:
             plan = plan_without_preemption(s.nodedb, members, d)
             if plan is not None:
@@ -524,6 +549,8 @@ class PoolRound:
             # A job evicted this round and not rescheduled yet holds its room only until a job
             # ordered before it needs the room: this gang reached the front of the ordering first.
             policy = victim_policy(self.config, self.evicted)
+            if not domains:  # a reservation may fit once what preemption frees is counted
+                domains, why = self._domains(members, policy=policy)
             best: Plan | None = None
             for d in domains:
                 plan = plan_with_preemption(s.nodedb, members, d, policy)
@@ -531,6 +558,8 @@ class PoolRound:
                     best = plan
             if best is not None:
                 return best, "", True
+        if not domains:
+            return None, why, True
         return None, self._no_fit_reason(members), True
 
     def _fits_elsewhere(self, members: list[JobRecord]) -> str:

@@ -244,3 +244,29 @@ def test_gang_takes_the_room_of_a_fully_evicted_queue_whole_gangs_only() -> None
     assert len({p.cluster for p in r.scheduled.values()}) == 1
     gangs = {job.split("-")[0] for job in r.preempted}
     assert len(gangs) == 1 and len(r.preempted) == 4, r.preempted
+
+
+def test_a_reservation_gang_gets_room_by_fair_share_preemption() -> None:
+    """A gang whose PodGroup reserves room for the whole group (minResources) counts what this
+    round's evictions free, not only what is free: queue B is below its fair share and A holds
+    both nodes, so B's gang is admitted by preempting A (it used to wait for good)."""
+    s = cluster(2)
+    for i in range(8):
+        s.add_job(
+            job(f"a{i}", "A", {"cpu": "8", "memory": "64Gi"}, priority_class="priority-0", submit_time=i)
+        )
+    assert len(s.schedule_round(0).scheduled) == 8
+    for j in gang(
+        "mpi",
+        "B",
+        2,
+        {"cpu": "8", "memory": "64Gi"},
+        priority_class="priority-0",
+        gang_min_resources={"cpu": "24", "memory": "192Gi"},
+        submit_time=30,
+    ):
+        s.add_job(j)
+    result = s.schedule_round(30)
+    assert {"mpi-0", "mpi-1"} <= set(result.scheduled), s.reason_of("mpi-0")
+    assert result.preempted  # A gave room back
+    assert len({s.placement_of(f"mpi-{i}").cluster for i in range(2)}) == 1  # type: ignore[union-attr]
