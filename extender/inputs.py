@@ -20,6 +20,7 @@ from armada_bridge.core import quantities as rs
 from armada_bridge.kube import NAMESPACES, NODES, PODS, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import Informer, key_of
+from armada_bridge.kube.lifecycle import run_together
 from armada_bridge.kube.resources import QUEUES, REMOTECLUSTERS
 from extender import protocols
 from extender.remotes import Remotes
@@ -89,13 +90,7 @@ class Inputs:
 
     async def run(self) -> None:
         """Keep every cache current (all replicas: the webhook and filter read them)."""
-        tasks = [asyncio.create_task(i.run()) for i in self.informers]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await run_together(i.run() for i in self.informers)
 
     async def wait_synced(self, timeout: float = 60) -> None:
         essential = (self.pods, self.namespaces, self.remote_clusters, self.vnodes)

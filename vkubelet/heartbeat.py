@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from armada_bridge.contract.capacity import Capacity
 from armada_bridge.contract.remotecluster import RemoteClusterSpec
 from armada_bridge.kube import ApiError, Kube
+from armada_bridge.kube.lifecycle import run_together
 from armada_bridge.kube.resources import REMOTECLUSTERS
 from armada_bridge.kube.times import now, rfc3339
 from vkubelet.metrics import METRICS
@@ -113,13 +114,7 @@ class Heartbeat:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.src.synced.wait(), STARTUP_WAIT_SECONDS)
         loops = [self._ping_loop, self._status_loop, self._lease_loop, self._cluster_status_loop]
-        tasks = [asyncio.create_task(_forever(f"{self.src.name}/{f.__name__}", f)) for f in loops]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await run_together(_forever(f"{self.src.name}/{f.__name__}", f) for f in loops)
 
     # ---------------------------------------------------------------- ping
     async def _ping(self) -> bool:

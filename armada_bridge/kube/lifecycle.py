@@ -6,12 +6,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from armada_bridge.kube.leader import LeaderElector
 
 log = logging.getLogger(__name__)
+
+
+async def run_together(coros: Iterable[Coroutine[Any, Any, Any]]) -> None:
+    """Run the coroutines as tasks until one ends (its error raised); the others are cancelled."""
+    tasks = [asyncio.create_task(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def run_until_stopped(

@@ -264,6 +264,27 @@ def podgroup_ref(resource: Resource, name: str, pod: Obj, podgroup: Obj | None) 
     return ref
 
 
+def named_podgroup(
+    resource: Resource,
+    name: str | None,
+    pod: Obj,
+    podgroup: Obj | None,
+    versions: tuple[str, ...] | None = None,
+) -> tuple[PodGroupRef, Obj]:
+    """The PodGroup the pod names under a protocol and its spec: PodGroupMissing when it was not
+    found, IntentError when it is of another group or version than the protocol reads."""
+    assert name is not None, "asked only for pods that name one"
+    ref = podgroup_ref(resource, name, pod, podgroup)
+    assert podgroup is not None
+    check_podgroup(podgroup, resource.group, ref, versions)
+    return ref, spec_of(podgroup)
+
+
+def min_member(spec: Obj, what: str) -> int:
+    """``spec.minMember`` (at least 1; absent: 1)."""
+    return max(1, to_int(spec.get("minMember", 1), f"{what} spec.minMember"))
+
+
 def check_podgroup(
     podgroup: Obj, group: str, ref: PodGroupRef, versions: tuple[str, ...] | None = None
 ) -> None:

@@ -21,10 +21,10 @@ from extender.protocols.base import (
     MemberCounts,
     Obj,
     StatusInputs,
-    check_podgroup,
     labels_of,
+    min_member,
+    named_podgroup,
     normalize_min_resources,
-    podgroup_ref,
     spec_of,
     to_int,
 )
@@ -37,17 +37,13 @@ def podgroup_name(pod: Obj) -> str | None:
 
 
 def read(pod: Obj, name: str | None, podgroup: Obj | None) -> GangSpec:
-    assert name is not None
-    ref = podgroup_ref(COSCHEDULING_PODGROUPS, name, pod, podgroup)
-    assert podgroup is not None
-    check_podgroup(podgroup, COSCHEDULING_PODGROUPS.group, ref)
-    spec = spec_of(podgroup)
-    what = f"{ref.kind} {ref.namespace}/{name}"
+    ref, spec = named_podgroup(COSCHEDULING_PODGROUPS, name, pod, podgroup)
+    what = f"{ref.kind} {ref.namespace}/{ref.name}"
     timeout = spec.get("scheduleTimeoutSeconds")
     return GangSpec(
-        key=f"{NAME}/{name}",
+        key=f"{NAME}/{ref.name}",
         protocol=NAME,
-        min_member=max(1, to_int(spec.get("minMember", 1), f"{what} spec.minMember")),
+        min_member=min_member(spec, what),
         min_resources=normalize_min_resources(spec.get("minResources"), f"{what} spec.minResources"),
         schedule_timeout_seconds=None
         if timeout is None

@@ -33,11 +33,11 @@ from extender.protocols.base import (
     Obj,
     StatusInputs,
     annotations_of,
-    check_podgroup,
     condition,
     metadata,
+    min_member,
+    named_podgroup,
     normalize_min_resources,
-    podgroup_ref,
     spec_of,
     to_int,
 )
@@ -54,16 +54,12 @@ def podgroup_name(pod: Obj) -> str | None:
 
 
 def read(pod: Obj, name: str | None, podgroup: Obj | None) -> GangSpec:
-    assert name is not None
-    ref = podgroup_ref(VOLCANO_PODGROUPS, name, pod, podgroup)
-    assert podgroup is not None
-    check_podgroup(podgroup, VOLCANO_PODGROUPS.group, ref)
-    spec = spec_of(podgroup)
-    what = f"{ref.kind} {ref.namespace}/{name}"
+    ref, spec = named_podgroup(VOLCANO_PODGROUPS, name, pod, podgroup)
+    what = f"{ref.kind} {ref.namespace}/{ref.name}"
     return GangSpec(
-        key=f"{NAME}/{name}",
+        key=f"{NAME}/{ref.name}",
         protocol=NAME,
-        min_member=max(1, to_int(spec.get("minMember", 1), f"{what} spec.minMember")),
+        min_member=min_member(spec, what),
         min_resources=normalize_min_resources(spec.get("minResources"), f"{what} spec.minResources"),
         podgroup_ref=ref,
         priority_class_name=spec.get("priorityClassName") or None,

@@ -15,9 +15,8 @@ from extender.protocols.base import (
     GangState,
     Obj,
     StatusInputs,
-    check_podgroup,
     condition,
-    podgroup_ref,
+    named_podgroup,
     spec_of,
     to_int,
 )
@@ -34,20 +33,16 @@ def podgroup_name(pod: Obj) -> str | None:
 
 
 def read(pod: Obj, name: str | None, podgroup: Obj | None) -> GangSpec | None:
-    assert name is not None
-    ref = podgroup_ref(NATIVE_PODGROUPS, name, pod, podgroup)
-    assert podgroup is not None
-    check_podgroup(podgroup, NATIVE_PODGROUPS.group, ref, VERSIONS)
-    spec = spec_of(podgroup)
+    ref, spec = named_podgroup(NATIVE_PODGROUPS, name, pod, podgroup, VERSIONS)
     policy = spec.get("schedulingPolicy") or {}
     gang = policy.get("gang") if isinstance(policy, Mapping) else None
     if not isinstance(gang, Mapping):
         return None  # "basic" policy: no gang semantics
-    what = f"{ref.kind} {ref.namespace}/{name} spec.schedulingPolicy.gang.minCount"
+    what = f"{ref.kind} {ref.namespace}/{ref.name} spec.schedulingPolicy.gang.minCount"
     topology = (spec.get("schedulingConstraints") or {}).get("topology") or []
     label = topology[0].get("key") or None if topology and isinstance(topology[0], Mapping) else None
     return GangSpec(
-        key=f"{NAME}/{name}",
+        key=f"{NAME}/{ref.name}",
         protocol=NAME,
         min_member=to_int(gang.get("minCount", 1), what, minimum=1),
         node_uniformity_label=label,
