@@ -223,10 +223,10 @@ class Soak:
         self._revive_exited(cluster, kc, commands)
         return True
 
-    def _revive_exited(self, cluster: str, kc: Any, commands: dict[str, Any]) -> None:
-        """For 30 s, start again any process of the cluster that exited (as kube-controller-manager
+    def _revive_exited(self, cluster: str, kc: Any, commands: dict[str, Any], seconds: float = 30) -> None:
+        """For a while, start again any process of the cluster that exited (as kube-controller-manager
         and kube-scheduler do when they lose their leader lease while the apiserver is away)."""
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline and not self.stop.is_set():
             for c, p in kc.component_pids().items():
                 command = commands.get(c)
@@ -255,7 +255,8 @@ class Soak:
         new = _restart(command, kc.workdir / "logs" / f"{component}.log")
         (kc.workdir / "pids" / f"{component}.pid").write_text(str(new))
         log(f"{cluster} {component} restarted as pid {new}")
-        self._revive_exited(cluster, kc, commands)
+        # Only an apiserver or etcd gone takes leases away from the cluster's other processes.
+        self._revive_exited(cluster, kc, commands, 30 if component in ("kube-apiserver", "etcd") else 3)
         return True
 
     def chaos_loop(self, mean_gap: float) -> None:

@@ -16,7 +16,6 @@ from extender.metrics import Metrics
 from extender.owners import controller_ref
 from extender.pod_info import PodInfo
 from extender.protocols import volcano
-from extender.protocols.base import IntentError
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +112,7 @@ class Actions:
                 return True
             log.warning("PodGroup of Job %s/%s not created: %s", ns, ref["name"], e)
             return False
-        except IntentError as e:
+        except ValueError as e:  # IntentError; a name that is not one
             log.warning("PodGroup of Job %s/%s not created: %s", ns, ref["name"], e)
             return False
         log.info("created PodGroup %s/%s for Job %s", ns, pg["metadata"]["name"], ref["name"])

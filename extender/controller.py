@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from armada_bridge.contract import pods
 from armada_bridge.core import model
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.model import JobState
@@ -132,7 +133,10 @@ class Controller:
                     self.changes.wake.set()
                 if time.monotonic() - last_status >= self.settings.status_interval:
                     last_status = time.monotonic()
-                    await self.write_statuses()
+                    try:
+                        await self.write_statuses()
+                    except Exception:  # status is best effort, written again next interval
+                        log.exception("writing statuses failed")
         finally:
             await self.inputs.remotes.close()
 
@@ -209,9 +213,13 @@ class Controller:
                 if info is not None:
                     self.changes.pods.add(info.key)  # re-derived next round (placed pods stay out)
             return
-        core_node = translate.node_from_remote(
-            node, cluster, self._used_by_others(cluster, name), core_name=core_name
-        )
+        try:
+            core_node = translate.node_from_remote(
+                node, cluster, self._used_by_others(cluster, name), core_name=core_name
+            )
+        except pods.PodSpecError as e:  # a node that cannot be read takes no pods
+            log.warning("remote node %s/%s left out: %s", cluster, name, e)
+            return
         rc = self.inputs.remote_clusters.get(cluster)
         if rc is not None and rc.get("spec", {}).get("cordoned"):
             core_node.unschedulable = True

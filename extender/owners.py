@@ -8,9 +8,11 @@ and are cached by UID: owner references do not change.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 
 from armada_bridge.kube.client import ApiError, Kube, Obj
+from armada_bridge.kube.resources import segment
 
 log = logging.getLogger(__name__)
 MAX_DEPTH = 10
@@ -24,6 +26,10 @@ class Root:
 
     def __str__(self) -> str:
         return f"{self.kind}/{self.name}"
+
+
+#: "version" or "group/version" (DNS names), as an ownerReference's apiVersion must be to name anything.
+_API_VERSION = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z]([-a-z0-9]*[a-z0-9])?")
 
 
 def controller_ref(obj: Obj) -> Obj | None:
@@ -43,6 +49,8 @@ class OwnerResolver:
 
     async def _resource(self, api_version: str, kind: str) -> tuple[str, bool] | None:
         kinds = self._plurals.get(api_version)
+        if kinds is None and not _API_VERSION.fullmatch(api_version):
+            return None  # not a group/version: nothing to look up
         if kinds is None:
             path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
             try:
@@ -67,11 +75,15 @@ class OwnerResolver:
             return None  # unknown kind: treat the owner as the root, do not cache (discovery may recover)
         plural, namespaced = res
         base = f"/api/{ref['apiVersion']}" if "/" not in ref["apiVersion"] else f"/apis/{ref['apiVersion']}"
-        path = (
-            f"{base}/namespaces/{namespace}/{plural}/{ref['name']}"
-            if namespaced
-            else f"{base}/{plural}/{ref['name']}"
-        )
+        try:  # names from an ownerReference are the pod author's: one path segment each
+            name = segment(str(ref["name"]))
+            path = (
+                f"{base}/namespaces/{segment(namespace)}/{plural}/{name}"
+                if namespaced
+                else f"{base}/{plural}/{name}"
+            )
+        except ValueError:
+            return None
         try:
             owner = await self.kube.request("GET", path)
         except ApiError as e:

@@ -29,7 +29,6 @@ from extender.inputs import Inputs
 from extender.metrics import Metrics
 from extender.owners import controller_ref
 from extender.protocols import volcano
-from extender.protocols.base import IntentError
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +192,7 @@ class Api:
         try:
             job = await self.c.front.get(JOBS, ref["name"], ns)
             return volcano.job_pod_annotations(job)
-        except (ApiError, IntentError) as e:
+        except (ApiError, ValueError) as e:  # IntentError; a name that is not one
             log.warning("pod of Job %s/%s: Volcano group not named: %s", ns, ref["name"], e)
             return {}
 

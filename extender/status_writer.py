@@ -19,7 +19,7 @@ from extender import protocols
 from extender.inputs import Inputs
 from extender.metrics import Metrics
 from extender.pod_info import PodInfo
-from extender.protocols.base import GangProtocol, GangState, StatusInputs
+from extender.protocols.base import GangProtocol, GangState, IntentError, StatusInputs
 
 
 class StatusSource(Protocol):
@@ -169,7 +169,12 @@ async def write_podgroup_statuses(controller: StatusSource) -> None:
             continue
         for pg in controller.inputs.podgroups[p.name].items():
             md = pg["metadata"]
-            status = p.status(inputs, pg, members.get((p.name, md["namespace"], md["name"]), []))
+            try:
+                status = p.status(inputs, pg, members.get((p.name, md["namespace"], md["name"]), []))
+            except (IntentError, ValueError, TypeError) as e:
+                # A PodGroup that makes no sense gets no status; its pods wait and say why.
+                log.info("%s %s/%s: no status written: %s", p.name, md["namespace"], md["name"], e)
+                continue
             await _write_status(controller, p, pg, status)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -28,6 +29,8 @@ from vkubelet.metrics import METRICS
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
+#: a namespace or pod name as Kubernetes allows them (DNS subdomain), checked before any look-up.
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 LOG_PARAMS = ("follow", "tailLines", "sinceSeconds", "sinceTime", "limitBytes", "timestamps", "previous")
 
 
@@ -93,6 +96,8 @@ class KubeletApi:
         if isinstance(user, web.Response):
             return user
         ns, name, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
+        if not (_NAME.fullmatch(ns) and _NAME.fullmatch(name)):
+            return web.Response(status=400, text="invalid namespace or pod name\n")
         pod = await self.front.get_or_none(PODS, name, ns)
         if pod is None:
             return web.Response(status=404, text=f"pod {ns}/{name} not found\n")
@@ -114,6 +119,8 @@ class KubeletApi:
             return user
         kind = request.path.split("/")[1]
         ns, name = request.match_info["namespace"], request.match_info["pod"]
+        if not (_NAME.fullmatch(ns) and _NAME.fullmatch(name)):
+            return web.Response(status=400, text="invalid namespace or pod name\n")
         container = request.match_info.get("container")
         pod = await self.front.get_or_none(PODS, name, ns)
         if pod is None or request.match_info.get("uid", pod["metadata"]["uid"]) != pod["metadata"]["uid"]:
