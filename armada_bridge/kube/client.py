@@ -133,6 +133,29 @@ def load_config(
 IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 
+#: The longest watch event read: etcd stores objects up to 1.5 MiB, JSON can be larger than that.
+MAX_EVENT_BYTES = 64 * 1024 * 1024
+
+
+async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
+    """Non-empty lines of a stream of any length each (a watch sends one object per line, and an
+    object may be megabytes: aiohttp's own line reader stops at 512 KiB)."""
+    buf = bytearray()
+    async for chunk in content.iter_any():
+        buf += chunk
+        start = 0
+        while (end := buf.find(b"\n", start)) >= 0:
+            line = bytes(buf[start:end])
+            start = end + 1
+            if line.strip():
+                yield line
+        del buf[:start]
+        if len(buf) > MAX_EVENT_BYTES:
+            raise ApiError(413, "EventTooLarge", f"a watch event longer than {MAX_EVENT_BYTES} bytes")
+    if bytes(buf).strip():
+        yield bytes(buf)
+
+
 def _params(params: Mapping[str, Any] | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in (params or {}).items():
@@ -327,9 +350,7 @@ class Kube:
         ) as resp:
             if resp.status >= 400:
                 raise _error(resp.status, await resp.text())
-            async for line in resp.content:
-                if not line.strip():
-                    continue
+            async for line in _lines(resp.content):
                 event = json.loads(line)
                 if event.get("type") == "ERROR":
                     st = event.get("object", {})

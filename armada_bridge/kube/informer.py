@@ -140,6 +140,10 @@ class Informer:
             except ValueError as e:  # an undecodable answer: start from a fresh list
                 self._failed(f"{type(e).__name__}: {e}")
                 rv = ""
+            except Exception as e:  # anything else (a malformed stream, a handler's bug): never stop
+                log.exception("%s: watch failed", self.name)
+                self._failed(f"{type(e).__name__}: {e}")
+                rv = ""
             await asyncio.sleep(backoff * (1 + random.random()))
             backoff = min(backoff * 2, 5.0)
 

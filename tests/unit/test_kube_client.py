@@ -202,3 +202,26 @@ def test_object_names_are_single_path_segments() -> None:
             SECRETS.path("team-a", bad)
         with pytest.raises(ValueError):
             SECRETS.path(bad, "db")
+
+
+def test_a_watch_event_of_megabytes_is_read_whole() -> None:
+    """A pod of ten thousand containers is one watch line of megabytes (aiohttp's own line reader
+    gives up at 512 KiB, which stopped the extender's informers for good)."""
+    big = _pod("big", "2")
+    big["spec"] = {"containers": [{"name": f"c{i}", "image": "busybox" * 20} for i in range(10_000)]}
+    line = json.dumps({"type": "ADDED", "object": big}).encode() + b"\n"
+    assert len(line) > 1_500_000
+
+    async def watch(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        for i in range(0, len(line), 65536):  # in pieces, as the network gives it
+            await resp.write(line[i : i + 65536])
+        await resp.write(b"\n" + json.dumps({"type": "DELETED", "object": _pod("x", "3")}).encode() + b"\n")
+        return resp
+
+    async def scenario() -> list[tuple[str, str]]:
+        async with server({("GET", "/api/v1/pods"): watch}) as url, Kube(KubeConfig(url), retry=FAST) as kube:
+            return [(kind, obj["metadata"]["name"]) async for kind, obj in kube.watch(PODS)]
+
+    assert asyncio.run(scenario()) == [("ADDED", "big"), ("DELETED", "x")]
