@@ -372,7 +372,8 @@ class PoolRound:
             return
         reason = self._queue_limit(queue.name, members)
         if reason:
-            it.stop_new(reason)
+            # Not terminal for the queue (as in Armada: only its rate limit and cordon are): a
+            # smaller job behind this one may still fit under the limit.
             self._wait(members, reason)
             return
         # A colocated job's fit depends on where its colocation runs, not on its shape alone.

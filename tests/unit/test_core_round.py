@@ -434,3 +434,16 @@ def test_capacity_reservation_counts_in_queue_order() -> None:
     result = s.schedule_round(0)
     # B's head (2 cpu) is cheaper than A's reservation (24 cpu), so B goes first; both fit.
     assert list(result.scheduled) == ["b-0", "spark-driver"]
+
+
+def test_a_job_over_its_queue_limit_does_not_block_the_smaller_ones_behind_it() -> None:
+    """A per-queue limit is not terminal for the queue (Armada's IsTerminalQueueUnschedulableReason):
+    one job too big for the limit waits, the jobs after it that fit are scheduled."""
+    s = scheduler_with_nodes(2)
+    s.upsert_queue(Queue("A", resource_limits={"cpu": 0.5}))
+    s.add_job(job("huge", "A", {"cpu": "100000", "memory": "1Gi"}, submit_time=0))
+    for i in range(3):
+        s.add_job(job(f"small-{i}", "A", {"cpu": "1", "memory": "1Gi"}, submit_time=1 + i))
+    result = s.schedule_round(0)
+    assert set(result.scheduled) == {"small-0", "small-1", "small-2"}
+    assert "limit" in (s.reason_of("huge") or "")
