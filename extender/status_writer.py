@@ -120,12 +120,12 @@ def _replace_map(have: Obj, want: Obj) -> Obj:
     return out
 
 
-def free_by_cluster(controller: StatusSource) -> dict[str, rs.Resources]:
-    """Free resources per remote cluster as the core sees them (schedulable nodes only)."""
+def capacity_by_cluster(controller: StatusSource) -> dict[str, rs.Resources]:
+    """What each remote cluster's schedulable nodes hold in all, as the core sees them."""
     out: dict[str, rs.Resources] = {}
     for entry in controller.core.nodedb.entries.values():
         if entry.schedulable:
-            rs.add_into(out.setdefault(entry.cluster, {}), entry.free)
+            rs.add_into(out.setdefault(entry.cluster, {}), entry.node.allocatable)
     return out
 
 
@@ -161,7 +161,7 @@ async def write_podgroup_statuses(controller: StatusSource) -> None:
     inputs = StatusInputs(
         now=rfc3339(utc_now()),
         gang_state=lambda m: _gang_state(controller, m),
-        free_by_cluster=free_by_cluster(controller),
+        capacity_by_cluster=capacity_by_cluster(controller),
         queue=lambda name: _queue(controller, name),
     )
     for p in protocols.WITH_PODGROUPS:

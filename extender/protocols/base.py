@@ -88,8 +88,9 @@ class StatusInputs:
     now: str
     #: members -> the gang's state and, when it waits, why (the core's reason).
     gang_state: Callable[[Sequence[Obj]], tuple[GangState, str]]
-    #: free resources per remote cluster as the core sees them (schedulable nodes only).
-    free_by_cluster: Mapping[str, Resources]
+    #: what each remote cluster's schedulable nodes hold in all (allocatable), free or in use: what
+    #: a gang could get there, by preemption if need be.
+    capacity_by_cluster: Mapping[str, Resources]
     #: queue name -> (exists, cordoned).
     queue: Callable[[str], tuple[bool, bool]]
 

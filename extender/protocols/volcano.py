@@ -103,13 +103,13 @@ def should_enqueue(
     queue_name: str,
     queue_cordoned: bool = False,
     min_resources: Mapping[str, int] | None,
-    free_by_domain: Mapping[str, Mapping[str, int]],
+    room_by_domain: Mapping[str, Mapping[str, int]],
     queue_headroom: Mapping[str, int] | None = None,
 ) -> EnqueueDecision:
     """Whether a Volcano PodGroup may go Inqueue (its operator may then create the pods).
 
-    ``free_by_domain``: free resources per placement domain (a remote cluster, or one value of the
-    gang's node-uniformity label) as the core sees them; ``queue_headroom``: what the queue may
+    ``room_by_domain``: resources per placement domain (a remote cluster, or one value of the
+    gang's node-uniformity label) the gang could get there; ``queue_headroom``: what the queue may
     still take under its limits (None: unlimited). Like Volcano's enqueue action, a PodGroup
     without ``minResources`` is always enqueueable (pod-level gang scheduling follows); one with
     ``minResources`` goes Inqueue only when some single domain can hold all of it.
@@ -127,13 +127,13 @@ def should_enqueue(
             f"queue {queue_name} limits leave {format_resources(queue_headroom)}; "
             f"the gang needs {format_resources(min_resources)}",
         )
-    for domain in sorted(free_by_domain):
-        if fits(min_resources, free_by_domain[domain]):
+    for domain in sorted(room_by_domain):
+        if fits(min_resources, room_by_domain[domain]):
             return EnqueueDecision(True, "Enqueued", f"minResources fit in {domain}")
     return EnqueueDecision(
         False,
         VOLCANO_NOT_ENOUGH_RESOURCES,
-        f"no cluster has {format_resources(min_resources)} free for the gang",
+        f"no cluster has {format_resources(min_resources)} for the gang, free or in use",
     )
 
 
@@ -202,7 +202,10 @@ def status_of(
 
 def status(inputs: StatusInputs, podgroup: Obj, members: Sequence[Obj]) -> Obj:
     """A Volcano PodGroup goes Inqueue when its queue can take it and one cluster can hold its
-    minResources, before its pods exist: training-operator creates pods only then."""
+    minResources at all (free, or in use by jobs it may preempt: as Volcano's overcommit plugin
+    admits against capacity, not idle room), before its pods exist: training-operator creates
+    pods only then, and only pods can make room by preemption. The gang itself still runs only
+    whole, where the core places it."""
     spec = spec_of(podgroup)
     state, reason = inputs.gang_state(members)
     previous = podgroup.get("status") or {}
@@ -214,7 +217,7 @@ def status(inputs: StatusInputs, podgroup: Obj, members: Sequence[Obj]) -> Obj:
             queue_name=queue,
             queue_cordoned=cordoned,
             min_resources=normalize_min_resources(spec.get("minResources"), "minResources"),
-            free_by_domain=inputs.free_by_cluster,
+            room_by_domain=inputs.capacity_by_cluster,
         )
         if decision.inqueue:
             state = GangState.ADMITTED

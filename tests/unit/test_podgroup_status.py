@@ -147,7 +147,7 @@ def test_enqueue_when_min_resources_fit_one_cluster() -> None:
         queue_exists=True,
         queue_name="q",
         min_resources=parse_resources({"cpu": "6", "memory": "16Gi"}),
-        free_by_domain=FREE,
+        room_by_domain=FREE,
     )
     assert d.inqueue and "remote-1" in d.message
 
@@ -157,14 +157,14 @@ def test_no_enqueue_when_only_the_sum_of_clusters_fits() -> None:
         queue_exists=True,
         queue_name="q",
         min_resources=parse_resources({"cpu": "16", "memory": "16Gi"}),
-        free_by_domain=FREE,
+        room_by_domain=FREE,
     )
     assert not d.inqueue and d.reason == "NotEnoughResources" and "cpu=16" in d.message
 
 
 def test_enqueue_without_min_resources() -> None:
     assert volcano.should_enqueue(
-        queue_exists=True, queue_name="q", min_resources=None, free_by_domain={}
+        queue_exists=True, queue_name="q", min_resources=None, room_by_domain={}
     ).inqueue
 
 
@@ -181,7 +181,7 @@ def test_no_enqueue(kw: dict[str, Any], reason: str) -> None:
         "queue_exists": True,
         "queue_name": "q",
         "min_resources": parse_resources({"cpu": "2"}),
-        "free_by_domain": FREE,
+        "room_by_domain": FREE,
     }
     args.update(kw)
     d = volcano.should_enqueue(**args)
