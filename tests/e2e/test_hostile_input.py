@@ -107,7 +107,7 @@ def test_hostile_pods_and_podgroups_wait_with_a_reason_and_others_run(
     ]
     try:
         core.create_namespaced_pod(namespace, many)
-        WANTED_REASON["many-containers"] = "no node fits"
+        wanted_reason["many-containers"] = "cpu"  # over its queue's limit, or no node fits it
     except ApiException as e:
         assert e.status in (413, 422, 500, 504), e  # too large for etcd / the request limit
     good = [pod(f"good-{i}") for i in range(3)]
@@ -126,16 +126,21 @@ def test_hostile_pods_and_podgroups_wait_with_a_reason_and_others_run(
     )
     assert core.read_namespaced_pod("big-annotations", namespace).status.phase == "Running"
 
-    def told_why() -> dict[str, str] | None:
-        missing = {}
-        for name, wanted in WANTED_REASON.items():
+    missing: dict[str, str] = {}
+
+    def told_why() -> str | None:
+        missing.clear()
+        for name, wanted in wanted_reason.items():
             events = [e for e in events_for(cluster_api, namespace, name) if e.startswith("ArmadaWaiting")]
             if not any(wanted in e for e in events):
                 missing[name] = f"wanted {wanted!r} in {events}"
-        return None if missing else {}
+        return None if missing else "every one"
 
-    wait_for("every hostile pod told why it waits", told_why, timeout=60)
-    for name in WANTED_REASON:
+    try:
+        wait_for("every hostile pod told why it waits", told_why, timeout=60)
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {missing}") from None
+    for name in wanted_reason:
         assert not core.read_namespaced_pod(name, namespace).spec.node_name, name
 
 
