@@ -74,6 +74,7 @@ def test_hostile_pods_and_podgroups_wait_with_a_reason_and_others_run(
     namespace: str, cluster_api: Api
 ) -> None:
     core = k8s.CoreV1Api(cluster_api(FRONT))
+    wanted_reason = dict(WANTED_REASON)
     _podgroup(
         cluster_api,
         namespace,
