@@ -1,0 +1,227 @@
+"""Queue and gang rules across released operators, unchanged, on their own samples:
+
+* with room for one of two gangs, the second waits whole and starts when the first ends
+  (training-operator PyTorchJobs);
+* objects of two operators in two queues share the remotes by fair share (KubeRay RayClusters,
+  preemptible, fill the remotes; Dask operator DaskClusters of another queue then get their share);
+* a preempted gang's operator sees the failure and, as its restart policy says, its new pods queue
+  again (a PyTorchJob, `restartPolicy: OnFailure`, preempted by an urgent gang).
+
+Every gang is sized from what is free in the remotes: pods of 20 CPUs (over half of a 32-CPU node,
+so one per node) in gangs of 4, and `gang_rooms` says how many such gangs fit now."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from tests.e2e.bridge import Api, cluster_of, front_pods, gang_rooms, pod
+from tests.e2e.operators import (
+    Obj,
+    adapt,
+    apply,
+    conditions,
+    get,
+    kubectl,
+    pod_templates,
+    sample,
+    wait_gone_from_remotes,
+)
+from tests.support import wait_for
+
+CPU = 20
+MEMBERS = 4
+PREEMPTIBLE = "armada-preemptible"
+URGENT = "armada-urgent"
+PYTORCH_JOB_LABEL = "training.kubeflow.org/job-name"
+
+
+def pytorchjob(
+    namespace: str, name: str, *, runtime: str | None = None, queue: str = "default", priority: str = ""
+) -> Obj:
+    """training-operator's own PyTorchJob sample: 1 master + 3 workers of CPU each; a priority
+    class, where given, through the operator's own gang field (`runPolicy.schedulingPolicy`)."""
+    (job,) = sample("training-operator", "examples/pytorch/simple.yaml")
+    job["metadata"]["name"] = name
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = MEMBERS - 1
+    if priority:
+        job["spec"].setdefault("runPolicy", {}).setdefault("schedulingPolicy", {})["priorityClass"] = priority
+    return adapt(job, namespace, cpu=str(CPU), runtime=runtime, queue=queue)
+
+
+def placed(pods: list[Any]) -> list[Any]:
+    """Pods admitted to a remote cluster that have not ended."""
+    return [p for p in pods if p.spec.node_name and p.status.phase in ("Pending", "Running")]
+
+
+def running(pods: list[Any]) -> list[Any]:
+    return [p for p in pods if p.spec.node_name and p.status.phase == "Running"]
+
+
+def test_with_room_for_one_of_two_gangs_the_second_waits_whole_and_starts_when_the_first_ends(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    operators("training-operator")
+    rooms = gang_rooms(cluster_api, MEMBERS, CPU)
+    assert rooms >= 1, "no room for one gang of 4 x 20 CPUs"
+    # Long-running gangs take all the room but one.
+    for i in range(rooms - 1):
+        apply(pytorchjob(namespace, f"filler-{i}"))
+    if rooms > 1:
+        wait_for(
+            "the fillers Running",
+            lambda: len(running(front_pods(cluster_api, namespace))) == MEMBERS * (rooms - 1),
+            timeout=180,
+        )
+    jobs = [pytorchjob(namespace, n, runtime="15s") for n in ("one", "two")]
+    for job in jobs:
+        apply(job)
+
+    def of(job: Obj) -> list[Any]:
+        return front_pods(cluster_api, namespace, f"{PYTORCH_JOB_LABEL}={job['metadata']['name']}")
+
+    order: list[str] = []
+    deadline = time.monotonic() + 300
+    while not all(conditions(get(j)).get("Succeeded") == "True" for j in jobs):
+        assert time.monotonic() < deadline, f"both jobs did not succeed; started: {order}"
+        active = [j["metadata"]["name"] for j in jobs if placed(of(j))]
+        assert len(active) <= 1, "both gangs placed at once though there is room for one"
+        for name in active:
+            if name not in order:
+                order.append(name)
+        time.sleep(0.5)
+    assert len(order) == 2, order
+    for job in jobs:
+        pods = of(job)
+        assert len(pods) == MEMBERS and len({cluster_of(p) for p in pods}) == 1
+        assert conditions(get(job)).get("Failed") != "True"
+    kubectl("delete", "pytorchjob", "--all", "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace)
+
+
+def test_objects_of_two_operators_in_two_queues_share_the_remotes_by_fair_share(
+    namespace: str, cluster_api: Api, operators: Callable[..., None], queues: list[str]
+) -> None:
+    operators("kuberay", "dask")
+    a, b = queues
+    rooms = gang_rooms(cluster_api, MEMBERS, CPU)
+    assert rooms >= 2, f"room for {rooms} gang(s) of 4 x 20 CPUs: fair share needs two"
+    # Queue a: preemptible RayClusters (head + 3 workers), one more than fit.
+    for i in range(rooms + 1):
+        (rc,) = sample("kuberay", "config/samples/ray-cluster.sample.yaml")
+        rc["metadata"]["name"] = f"ray-{i}"
+        rc["spec"]["workerGroupSpecs"][0].update(replicas=MEMBERS - 1, minReplicas=MEMBERS - 1)
+        rc = adapt(rc, namespace, cpu=str(CPU), queue=a)
+        for t in pod_templates(rc):
+            t["spec"]["priorityClassName"] = PREEMPTIBLE
+        apply(rc)
+
+    def held(queue: str) -> int:
+        return len(
+            [
+                p
+                for p in running(front_pods(cluster_api, namespace))
+                if p.metadata.labels.get(keys.QUEUE_LABEL, b) == queue
+            ]
+        )
+
+    wait_for(f"queue a holding all {rooms} rooms", lambda: held(a) == MEMBERS * rooms, timeout=180)
+    # Queue b (the namespace's label: the Dask objects' pods carry none of their own): DaskClusters
+    # of scheduler + 3 workers, enough to fill the remotes alone.
+    k8s.CoreV1Api(cluster_api("front")).patch_namespace(
+        namespace, {"metadata": {"labels": {keys.QUEUE_LABEL: b}}}
+    )
+    for i in range(rooms):
+        (dc,) = sample("dask", "operator/controller/tests/resources/simplecluster.yaml")
+        dc["metadata"].update(name=f"dask-{i}", namespace=namespace)
+        dc["spec"]["worker"]["replicas"] = MEMBERS - 1
+        for part in ("worker", "scheduler"):
+            for c in dc["spec"][part]["spec"]["containers"]:
+                c["resources"] = {"requests": {"cpu": str(CPU), "memory": "1Gi"}}
+        apply(dc)
+
+    # Both demand all of it: each is owed half. Whole gangs of a are preempted until b has its
+    # share; what a keeps is not less than its own.
+    share = MEMBERS * (rooms // 2)
+    wait_for(f"queue b holding its share ({share} pods)", lambda: held(b) >= share, timeout=240)
+    time.sleep(10)
+    assert held(b) >= share and held(a) >= share, (held(a), held(b))
+    for p in front_pods(cluster_api, namespace):
+        if p.status.reason == "Preempted":
+            assert p.metadata.labels.get(keys.QUEUE_LABEL) == a, p.metadata.name
+    for kind in ("raycluster", "daskcluster"):
+        kubectl("delete", kind, "--all", "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace, timeout=180)
+
+
+def test_a_preempted_gangs_operator_restarts_it_and_its_new_pods_queue_again(
+    namespace: str, cluster_api: Api, operators: Callable[..., None], queues: list[str]
+) -> None:
+    operators("training-operator")
+    a, b = queues
+    rooms = gang_rooms(cluster_api, MEMBERS, CPU)
+    assert rooms >= 1, "no room for one gang of 4 x 20 CPUs"
+    # Queue a: preemptible PyTorchJobs (restartPolicy OnFailure, the sample's) take all the room.
+    victims = [pytorchjob(namespace, f"victim-{i}", queue=a, priority=PREEMPTIBLE) for i in range(rooms)]
+    for job in victims:
+        apply(job)
+    wait_for(
+        "queue a's gangs Running",
+        lambda: len(running(front_pods(cluster_api, namespace))) == MEMBERS * rooms,
+        timeout=180,
+    )
+    before = {p.metadata.uid for p in front_pods(cluster_api, namespace)}
+    # Queue b: an urgent gang of the same shape (Armada gang annotations; an operator's Volcano
+    # PodGroup with minResources cannot preempt yet: docs/operators.md), that runs for 20 s.
+    core = k8s.CoreV1Api(cluster_api("front"))
+    gang = {keys.GANG_ID: "urgent", keys.GANG_CARDINALITY: str(MEMBERS), keys.SIMULATED_RUNTIME: "20s"}
+    for i in range(MEMBERS):
+        urgent = pod(f"urgent-{i}", queue=b, cpu=str(CPU), annotations=gang, priority_class=URGENT)
+        urgent["spec"]["restartPolicy"] = "Never"
+        core.create_namespaced_pod(namespace, urgent)
+    urgent_pods = f"{keys.QUEUE_LABEL}={b}"
+    wait_for(
+        "the urgent gang placed",
+        lambda: len(placed(front_pods(cluster_api, namespace, urgent_pods))) == MEMBERS,
+        timeout=120,
+    )
+    # Exactly one of a's jobs was preempted, whole; its operator saw its pods fail and, as its
+    # restart policy says, restarted it: new pods, which queued and run again, in one cluster.
+    restarted = wait_for(
+        "a PyTorchJob restarted by its operator",
+        lambda: [j for j in victims if "Restarting" in conditions(get(j))],
+        timeout=120,
+    )
+    assert len(restarted) == 1, [j["metadata"]["name"] for j in restarted]
+    (job,) = restarted
+    of_job = f"{PYTORCH_JOB_LABEL}={job['metadata']['name']}"
+
+    def new_pods_waiting() -> list[Any] | None:
+        pods = [p for p in front_pods(cluster_api, namespace, of_job) if p.metadata.uid not in before]
+        return pods if len(pods) == MEMBERS and not placed(pods) else None
+
+    # While the urgent gang runs, the restarted job's new pods wait, whole.
+    wait_for("the restarted job's new pods waiting", new_pods_waiting, timeout=60)
+    assert len(placed(front_pods(cluster_api, namespace, urgent_pods))) == MEMBERS
+
+    def new_pods_running() -> list[Any] | None:
+        fresh = [
+            p for p in running(front_pods(cluster_api, namespace, of_job)) if p.metadata.uid not in before
+        ]
+        return fresh if len(fresh) == MEMBERS else None
+
+    fresh = wait_for("the restarted job's new pods Running", new_pods_running, timeout=180)
+    assert len({cluster_of(p) for p in fresh}) == 1
+    for other in victims:
+        state = conditions(get(other))
+        assert state.get("Failed") != "True" and state.get("Running") == "True", state
+        if other is not job:
+            pods = front_pods(cluster_api, namespace, f"{PYTORCH_JOB_LABEL}={other['metadata']['name']}")
+            assert {p.metadata.uid for p in pods} <= before, "a job that was not preempted was restarted"
+    kubectl("delete", "pytorchjob", "--all", "-n", namespace, "--wait=true")
+    kubectl("delete", "pods", "-l", urgent_pods, "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace, timeout=180)
