@@ -3,7 +3,8 @@
 * with room for one of two gangs, the second waits whole and starts when the first ends
   (training-operator PyTorchJobs);
 * objects of two operators in two queues share the remotes by fair share (KubeRay RayClusters,
-  preemptible, fill the remotes; Dask operator DaskClusters of another queue then get their share);
+  preemptible, fill the remotes; MPI operator MPIJobs of another queue are owed their share):
+  an expected failure today, see its reason;
 * a preempted gang's operator sees the failure and, as its restart policy says, its new pods queue
   again (a PyTorchJob, `restartPolicy: OnFailure`, preempted by an urgent gang).
 
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
@@ -103,10 +105,19 @@ def test_with_room_for_one_of_two_gangs_the_second_waits_whole_and_starts_when_t
     wait_gone_from_remotes(cluster_api, namespace)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "bridge bug: a gang whose PodGroup has minResources (every operator's Volcano PodGroup) is "
+        "placed only where minResources is free now, before preemption is considered "
+        "(extender/core/round.py `_domains`), so it never makes fair-share or urgency preemption "
+        "room; the MPIJobs wait while the RayClusters keep everything"
+    ),
+)
 def test_objects_of_two_operators_in_two_queues_share_the_remotes_by_fair_share(
     namespace: str, cluster_api: Api, operators: Callable[..., None], queues: list[str]
 ) -> None:
-    operators("kuberay", "dask")
+    operators("kuberay", "mpi-operator")
     a, b = queues
     rooms = gang_rooms(cluster_api, MEMBERS, CPU)
     assert rooms >= 2, f"room for {rooms} gang(s) of 4 x 20 CPUs: fair share needs two"
@@ -121,39 +132,29 @@ def test_objects_of_two_operators_in_two_queues_share_the_remotes_by_fair_share(
         apply(rc)
 
     def held(queue: str) -> int:
-        return len(
-            [
-                p
-                for p in running(front_pods(cluster_api, namespace))
-                if p.metadata.labels.get(keys.QUEUE_LABEL, b) == queue
-            ]
-        )
+        selector = f"{keys.QUEUE_LABEL}={queue}"
+        return len(running(front_pods(cluster_api, namespace, selector)))
 
     wait_for(f"queue a holding all {rooms} rooms", lambda: held(a) == MEMBERS * rooms, timeout=180)
-    # Queue b (the namespace's label: the Dask objects' pods carry none of their own): DaskClusters
-    # of scheduler + 3 workers, enough to fill the remotes alone.
-    k8s.CoreV1Api(cluster_api("front")).patch_namespace(
-        namespace, {"metadata": {"labels": {keys.QUEUE_LABEL: b}}}
-    )
+    # Queue b: MPIJobs (launcher + 3 workers, one gang each), enough to fill the remotes alone.
+    mpijobs = []
     for i in range(rooms):
-        (dc,) = sample("dask", "operator/controller/tests/resources/simplecluster.yaml")
-        dc["metadata"].update(name=f"dask-{i}", namespace=namespace)
-        dc["spec"]["worker"]["replicas"] = MEMBERS - 1
-        for part in ("worker", "scheduler"):
-            for c in dc["spec"][part]["spec"]["containers"]:
-                c["resources"] = {"requests": {"cpu": str(CPU), "memory": "1Gi"}}
-        apply(dc)
+        (mpi,) = sample("mpi-operator", "examples/v2beta1/pi/pi.yaml")
+        mpi["metadata"]["name"] = f"mpi-{i}"
+        mpi["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = MEMBERS - 1
+        mpijobs.append(adapt(mpi, namespace, cpu=str(CPU), queue=b))
+        apply(mpijobs[-1])
 
-    # Both demand all of it: each is owed half. Whole gangs of a are preempted until b has its
-    # share; what a keeps is not less than its own.
-    share = MEMBERS * (rooms // 2)
-    wait_for(f"queue b holding its share ({share} pods)", lambda: held(b) >= share, timeout=240)
-    time.sleep(10)
-    assert held(b) >= share and held(a) >= share, (held(a), held(b))
-    for p in front_pods(cluster_api, namespace):
-        if p.status.reason == "Preempted":
-            assert p.metadata.labels.get(keys.QUEUE_LABEL) == a, p.metadata.name
-    for kind in ("raycluster", "daskcluster"):
+    # Both demand all of it: each is owed half. Whole gangs of a are preempted until b gets its
+    # share (b's MPIJobs then run and succeed); what a keeps is not less than its own.
+    share = rooms // 2
+    wait_for(
+        f"{share} of queue b's MPIJobs Succeeded",
+        lambda: sum(conditions(get(j)).get("Succeeded") == "True" for j in mpijobs) >= share,
+        timeout=120,
+    )
+    assert held(a) >= MEMBERS * share, held(a)
+    for kind in ("raycluster", "mpijob"):
         kubectl("delete", kind, "--all", "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace, timeout=180)
 
