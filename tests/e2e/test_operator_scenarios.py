@@ -290,4 +290,4 @@ def test_bug_an_urgent_operator_gang_preempts_preemptible_gangs(
     # the operator's `runPolicy.schedulingPolicy`): it should preempt one of a's gangs and run.
     urgent = mpijob(namespace, "urgent", queue=b, priority=URGENT)
     apply(urgent)
-    wait_status(urgent, "Succeeded", lambda j: conditions(j).get("Succeeded") == "True", timeout=90)
+    wait_status(urgent, "Succeeded", lambda j: conditions(j).get("Succeeded") == "True", timeout=60)
