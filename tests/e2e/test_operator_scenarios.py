@@ -5,7 +5,8 @@
 * objects of two operators in two queues share the remotes by fair share (KubeRay RayClusters of
   one queue submitted first, MPI operator MPIJobs of another, all waiting on cordoned nodes: when
   the nodes come back, each queue gets its half);
-* pinned as an expected failure: an urgent operator gang (MPIJob) cannot preempt (bridge bug).
+* an urgent operator gang (an MPIJob, its PodGroup reserving minResources) preempts a preemptible
+  one whole, runs and succeeds.
 * a preempted gang's operator sees the failure and, as its restart policy says, its new pods queue
   again (a PyTorchJob, `restartPolicy: OnFailure`, preempted by an urgent gang).
 
@@ -18,7 +19,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
@@ -72,6 +72,22 @@ def raycluster(namespace: str, name: str, *, queue: str) -> Obj:
     rc["metadata"]["name"] = name
     rc["spec"]["workerGroupSpecs"][0].update(replicas=MEMBERS - 1, minReplicas=MEMBERS - 1)
     return adapt(rc, namespace, cpu=str(CPU), queue=queue)
+
+
+def fill_with_preemptible_pytorchjobs(api: Api, namespace: str, queue: str) -> list[Obj]:
+    """Preemptible PyTorchJobs (the sample's pods, `restartPolicy: OnFailure`) of `queue`, as many
+    as there is room for, all Running."""
+    rooms = gang_rooms(api, MEMBERS, CPU)
+    assert rooms >= 1, "no room for one gang of 4 x 20 CPUs"
+    jobs = [pytorchjob(namespace, f"victim-{i}", queue=queue, priority=PREEMPTIBLE) for i in range(rooms)]
+    for job in jobs:
+        apply(job)
+    wait_for(
+        f"queue {queue}'s gangs Running",
+        lambda: len(running(front_pods(api, namespace))) == MEMBERS * rooms,
+        timeout=180,
+    )
+    return jobs
 
 
 def placed(pods: list[Any]) -> list[Any]:
@@ -198,20 +214,9 @@ def test_a_preempted_gangs_operator_restarts_it_and_its_new_pods_queue_again(
 ) -> None:
     operators("training-operator")
     a, b = queues
-    rooms = gang_rooms(cluster_api, MEMBERS, CPU)
-    assert rooms >= 1, "no room for one gang of 4 x 20 CPUs"
-    # Queue a: preemptible PyTorchJobs (restartPolicy OnFailure, the sample's) take all the room.
-    victims = [pytorchjob(namespace, f"victim-{i}", queue=a, priority=PREEMPTIBLE) for i in range(rooms)]
-    for job in victims:
-        apply(job)
-    wait_for(
-        "queue a's gangs Running",
-        lambda: len(running(front_pods(cluster_api, namespace))) == MEMBERS * rooms,
-        timeout=180,
-    )
+    victims = fill_with_preemptible_pytorchjobs(cluster_api, namespace, a)
     before = {p.metadata.uid for p in front_pods(cluster_api, namespace)}
-    # Queue b: an urgent gang of the same shape (Armada gang annotations; an operator's Volcano
-    # PodGroup with minResources cannot preempt yet: docs/operators.md), that runs for 20 s.
+    # Queue b: an urgent gang of the same shape (Armada gang annotations) that runs for 20 s.
     core = k8s.CoreV1Api(cluster_api("front"))
     gang = {keys.GANG_ID: "urgent", keys.GANG_CARDINALITY: str(MEMBERS), keys.SIMULATED_RUNTIME: "20s"}
     for i in range(MEMBERS):
@@ -264,30 +269,25 @@ def test_a_preempted_gangs_operator_restarts_it_and_its_new_pods_queue_again(
     wait_gone_from_remotes(cluster_api, namespace, timeout=180)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bridge bug: a gang whose PodGroup has minResources (every operator's Volcano PodGroup) is "
-        "placed only where its minResources is free now, before preemption is considered "
-        "(extender/core/round.py `_domains`), so it never makes room by preemption"
-    ),
-)
-def test_bug_an_urgent_operator_gang_preempts_preemptible_gangs(
+def test_an_urgent_operator_gang_preempts_a_preemptible_one_whole(
     namespace: str, cluster_api: Api, operators: Callable[..., None], queues: list[str]
 ) -> None:
     operators("training-operator", "mpi-operator")
     a, b = queues
-    rooms = gang_rooms(cluster_api, MEMBERS, CPU)
-    assert rooms >= 1, "no room for one gang of 4 x 20 CPUs"
-    for i in range(rooms):
-        apply(pytorchjob(namespace, f"victim-{i}", queue=a, priority=PREEMPTIBLE))
-    wait_for(
-        "queue a's gangs Running",
-        lambda: len(running(front_pods(cluster_api, namespace))) == MEMBERS * rooms,
-        timeout=180,
-    )
+    victims = fill_with_preemptible_pytorchjobs(cluster_api, namespace, a)
     # The MPI operator's own sample as an urgent gang (its PodGroup's priorityClassName, through
-    # the operator's `runPolicy.schedulingPolicy`): it should preempt one of a's gangs and run.
+    # the operator's `runPolicy.schedulingPolicy`; its PodGroup reserves minResources): it
+    # preempts one of a's gangs, whole, runs and succeeds.
     urgent = mpijob(namespace, "urgent", queue=b, priority=URGENT)
     apply(urgent)
-    wait_status(urgent, "Succeeded", lambda j: conditions(j).get("Succeeded") == "True", timeout=60)
+    done = wait_status(urgent, "Succeeded", lambda j: conditions(j).get("Succeeded") == "True", timeout=120)
+    assert conditions(done).get("Failed") != "True"
+    restarted = wait_for(
+        "a PyTorchJob restarted by its operator",
+        lambda: [j for j in victims if "Restarting" in conditions(get(j))],
+        timeout=60,
+    )
+    assert len(restarted) == 1, [j["metadata"]["name"] for j in restarted]
+    for kind in ("pytorchjob", "mpijob"):
+        kubectl("delete", kind, "--all", "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace, timeout=180)
