@@ -17,6 +17,8 @@ class Versions:
     kwok: str
     # operator name (as `dev up --operators` and hack/build-operators.sh spell it) -> version
     operators: dict[str, str] = field(default_factory=dict)
+    # Spark (PyPI `pyspark`) whose spark-submit the Spark operator's controller runs.
+    pyspark: str = ""
 
 
 # The variable of hack/versions.env that pins each operator.
@@ -46,6 +48,7 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
             etcd=values["ETCD_VERSION"],
             kwok=values["KWOK_VERSION"],
             operators={name: values[key] for name, key in OPERATOR_VERSION_KEYS.items()},
+            pyspark=values["PYSPARK_VERSION"],
         )
     except KeyError as missing:
         raise RuntimeError(f"{path}: missing {missing.args[0]}") from None

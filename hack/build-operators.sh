@@ -5,7 +5,7 @@
 # `module/`, the parts of its module the dev environment reads (CRDs, webhook configs, samples).
 # A second run finds them and does nothing.
 #
-#   hack/build-operators.sh [all|NAME...]   NAME: training-operator kuberay mpi-operator jobset argo dask trainer
+#   hack/build-operators.sh [all|NAME...]   NAME: training-operator kuberay mpi-operator jobset argo dask trainer spark-operator
 #   ARMADA_BRIDGE_CACHE=/path ...           cache root (default ~/.cache/armada-bridge)
 set -euo pipefail
 
@@ -79,14 +79,43 @@ for r in json.load(sys.stdin).get("Replace") or []:
   step=""
 }
 
+# pip_venv NAME OUT REQUIREMENT [NOTE]: a virtualenv of its own in OUT/venv with REQUIREMENT installed.
+pip_venv() {
+  local name=$1 out=$2 req=$3 note=${4:-}
+  rm -rf "$out"
+  step="create the $name virtualenv ($req)"; say "$step"
+  run "$name-venv" python3 -m venv "$out/venv"
+  step="pip install $req${note:+ ($note)}"; say "$step"
+  run "$name-pip" "$out/venv/bin/pip" install -q "$req"
+}
+
 build_dask() {
   local v=$DASK_KUBERNETES_VERSION out="$bin/dask-$DASK_KUBERNETES_VERSION"
   if have "$out"; then say "dask $v: cached in $out"; return; fi
-  rm -rf "$out"
-  step="create the dask operator's virtualenv (dask-kubernetes==$v)"; say "$step"
-  run dask-venv python3 -m venv "$out/venv"
-  step="pip install dask-kubernetes==$v"; say "$step"
-  run dask-pip "$out/venv/bin/pip" install -q "dask-kubernetes==$v"
+  pip_venv dask "$out" "dask-kubernetes==$v"
+  touch "$out/.complete"
+  step=""
+}
+
+# The Spark operator's controller execs $SPARK_HOME/bin/spark-submit: Spark from PyPI's `pyspark`
+# (in a virtualenv of its own, keyed by version; SPARK_HOME is its pyspark package directory) and a
+# Java runtime (Debian's OpenJDK 17 is installed where `java` is missing and apt-get can).
+build_spark_home() {
+  local v=$PYSPARK_VERSION out="$bin/pyspark-$PYSPARK_VERSION"
+  if ! command -v java >/dev/null; then
+    step="install Java for spark-submit (apt-get install openjdk-17-jre-headless)"; say "$step"
+    command -v apt-get >/dev/null || { echo "build-operators: no java and no apt-get: install a Java 17 runtime" >&2; exit 1; }
+    local sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+    run java-apt-update $sudo apt-get update -q
+    run java-apt $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openjdk-17-jre-headless
+  fi
+  if have "$out"; then say "pyspark $v: cached in $out"; return; fi
+  pip_venv pyspark "$out" "pyspark==$v" "about 450 MB"
+  step="check spark-submit of pyspark $v"; say "$step"
+  local home
+  home=$("$out/venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
+  ln -sfn "$home" "$out/spark-home"
+  run pyspark-version env SPARK_HOME="$out/spark-home" "$out/spark-home/bin/spark-submit" --version
   touch "$out/.complete"
   step=""
 }
@@ -120,12 +149,17 @@ build_one() {
         workflow-controller github.com/argoproj/argo-workflows/v3/cmd/workflow-controller \
         manifests/base/crds examples ;;
     dask) build_dask ;;
-    *) echo "usage: $0 [all|jobset|training-operator|trainer|mpi-operator|kuberay|argo|dask ...]" >&2; exit 2 ;;
+    spark-operator)
+      build_go spark-operator github.com/kubeflow/spark-operator/v2 "$SPARK_OPERATOR_VERSION" \
+        spark-operator github.com/kubeflow/spark-operator/v2/cmd/operator \
+        config examples
+      build_spark_home ;;
+    *) echo "usage: $0 [all|jobset|training-operator|trainer|mpi-operator|kuberay|argo|dask|spark-operator ...]" >&2; exit 2 ;;
   esac
 }
 
 # Most useful first: a partial cache still runs the first end-to-end tests.
-ALL=(training-operator kuberay mpi-operator jobset argo dask trainer)
+ALL=(training-operator kuberay mpi-operator jobset argo dask trainer spark-operator)
 if [ $# -eq 0 ] || [ "$1" = all ]; then set -- "${ALL[@]}"; fi
 for name in "$@"; do build_one "$name"; done
 say "done: operators under $bin"

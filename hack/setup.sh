@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh machine: a virtualenv with the package and its dev
 # dependencies (.venv), the pinned Kubernetes/etcd/KWOK binaries and the released operators (each
-# built once into the cache).
+# built once into the cache; the Spark operator also needs Java, installed with apt-get where `java`
+# is missing, and Spark from PyPI `pyspark`, about 450 MB).
 # Safe to run again: it only does what is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -77,6 +77,26 @@ def cluster_api(dev_env: object) -> Iterator[Callable[[str], k8s.ApiClient]]:
 
 
 @pytest.fixture
+def queues(cluster_api: Callable[[str], k8s.ApiClient]) -> Iterator[list[str]]:
+    """Two fresh Queues with equal priority factors, deleted after the test."""
+    from armada_bridge import keys
+
+    crd = k8s.CustomObjectsApi(cluster_api("front"))
+    names = [f"q{uuid.uuid4().hex[:6]}-{x}" for x in "ab"]
+    for n in names:
+        body = {
+            "apiVersion": keys.API_VERSION,
+            "kind": "Queue",
+            "metadata": {"name": n},
+            "spec": {"priorityFactor": 1},
+        }
+        crd.create_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", body)
+    yield names
+    for n in names:
+        crd.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", n)
+
+
+@pytest.fixture
 def namespace(
     request: pytest.FixtureRequest, dev_env: object, cluster_api: Callable[[str], k8s.ApiClient]
 ) -> Iterator[str]:

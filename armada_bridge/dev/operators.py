@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 BUILD_SCRIPT = versions.REPO_ROOT / "hack" / "build-operators.sh"
 # What `--operators all` runs (hack/build-operators.sh builds the same set by default).
-ALL = ("training-operator", "kuberay", "mpi-operator", "jobset", "argo", "dask", "trainer")
+ALL = ("training-operator", "kuberay", "mpi-operator", "jobset", "argo", "dask", "trainer", "spark-operator")
 # controller-runtime's default serving-certificate directory, which training-operator v1 and Trainer
 # v2 fix in their code (pkg/cert/cert.go, pkg/util/cert/cert.go `certDir`): both read the dev
 # operators' serving pair there. training-operator's certificate rotator
@@ -53,6 +54,12 @@ ARGO_CONFIG = {
     "metadata": {"name": "workflow-controller-configmap", "namespace": ARGO_NAMESPACE},
     "data": {"metricsConfig": "enabled: false\n", "telemetryConfig": "enabled: false\n"},
 }
+# The Spark operator's pod webhook is its own process. It reads its serving pair from a Secret in
+# this namespace: in its cert-manager mode (`--enable-cert-manager`: certificate made elsewhere,
+# no CA injection into webhook configurations by name) that Secret holds the dev operators' CA and
+# serving pair, and the webhooks are registered by URL like the other operators'.
+SPARK_OPERATOR_NAMESPACE = "spark-operator"
+SPARK_WEBHOOK_SECRET = "spark-operator-webhook-certs"
 CA_NAMES = ["training-operator-ca", "jobset-ca", "kubeflow-trainer-ca"]
 SERVICE_HOSTS = [
     "kubeflow-trainer-controller-manager.kubeflow-system.svc",
@@ -91,9 +98,27 @@ class Operator:
     def component(self) -> str:
         return f"operator-{self.name}"
 
+    @property
+    def components(self) -> tuple[str, ...]:
+        """Its processes: the Spark operator's pod webhook runs beside its controller."""
+        if self.name == "spark-operator":
+            return (f"{self.component}-webhook", self.component)
+        return (self.component,)
+
+    def built(self) -> bool:
+        """Built, with what it needs beside its binary (Spark for the Spark operator)."""
+        needs = [self.dir] + ([spark_home().parent] if self.name == "spark-operator" else [])
+        return all((d / ".complete").is_file() for d in needs)
+
     def crd_files(self) -> list[Path]:
         files = sorted({p for g in self.crds for p in self.module.glob(g)})
         return [p for p in files if p.name != "kustomization.yaml"]
+
+
+def spark_home(v: versions.Versions | None = None) -> Path:
+    """SPARK_HOME for the Spark operator's spark-submit: the `pyspark` package of its own
+    virtualenv (hack/build-operators.sh links it as `spark-home`)."""
+    return cache_root() / "bin" / f"pyspark-{(v or versions.load()).pyspark}" / "spark-home"
 
 
 def catalog(v: versions.Versions | None = None) -> dict[str, Operator]:
@@ -147,6 +172,14 @@ def catalog(v: versions.Versions | None = None) -> dict[str, Operator]:
                 None,
                 ("health",),
             ),
+            Operator(
+                "spark-operator",
+                ops["spark-operator"],
+                "spark-operator",
+                ("config/crd/bases/*.yaml",),
+                "config/webhook",
+                ("health", "webhook", "webhook-health"),
+            ),
         )
     }
 
@@ -166,7 +199,7 @@ def log(msg: str) -> None:
 
 
 def ensure_built(ops: Sequence[Operator]) -> None:
-    missing = [o for o in ops if not (o.dir / ".complete").is_file()]
+    missing = [o for o in ops if not o.built()]
     if not missing:
         return
     names = [o.name for o in missing]
@@ -217,7 +250,12 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
     ports = _ports(env, ops)
     front = env.kubeconfig(FRONT)
     certs = ca_and_serving(cache_root() / "dev-operators-ca", CA_NAMES, SERVICE_HOSTS)
-    for ns in (TRAINING_OPERATOR_NAMESPACE, MPI_OPERATOR_LOCK_NAMESPACE, ARGO_NAMESPACE):
+    for ns in (
+        TRAINING_OPERATOR_NAMESPACE,
+        MPI_OPERATOR_LOCK_NAMESPACE,
+        ARGO_NAMESPACE,
+        SPARK_OPERATOR_NAMESPACE,
+    ):
         doc = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
         kubectl(bins, front, "apply", "--server-side", "-f", "-", stdin=json.dumps(doc))
     for o in ops:
@@ -234,18 +272,24 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
             _default_cert_dir(certs)
         if o.name == "argo":
             kubectl(bins, front, *apply_server_side, "-f", "-", stdin=json.dumps(ARGO_CONFIG))
+        if o.name == "spark-operator":
+            kubectl(
+                bins, front, *apply_server_side, "-f", "-", stdin=json.dumps(_spark_webhook_secret(certs))
+            )
         if o.webhook_dir:
             docs = webhook_configurations(bins, o, ports[o.name]["webhook"], certs["ca.crt"].read_bytes())
             kubectl(bins, front, *apply_server_side, "-f", "-", stdin=yaml.safe_dump_all(docs))
-        c = component(env, o, ports.get(o.name, {}), front, certs)
-        _, started = env.supervisor.ensure(c)
-        env.supervisor.wait_ready(c, timeout=90)
-        if c.ready_url is None and started:
-            # Nothing to poll (the MPI operator): give a fatal start, such as its fixed :8080 being
-            # taken by another environment's MPI operator, the time to show.
-            time.sleep(2)
-            if env.supervisor.pid(c.name) is None:
-                raise RuntimeError(f"{c.name} exited at start:\n{env.supervisor.tail(c.name)}")
+        started = False
+        for c in components(env, o, ports.get(o.name, {}), front, certs):
+            _, started_now = env.supervisor.ensure(c)
+            started = started or started_now
+            env.supervisor.wait_ready(c, timeout=90)
+            if c.ready_url is None and started_now:
+                # Nothing to poll (the MPI operator): give a fatal start, such as its fixed :8080
+                # being taken by another environment's MPI operator, the time to show.
+                time.sleep(2)
+                if env.supervisor.pid(c.name) is None:
+                    raise RuntimeError(f"{c.name} exited at start:\n{env.supervisor.tail(c.name)}")
         verb = "started" if started else "running, reused"
         log(f"operator {o.name} {o.version}: {verb} ({time.monotonic() - t0:.1f}s)")
 
@@ -264,6 +308,19 @@ def _training_operator_certs(bins: Binaries, front: Path, certs: dict[str, Path]
     }
     kubectl(bins, front, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=json.dumps(secret))
     _default_cert_dir(certs)
+
+
+def _spark_webhook_secret(certs: dict[str, Path]) -> dict[str, Any]:
+    """The Secret the Spark operator's webhook reads in its cert-manager mode: the dev operators'
+    CA and serving pair (SAN 127.0.0.1, where its webhooks are registered)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": SPARK_WEBHOOK_SECRET, "namespace": SPARK_OPERATOR_NAMESPACE},
+        "data": {
+            k: base64.b64encode(certs[k].read_bytes()).decode() for k in ("ca.crt", "tls.crt", "tls.key")
+        },
+    }
 
 
 def _default_cert_dir(certs: dict[str, Path]) -> None:
@@ -292,6 +349,13 @@ def webhook_configurations(bins: Binaries, o: Operator, port: int, ca_pem: bytes
         if name.endswith("-webhook-configuration"):  # kubebuilder's generic names: make them ours
             doc["metadata"]["name"] = f"{o.name}-{name}"
         for wh in doc.get("webhooks") or []:
+            if o.name == "spark-operator":
+                # Its kustomization limits the webhooks to the job namespace `default`, a
+                # placeholder to adjust; its Helm chart leaves the selector out when the job
+                # namespaces are all of them (`spark.jobNamespaces: [""]`), as here: the controller
+                # runs without `--namespaces`. Its pod webhook still selects only the pods the
+                # operator launched (its objectSelector).
+                wh.pop("namespaceSelector", None)
             service = wh["clientConfig"].pop("service", {})
             wh["clientConfig"] = {
                 "url": f"https://127.0.0.1:{port}{service.get('path', '/')}",
@@ -299,6 +363,64 @@ def webhook_configurations(bins: Binaries, o: Operator, port: int, ca_pem: bytes
             }
         docs.append(doc)
     return docs
+
+
+def components(
+    env: Environment, o: Operator, ports: dict[str, int], front: Path, certs: dict[str, Path]
+) -> list[Component]:
+    """Its processes, in the order they start."""
+    if o.name == "spark-operator":
+        return _spark_operator(env, o, ports, front)
+    return [component(env, o, ports, front, certs)]
+
+
+def _spark_operator(env: Environment, o: Operator, ports: dict[str, int], front: Path) -> list[Component]:
+    """Its pod webhook (which also gives driver and executor pods the batch scheduler's name), then
+    its controller with the Volcano batch scheduler. The controller execs
+    `$SPARK_HOME/bin/spark-submit`, which finds the API server through KUBERNETES_SERVICE_HOST/PORT
+    (as in a pod) and its credentials through KUBECONFIG."""
+    binary = str(o.dir / o.binary)
+    cert_dir = env.state_dir / "operators" / "spark-operator-certs"
+    server = urllib.parse.urlsplit(yaml.safe_load(front.read_text())["clusters"][0]["cluster"]["server"])
+    webhook = Component(
+        name=o.components[0],
+        argv=[
+            binary,
+            "webhook",
+            "start",
+            f"--kubeconfig={front}",
+            f"--webhook-port={ports['webhook']}",
+            f"--webhook-cert-dir={cert_dir}",
+            "--enable-cert-manager",
+            f"--webhook-secret-name={SPARK_WEBHOOK_SECRET}",
+            f"--webhook-secret-namespace={SPARK_OPERATOR_NAMESPACE}",
+            "--metrics-bind-address=0",
+            f"--health-probe-bind-address=127.0.0.1:{ports['webhook-health']}",
+        ],
+        env={"KUBECONFIG": str(front)},
+        ready_url=f"http://127.0.0.1:{ports['webhook-health']}/readyz",
+    )
+    controller = Component(
+        name=o.components[1],
+        argv=[
+            binary,
+            "controller",
+            "start",
+            f"--kubeconfig={front}",
+            "--metrics-bind-address=0",
+            f"--health-probe-bind-address=127.0.0.1:{ports['health']}",
+            "--enable-batch-scheduler",
+            "--default-batch-scheduler=volcano",
+        ],
+        env={
+            "KUBECONFIG": str(front),
+            "SPARK_HOME": str(spark_home()),
+            "KUBERNETES_SERVICE_HOST": server.hostname or "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": str(server.port or 443),
+        },
+        ready_url=f"http://127.0.0.1:{ports['health']}/readyz",
+    )
+    return [webhook, controller]
 
 
 def component(
@@ -444,8 +566,8 @@ def status(env: Environment) -> list[OperatorStatus]:
     out = []
     for name in enabled(env):
         o = known[name]
+        pids = [env.supervisor.pid(c) for c in o.components]
         pid = env.supervisor.pid(o.component)
-        out.append(
-            OperatorStatus(name, o.version, pid is not None, pid, env.supervisor.log_file(o.component))
-        )
+        running = all(p is not None for p in pids)
+        out.append(OperatorStatus(name, o.version, running, pid, env.supervisor.log_file(o.component)))
     return out

@@ -77,17 +77,40 @@ def free_in_remotes(api: Api, resource: str = "cpu", clusters: tuple[str, ...] =
     """Whole units of `resource` free on the remote clusters' schedulable nodes (allocatable minus
     what live pods take), so a test can size itself to whatever else runs on the environment.
     Namespaces being deleted (earlier tests) are waited for first: their pods are going."""
+    free = sum(sum(nodes.values()) for nodes in free_by_node(api, resource, clusters).values())
+    return max(0, free) // 1000
+
+
+def free_by_node(
+    api: Api, resource: str = "cpu", clusters: tuple[str, ...] = REMOTES
+) -> dict[str, dict[str, int]]:
+    """cluster -> schedulable node -> milli-units of `resource` free on it (allocatable minus what
+    live pods take), once earlier tests' namespaces are gone."""
     wait_settled(api)
-    free = 0
+    out: dict[str, dict[str, int]] = {}
     for cluster in clusters:
         core = k8s.CoreV1Api(api(cluster))
-        nodes = [n for n in core.list_node().items if not n.spec.unschedulable]
-        names = {n.metadata.name for n in nodes}
-        free += sum(parse_quantity(n.status.allocatable.get(resource, "0")) for n in nodes)
+        free = {
+            n.metadata.name: parse_quantity(n.status.allocatable.get(resource, "0"))
+            for n in core.list_node().items
+            if not n.spec.unschedulable
+        }
         for p in core.list_pod_for_all_namespaces().items:
-            if p.spec.node_name in names and p.status.phase not in ("Succeeded", "Failed"):
-                free -= pod_usage(api(cluster).sanitize_for_serialization(p)).get(resource, 0)
-    return max(0, free) // 1000
+            if p.spec.node_name in free and p.status.phase not in ("Succeeded", "Failed"):
+                free[p.spec.node_name] -= pod_usage(api(cluster).sanitize_for_serialization(p)).get(
+                    resource, 0
+                )
+        out[cluster] = free
+    return out
+
+
+def gang_rooms(api: Api, members: int, cpu: int) -> int:
+    """How many gangs of `members` pods of `cpu` CPUs each, at most one such pod per node (`cpu` is
+    over half a node), fit in the remotes now, each gang in one cluster."""
+    return sum(
+        sum(1 for free in nodes.values() if free >= cpu * 1000) // members
+        for nodes in free_by_node(api).values()
+    )
 
 
 def wait_settled(api: Api, timeout: float = 300) -> None:

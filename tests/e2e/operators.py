@@ -65,11 +65,12 @@ def adapt(
     return obj
 
 
-def kubectl(*args: str, stdin: str | None = None) -> str:
+def run_kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """kubectl on the front cluster, whatever it answers."""
     from armada_bridge.dev.environment import Environment
 
     front = Environment().kubeconfig("front")
-    r = subprocess.run(
+    return subprocess.run(
         [str(binaries.expected().kubectl), "--kubeconfig", str(front), *args],
         input=stdin,
         capture_output=True,
@@ -77,6 +78,10 @@ def kubectl(*args: str, stdin: str | None = None) -> str:
         timeout=60,
         check=False,
     )
+
+
+def kubectl(*args: str, stdin: str | None = None) -> str:
+    r = run_kubectl(*args, stdin=stdin)
     assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr or r.stdout}"
     return r.stdout
 

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
@@ -19,24 +17,6 @@ from tests.support import wait_for
 
 PREEMPTIBLE = "armada-preemptible"
 URGENT = "armada-urgent"
-
-
-@pytest.fixture
-def queues(cluster_api: Api) -> Iterator[list[str]]:
-    """Two fresh Queues with equal priority factors, deleted after the test."""
-    crd = k8s.CustomObjectsApi(cluster_api("front"))
-    names = [f"q{uuid.uuid4().hex[:6]}-{x}" for x in "ab"]
-    for n in names:
-        body = {
-            "apiVersion": keys.API_VERSION,
-            "kind": "Queue",
-            "metadata": {"name": n},
-            "spec": {"priorityFactor": 1},
-        }
-        crd.create_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", body)
-    yield names
-    for n in names:
-        crd.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", n)
 
 
 def _running_pods(pods: list[Any], queue: str) -> int:
