@@ -90,6 +90,17 @@ def fill_with_preemptible_pytorchjobs(api: Api, namespace: str, queue: str) -> l
     return jobs
 
 
+def restarted_jobs(api: Api, namespace: str, jobs: list[Obj], before: set[str]) -> list[Obj]:
+    """The jobs whose operator replaced every pod (all of them made after `before` was taken).
+    (Its `Restarting` condition does not last: the operator drops it once the job runs again.)"""
+    out = []
+    for job in jobs:
+        pods = front_pods(api, namespace, f"{PYTORCH_JOB_LABEL}={job['metadata']['name']}")
+        if len(pods) == MEMBERS and not {p.metadata.uid for p in pods} & before:
+            out.append(job)
+    return out
+
+
 def placed(pods: list[Any]) -> list[Any]:
     """Pods admitted to a remote cluster that have not ended."""
     return [p for p in pods if p.spec.node_name and p.status.phase in ("Pending", "Running")]
@@ -216,9 +227,9 @@ def test_a_preempted_gangs_operator_restarts_it_and_its_new_pods_queue_again(
     a, b = queues
     victims = fill_with_preemptible_pytorchjobs(cluster_api, namespace, a)
     before = {p.metadata.uid for p in front_pods(cluster_api, namespace)}
-    # Queue b: an urgent gang of the same shape (Armada gang annotations) that runs for 20 s.
+    # Queue b: an urgent gang of the same shape (Armada gang annotations) that runs for 60 s.
     core = k8s.CoreV1Api(cluster_api("front"))
-    gang = {keys.GANG_ID: "urgent", keys.GANG_CARDINALITY: str(MEMBERS), keys.SIMULATED_RUNTIME: "20s"}
+    gang = {keys.GANG_ID: "urgent", keys.GANG_CARDINALITY: str(MEMBERS), keys.SIMULATED_RUNTIME: "60s"}
     for i in range(MEMBERS):
         urgent = pod(f"urgent-{i}", queue=b, cpu=str(CPU), annotations=gang, priority_class=URGENT)
         urgent["spec"]["restartPolicy"] = "Never"
@@ -233,7 +244,7 @@ def test_a_preempted_gangs_operator_restarts_it_and_its_new_pods_queue_again(
     # restart policy says, restarted it: new pods, which queued and run again, in one cluster.
     restarted = wait_for(
         "a PyTorchJob restarted by its operator",
-        lambda: [j for j in victims if "Restarting" in conditions(get(j))],
+        lambda: restarted_jobs(cluster_api, namespace, victims, before),
         timeout=120,
     )
     assert len(restarted) == 1, [j["metadata"]["name"] for j in restarted]
@@ -275,6 +286,7 @@ def test_an_urgent_operator_gang_preempts_a_preemptible_one_whole(
     operators("training-operator", "mpi-operator")
     a, b = queues
     victims = fill_with_preemptible_pytorchjobs(cluster_api, namespace, a)
+    before = {p.metadata.uid for p in front_pods(cluster_api, namespace)}
     # The MPI operator's own sample as an urgent gang (its PodGroup's priorityClassName, through
     # the operator's `runPolicy.schedulingPolicy`; its PodGroup reserves minResources): it
     # preempts one of a's gangs, whole, runs and succeeds.
@@ -284,7 +296,7 @@ def test_an_urgent_operator_gang_preempts_a_preemptible_one_whole(
     assert conditions(done).get("Failed") != "True"
     restarted = wait_for(
         "a PyTorchJob restarted by its operator",
-        lambda: [j for j in victims if "Restarting" in conditions(get(j))],
+        lambda: restarted_jobs(cluster_api, namespace, victims, before),
         timeout=60,
     )
     assert len(restarted) == 1, [j["metadata"]["name"] for j in restarted]
