@@ -362,6 +362,10 @@ class Soak:
         return problems
 
 
+class _Kept(Exception):
+    """The run failed and its namespace and queues are kept to be looked at."""
+
+
 def _command(pid: int) -> tuple[list[str], str, dict[str, str]]:
     """argv, working directory and environment of a running process."""
     proc = Path(f"/proc/{pid}")
@@ -395,6 +399,7 @@ def run(
     live_units: int = 12,
     mean_fault_gap: float = 20.0,
     every_kind: bool = False,
+    keep_failed: bool = False,
     split_seconds: float = 30.0,
     gc_seconds: float = 90.0,
     converge_seconds: float = 180.0,
@@ -465,11 +470,16 @@ def run(
         soak.stop.set()
         soak.faults_on.clear()
         try:
+            if keep_failed and soak.report.violations:
+                log(f"violations: namespace {ns} kept for a look (delete it when done)")
+                raise _Kept
             soak.core["front"].delete_namespace(ns)
             for q in QUEUES:
                 custom.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", q)
         except ApiException as e:
             log(f"cleanup: {e.status} {e.reason}")
+        except _Kept:
+            pass
         for a in soak.apis.values():
             a.close()
     return soak.report
@@ -481,9 +491,18 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--mean-fault-gap", type=float, default=20.0, help="mean seconds between faults")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--keep", action="store_true", help="keep the namespace and queues of a run with violations"
+    )
     args = p.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
-    r = run(Environment(), minutes=args.minutes, seed=seed, mean_fault_gap=args.mean_fault_gap)
+    r = run(
+        Environment(),
+        minutes=args.minutes,
+        seed=seed,
+        mean_fault_gap=args.mean_fault_gap,
+        keep_failed=args.keep,
+    )
     out = {
         "seed": r.seed,
         "minutes": args.minutes,
