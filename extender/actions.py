@@ -10,10 +10,10 @@ import time
 from armada_bridge import keys
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.client import Obj
-from armada_bridge.kube.resources import JOBS, VOLCANO_PODGROUPS
+from armada_bridge.kube.resources import VOLCANO_PODGROUPS
 from extender.events import EventRecorder
 from extender.metrics import Metrics
-from extender.owners import controller_ref
+from extender.owners import controlling_job
 from extender.pod_info import PodInfo
 from extender.protocols import volcano
 
@@ -94,13 +94,10 @@ class Actions:
         """Volcano's protocol for plain Jobs (annotation ``group-min-member``): the PodGroup the
         Volcano controller would create for the pod's Job, created if the pod names it. True when
         it exists now."""
-        ref = controller_ref(pod)
-        if ref is None or ref.get("kind") != "Job" or ref.get("apiVersion") != "batch/v1":
-            return False
         ns = pod["metadata"]["namespace"]
         try:
-            job = await self.front.get(JOBS, ref["name"], ns)
-            if job["metadata"].get("uid") != ref.get("uid"):
+            job = await controlling_job(self.front, pod)
+            if job is None:
                 return False
             pg = volcano.job_podgroup(job)
             named = (pod["metadata"].get("annotations") or {}).get(keys.VOLCANO_GROUP_NAME_ANNOTATION)
@@ -110,12 +107,17 @@ class Actions:
         except ApiError as e:
             if e.conflict:
                 return True
-            log.warning("PodGroup of Job %s/%s not created: %s", ns, ref["name"], e)
+            log.warning("PodGroup of the Job of pod %s/%s not created: %s", ns, pod["metadata"]["name"], e)
             return False
         except ValueError as e:  # IntentError; a name that is not one
-            log.warning("PodGroup of Job %s/%s not created: %s", ns, ref["name"], e)
+            log.warning("PodGroup of the Job of pod %s/%s not created: %s", ns, pod["metadata"]["name"], e)
             return False
-        log.info("created PodGroup %s/%s for Job %s", ns, pg["metadata"]["name"], ref["name"])
+        log.info(
+            "created PodGroup %s/%s for the Job of pod %s",
+            ns,
+            pg["metadata"]["name"],
+            pod["metadata"]["name"],
+        )
         return True
 
     async def explain(self, pod: Obj, reason: str) -> None:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from armada_bridge.kube.client import ApiError, Kube, Obj
-from armada_bridge.kube.resources import segment
+from armada_bridge.kube.resources import JOBS, segment
 
 log = logging.getLogger(__name__)
 MAX_DEPTH = 10
@@ -37,6 +37,16 @@ def controller_ref(obj: Obj) -> Obj | None:
         if ref.get("controller"):
             return dict(ref)
     return None
+
+
+async def controlling_job(kube: Kube, pod: Obj) -> Obj | None:
+    """The batch/v1 Job that controls `pod` (that very Job: same UID), or None. Raises ApiError
+    when it cannot be read, ValueError when the reference names no object."""
+    ref = controller_ref(pod)
+    if ref is None or ref.get("kind") != "Job" or ref.get("apiVersion") != "batch/v1":
+        return None
+    job = await kube.get(JOBS, str(ref["name"]), pod["metadata"]["namespace"])
+    return job if job["metadata"].get("uid") == ref.get("uid") else None
 
 
 class OwnerResolver:

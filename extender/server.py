@@ -22,12 +22,11 @@ from armada_bridge import keys
 from armada_bridge.kube import Kube
 from armada_bridge.kube.auth import Auth, authenticated
 from armada_bridge.kube.client import ApiError, Obj
-from armada_bridge.kube.resources import JOBS
 from extender import admission
 from extender.describe import Describer
 from extender.inputs import Inputs
 from extender.metrics import Metrics
-from extender.owners import controller_ref
+from extender.owners import controlling_job
 from extender.protocols import volcano
 
 log = logging.getLogger(__name__)
@@ -185,15 +184,11 @@ class Api:
         the PodGroup the Volcano controller would create for the pod's Job. Read only: the
         extender's loop creates that PodGroup when the pod waits for it, so admission (dry runs
         included) changes nothing."""
-        ref = controller_ref(dict(pod))
-        if ref is None or ref.get("kind") != "Job" or ref.get("apiVersion") != "batch/v1":
-            return {}
-        ns = pod["metadata"]["namespace"]
         try:
-            job = await self.c.front.get(JOBS, ref["name"], ns)
-            return volcano.job_pod_annotations(job)
+            job = await controlling_job(self.c.front, dict(pod))
+            return volcano.job_pod_annotations(job) if job is not None else {}
         except (ApiError, ValueError) as e:  # IntentError; a name that is not one
-            log.warning("pod of Job %s/%s: Volcano group not named: %s", ns, ref["name"], e)
+            log.warning("pod %s: Volcano group of its Job not named: %s", pod["metadata"].get("name"), e)
             return {}
 
     async def mutate(self, request: web.Request) -> web.Response:
