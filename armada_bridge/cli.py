@@ -24,7 +24,12 @@ def _dev(args: argparse.Namespace) -> int:
         from armada_bridge.dev import operators
 
         names = operators.parse(args.operators) if args.operators else []
-        statuses = env.up(workers=args.workers, nodes=args.nodes, operator_names=names)
+        statuses = env.up(
+            workers=args.workers,
+            nodes=args.nodes,
+            operator_names=names,
+            extender_replicas=args.extender_replicas,
+        )
         _print_status(statuses)
         _print_operators(env)
         return 0 if all(s.healthy for s in statuses) else 1
@@ -95,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     up = dsub.add_parser("up", help="start (or reuse, or repair) the environment")
     up.add_argument("--workers", type=int, default=2, help="number of remote clusters (default 2)")
     up.add_argument("--nodes", type=int, default=4, help="KWOK nodes per remote cluster (default 4)")
+    up.add_argument(
+        "--extender-replicas",
+        type=int,
+        help="extender processes electing a leader and sharing one port (default: as the last up, else 1)",
+    )
     up.add_argument("--provider", choices=["binary", "kind"], default="binary")
     up.add_argument(
         "--operators",

@@ -3,8 +3,13 @@ restarted and paused at random; the bridge's invariants are checked all along an
 
     .venv/bin/python bench/chaos.py [--minutes 30] [--seed N] [--json]
 
-Uses the running `armada-bridge dev up` environment. Faults (seeded, each one logged):
-- SIGKILL of the extender or the vkubelet, restarted a few seconds later (a Deployment's restart);
+Uses the running `armada-bridge dev up` environment; with `dev up --extender-replicas 2` the
+extender runs highly available and the faults kill one replica or both. Workload: singles and gangs
+of 2-16 pods (preemptible), Jobs, and the released operators' objects where they run (PyTorchJob,
+RayCluster: Volcano PodGroups), sized to ask for more than the remotes hold (`--load`), so that fair
+share decides and preempts. Faults (seeded, each one logged):
+- SIGKILL of an extender replica (or of every one) or of the vkubelet, restarted a few seconds later
+  (a Deployment's restart);
 - SIGSTOP of the front kube-scheduler for 5-20 s (a hung scheduler), then SIGCONT;
 - SIGSTOP of a remote cluster's kube-apiserver past its virtual node's lease (45 s), then SIGCONT;
   a control-plane process that exits meanwhile (kube-controller-manager and kube-scheduler do when
@@ -12,12 +17,16 @@ Uses the running `armada-bridge dev up` environment. Faults (seeded, each one lo
 
 Invariants, each violation printed with the objects involved:
 - one remote pod at most per front pod (across all remote clusters);
-- a gang is in one remote cluster, and never partly placed for longer than a round's worth of
-  time (`--split-seconds`);
+- a gang (Armada annotations or a Volcano PodGroup) is in one remote cluster, and never partly
+  placed for longer than a round's worth of time (`--split-seconds`);
 - no remote pod outlives its front pod by more than the GC window (`--gc-seconds`);
-- after the faults stop, everything converges: every live front pod placed in a remote cluster is
-  Running there, and every other waits with a reason (an ArmadaWaiting Event), within
-  `--converge-seconds`; every control-plane process is alive (`dev status` healthy).
+- the front never shows a pod Running whose remote pod is gone (its cluster answering) for longer
+  than the outage bound (`--outage-seconds`);
+- after the faults stop, everything converges within `--converge-seconds`: every live front pod
+  placed in a remote cluster is Running there, every other waits with a reason (an ArmadaWaiting
+  Event), every Failed one says why; each queue holds at least its fair share of what it asks for
+  (its demand-capped share of the remotes' CPU, within one waiting unit); every control-plane
+  process is alive (`dev status` healthy).
 Exit status 1 when any invariant was violated.
 """
 
@@ -42,15 +51,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
+from kubernetes.utils import parse_quantity
 
 from armada_bridge import keys
-from armada_bridge.dev import binaries, extender_setup, vkubelet_setup
+from armada_bridge.dev import binaries, extender_setup, operators, vkubelet_setup
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.samples import adapt, sample
 
 REMOTES = ("remote-1", "remote-2")
 QUEUES = ("chaos-a", "chaos-b", "chaos-c")
 LEASE_PAUSE = 45.0
+PREEMPTIBLE = "armada-preemptible"
+MEAN_UNIT_PODS = 5.0  # singles 40 %, gangs of 2-16 45 %, Jobs and operator objects of 2-4 15 %
 FAULT_KINDS = (
     "extender",
     "vkubelet",
@@ -60,6 +73,11 @@ FAULT_KINDS = (
     "kill-remote-apiserver",
     "kill-remote-etcd",
 )
+HA_FAULT_KINDS = (*FAULT_KINDS, "extenders")
+
+
+def fault_kinds(extender_replicas: int) -> tuple[str, ...]:
+    return HA_FAULT_KINDS if extender_replicas > 1 else FAULT_KINDS
 
 
 @dataclass
@@ -69,6 +87,8 @@ class Report:
     pods_created: int = 0
     gangs_created: int = 0
     jobs_created: int = 0
+    operator_objects: Counter[str] = field(default_factory=Counter)
+    shares: dict[str, dict[str, float]] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
     converge_seconds: float | None = None
 
@@ -82,7 +102,11 @@ def log(msg: str) -> None:
     print(f"[chaos {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def job(name: str, queue: str, parallelism: int) -> dict[str, Any]:
+def _resources(cpu: str) -> dict[str, Any]:
+    return {"requests": {"cpu": cpu, "memory": "256Mi"}}
+
+
+def job(name: str, queue: str, parallelism: int, cpu: str) -> dict[str, Any]:
     """A batch/v1 Job of `parallelism` pods that run 20 s each (the remote KWOK ends them)."""
     return {
         "metadata": {"name": name, "labels": {"chaos-unit": name}},
@@ -98,21 +122,15 @@ def job(name: str, queue: str, parallelism: int) -> dict[str, Any]:
                 "spec": {
                     "restartPolicy": "Never",
                     "terminationGracePeriodSeconds": 0,
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "busybox",
-                            "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}},
-                        }
-                    ],
+                    "containers": [{"name": "main", "image": "busybox", "resources": _resources(cpu)}],
                 },
             },
         },
     }
 
 
-def unit(name: str, queue: str, size: int) -> list[dict[str, Any]]:
-    """A single pod (size 1) or a gang of `size` pods, 250m CPU each."""
+def unit(name: str, queue: str, size: int, cpu: str) -> list[dict[str, Any]]:
+    """A single pod (size 1) or a gang of `size` pods, preemptible, running until deleted."""
     pods = []
     for i in range(size):
         annotations = {keys.GANG_ID: name, keys.GANG_CARDINALITY: str(size)} if size > 1 else {}
@@ -124,37 +142,95 @@ def unit(name: str, queue: str, size: int) -> list[dict[str, Any]]:
                     "annotations": annotations,
                 },
                 "spec": {
+                    "priorityClassName": PREEMPTIBLE,
                     "terminationGracePeriodSeconds": 0,
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "busybox",
-                            "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}},
-                        }
-                    ],
+                    "containers": [{"name": "main", "image": "busybox", "resources": _resources(cpu)}],
                 },
             }
         )
     return pods
 
 
+@dataclass(frozen=True)
+class Kind:
+    """A released operator's object the soak submits when that operator runs."""
+
+    operator: str
+    group: str
+    version: str
+    plural: str
+    make: Any  # (name, namespace, queue, size, cpu) -> object
+
+
+def _pytorchjob(name: str, ns: str, queue: str, size: int, cpu: str) -> dict[str, Any]:
+    """training-operator's own sample: master + workers, running 30 s (then the job succeeds)."""
+    (obj,) = sample("training-operator", "examples/pytorch/simple.yaml")
+    obj["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = size - 1
+    return _named(adapt(obj, ns, cpu=cpu, memory="256Mi", runtime="30s", queue=queue), name)
+
+
+def _raycluster(name: str, ns: str, queue: str, size: int, cpu: str) -> dict[str, Any]:
+    """KubeRay's own sample: head + workers, running until deleted."""
+    (obj,) = sample("kuberay", "config/samples/ray-cluster.sample.yaml")
+    obj["spec"]["workerGroupSpecs"][0].update(replicas=size - 1, minReplicas=size - 1)
+    return _named(adapt(obj, ns, cpu=cpu, memory="256Mi", queue=queue), name)
+
+
+def _named(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    obj["metadata"]["name"] = name
+    obj["metadata"].setdefault("labels", {})["chaos-unit"] = name
+    return obj
+
+
+OPERATOR_KINDS = (
+    Kind("training-operator", "kubeflow.org", "v1", "pytorchjobs", _pytorchjob),
+    Kind("kuberay", "ray.io", "v1", "rayclusters", _raycluster),
+)
+
+
 class Soak:
-    def __init__(self, env: Environment, seed: int, namespace: str) -> None:
+    def __init__(self, env: Environment, seed: int, namespace: str, load: float) -> None:
         self.env = env
         self.rng = random.Random(seed)  # the workload's
         self.fault_rng = random.Random(seed + 1)  # the faults' (another thread: its own sequence)
         self.ns = namespace
         self.report = Report(seed)
-        self.stop = threading.Event()
+        self.stop = threading.Event()  # the workload and the faults
+        self.done = threading.Event()  # the soak (the supervisor runs until then)
         self.faults_on = threading.Event()
+        self.held: set[tuple[str, str]] = set()  # processes a fault keeps down for now
+        self.killed: set[tuple[str, str]] = set()  # killed by a fault, not started again yet
         self.apis = {c: api_client(env.kubeconfig(c)) for c in ("front", *REMOTES)}
         self.core = {c: k8s.CoreV1Api(a) for c, a in self.apis.items()}
         self.batch = k8s.BatchV1Api(self.apis["front"])
+        self.custom = k8s.CustomObjectsApi(self.apis["front"])
         self.bins = binaries.expected()
+        self.replicas = extender_setup.replica_names(env.extender_replicas())
+        self.kinds = fault_kinds(len(self.replicas))
+        running = set(operators.enabled(env))
+        self.operator_kinds = [k for k in OPERATOR_KINDS if k.operator in running]
+        self.load = load
+        self.cpu = "250m"  # sized to the remotes by size_to_capacity()
         self.partial_since: dict[str, float] = {}
         self.orphan_since: dict[str, float] = {}
+        self.lost_since: dict[str, float] = {}
         self.units: dict[str, list[str]] = defaultdict(list)  # queue -> live unit names, oldest first
         self.kinds_done: set[str] = set()
+
+    def capacity_cpu(self) -> float:
+        """CPU of the remote clusters' Ready nodes."""
+        total = 0.0
+        for c in REMOTES:
+            for n in self.core[c].list_node().items:
+                if any(x.type == "Ready" and x.status == "True" for x in n.status.conditions or []):
+                    total += float(parse_quantity(n.status.allocatable["cpu"]))
+        return total
+
+    def size_to_capacity(self, live_units: int) -> None:
+        """Each pod's CPU such that the live units of the three queues ask for `load` times the
+        remotes' CPU: fair share, not arrival order, decides who runs."""
+        pods = len(QUEUES) * live_units * MEAN_UNIT_PODS
+        self.cpu = f"{max(50, int(self.load * self.capacity_cpu() * 1000 / pods))}m"
 
     # ------------------------------------------------------------ workload
     def submit_loop(self, live_units: int) -> None:
@@ -166,52 +242,68 @@ class Soak:
                 size = 1 if draw < 0.4 else self.rng.randint(2, 16)
                 name = f"{q[-1]}{seq}"
                 try:
-                    if draw > 0.85:  # a Job: its controller makes (and remakes) the pods
-                        self.batch.create_namespaced_job(self.ns, job(name, q, min(size, 4)))
+                    if draw > 0.85 and self.operator_kinds and self.rng.random() < 0.5:
+                        kind = self.rng.choice(self.operator_kinds)
+                        n = min(size, 4)
+                        obj = kind.make(name, self.ns, q, n, self.cpu)
+                        self.custom.create_namespaced_custom_object(
+                            kind.group, kind.version, self.ns, kind.plural, obj
+                        )
+                        self.report.operator_objects[kind.plural] += 1
+                        self.report.pods_created += n  # made by the operator
+                    elif draw > 0.85:  # a Job: its controller makes (and remakes) the pods
+                        self.batch.create_namespaced_job(self.ns, job(name, q, min(size, 4), self.cpu))
                         self.report.pods_created += min(size, 4)
                         self.report.jobs_created += 1
                     else:
-                        for body in unit(name, q, size):
+                        for body in unit(name, q, size, self.cpu):
                             self.core["front"].create_namespaced_pod(self.ns, body)
                             self.report.pods_created += 1
                         self.report.gangs_created += size > 1
                     self.units[q].append(name)
                     while len(self.units[q]) > live_units:  # churn: the oldest unit goes
-                        old = self.units[q].pop(0)
-                        self.batch.delete_collection_namespaced_job(
-                            self.ns, label_selector=f"chaos-unit={old}", propagation_policy="Background"
-                        )
-                        self.core["front"].delete_collection_namespaced_pod(
-                            self.ns, label_selector=f"chaos-unit={old}", grace_period_seconds=0
-                        )
+                        self._delete_unit(self.units[q].pop(0))
                 except ApiException as e:
                     log(f"submit {name}: {e.status} {e.reason}")
             self.stop.wait(1.0)
 
+    def _delete_unit(self, name: str) -> None:
+        selector = f"chaos-unit={name}"
+        for kind in self.operator_kinds:
+            self.custom.delete_collection_namespaced_custom_object(
+                kind.group, kind.version, self.ns, kind.plural, label_selector=selector
+            )
+        self.batch.delete_collection_namespaced_job(
+            self.ns, label_selector=selector, propagation_policy="Background"
+        )
+        self.core["front"].delete_collection_namespaced_pod(
+            self.ns, label_selector=selector, grace_period_seconds=0
+        )
+
     # ------------------------------------------------------------ faults
-    def _kill_component(self, name: str) -> bool:
-        pid = self.env.supervisor.pid(name)
-        if pid is None:
+    def _kill_components(self, names: list[str]) -> bool:
+        """SIGKILL bridge processes (extender replicas, the vkubelet) together, then start them
+        again a few seconds later, as their Deployment would."""
+        pids = {n: self.env.supervisor.pid(n) for n in names}
+        if not any(pids.values()):
             return False
-        os.kill(pid, signal.SIGKILL)
-        self.report.faults[f"kill {name}"] += 1
-        log(f"SIGKILL {name} (pid {pid})")
+        for name, pid in pids.items():
+            if pid is not None:
+                os.kill(pid, signal.SIGKILL)
+                self.report.faults[f"kill {'extender' if name in self.replicas else name}"] += 1
+                log(f"SIGKILL {name} (pid {pid})")
+        if len(names) > 1:
+            self.report.faults["kill every extender replica"] += 1
         self.stop.wait(self.fault_rng.uniform(1, 6))
-        setup = extender_setup.setup if name == "extender" else vkubelet_setup.setup
-        setup(self.env, self.bins)
-        log(f"{name} restarted")
+        vkubelet = "vkubelet" in names
+        (vkubelet_setup.setup if vkubelet else extender_setup.setup)(self.env, self.bins)
+        log(f"{', '.join(names)} restarted")
         return True
 
     def _pause(self, cluster: str, component: str, seconds: float) -> bool:
-        kc = self.env.cluster(cluster, self.bins)
-        pids = kc.component_pids()
-        pid = pids.get(component)
+        pid = self.env.cluster(cluster, self.bins).component_pids().get(component)
         if pid is None:
             return False
-        # How each process of the cluster was started: what its supervisor (kubelet, systemd)
-        # would run again if it exits, as kube-controller-manager and kube-scheduler do when they
-        # lose their leader lease while the apiserver is away.
-        commands = {c: _command(p) for c, p in pids.items() if p is not None}
         self.report.faults[f"pause {cluster} {component}"] += 1
         log(f"SIGSTOP {cluster} {component} for {seconds:.0f}s")
         os.kill(pid, signal.SIGSTOP)
@@ -220,44 +312,48 @@ class Soak:
         finally:
             os.kill(pid, signal.SIGCONT)
         log(f"SIGCONT {cluster} {component}")
-        self._revive_exited(cluster, kc, commands)
         return True
-
-    def _revive_exited(self, cluster: str, kc: Any, commands: dict[str, Any], seconds: float = 30) -> None:
-        """For a while, start again any process of the cluster that exited (as kube-controller-manager
-        and kube-scheduler do when they lose their leader lease while the apiserver is away)."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and not self.stop.is_set():
-            for c, p in kc.component_pids().items():
-                command = commands.get(c)
-                if p is None and command is not None:
-                    new = _restart(command, kc.workdir / "logs" / f"{c}.log")
-                    (kc.workdir / "pids" / f"{c}.pid").write_text(str(new))
-                    self.report.faults[f"restart {cluster} {c} (exited)"] += 1
-                    log(f"{cluster} {c} exited; restarted as pid {new}")
-                    commands.pop(c)
-            time.sleep(1)
 
     def _kill_cluster_component(self, cluster: str, component: str) -> bool:
-        """SIGKILL one process of a cluster, then start it again as it was started (its
-        supervisor would), after a few seconds down."""
-        kc = self.env.cluster(cluster, self.bins)
-        pids = kc.component_pids()
-        pid = pids.get(component)
+        """SIGKILL one process of a cluster; the supervisor starts it again a few seconds later."""
+        pid = self.env.cluster(cluster, self.bins).component_pids().get(component)
         if pid is None:
             return False
-        commands = {c: _command(p) for c, p in pids.items() if p is not None}
-        command = commands.pop(component)
-        os.kill(pid, signal.SIGKILL)
-        self.report.faults[f"kill {cluster} {component}"] += 1
-        log(f"SIGKILL {cluster} {component} (pid {pid})")
-        self.stop.wait(self.fault_rng.uniform(1, 5))
-        new = _restart(command, kc.workdir / "logs" / f"{component}.log")
-        (kc.workdir / "pids" / f"{component}.pid").write_text(str(new))
-        log(f"{cluster} {component} restarted as pid {new}")
-        # Only an apiserver or etcd gone takes leases away from the cluster's other processes.
-        self._revive_exited(cluster, kc, commands, 30 if component in ("kube-apiserver", "etcd") else 3)
+        self.held.add((cluster, component))
+        self.killed.add((cluster, component))
+        try:
+            os.kill(pid, signal.SIGKILL)
+            self.report.faults[f"kill {cluster} {component}"] += 1
+            log(f"SIGKILL {cluster} {component} (pid {pid})")
+            self.stop.wait(self.fault_rng.uniform(1, 5))
+        finally:
+            self.held.discard((cluster, component))
         return True
+
+    def supervise_loop(self) -> None:
+        """What kubelet (static pods) or systemd does for a control plane: start again, as it was
+        started, every process that exits — kube-controller-manager and kube-scheduler do when they
+        lose their leader lease while their apiserver is away — or that a fault killed (once the
+        fault lets it: `held`). Runs until the soak ends, convergence included."""
+        clusters = {c: self.env.cluster(c, self.bins) for c in ("front", *REMOTES)}
+        commands = {
+            (c, comp): _command(pid)
+            for c, kc in clusters.items()
+            for comp, pid in kc.component_pids().items()
+            if pid is not None
+        }
+        while not self.done.wait(1.0):
+            for (c, comp), command in commands.items():
+                kc = clusters[c]
+                if (c, comp) in self.held or kc.component_pids().get(comp) is not None:
+                    continue
+                new = _restart(command, kc.workdir / "logs" / f"{comp}.log")
+                (kc.workdir / "pids" / f"{comp}.pid").write_text(str(new))
+                if (c, comp) in self.killed:
+                    self.killed.discard((c, comp))
+                else:
+                    self.report.faults[f"restart {c} {comp} (exited)"] += 1
+                log(f"{c} {comp} started again as pid {new}")
 
     def chaos_loop(self, mean_gap: float) -> None:
         """Faults at exponential gaps, the kinds dealt from a shuffled deck so that every kind comes
@@ -268,11 +364,15 @@ class Soak:
             if not self.faults_on.is_set() or self.stop.is_set():
                 return
             if not deck:
-                deck = list(FAULT_KINDS)
+                deck = list(self.kinds)
                 self.fault_rng.shuffle(deck)
             kind = deck.pop()
-            if kind in ("extender", "vkubelet"):
-                made = self._kill_component(kind)
+            if kind == "extender":  # one replica (the only one without HA)
+                made = self._kill_components([self.fault_rng.choice(self.replicas)])
+            elif kind == "extenders":
+                made = self._kill_components(self.replicas)
+            elif kind == "vkubelet":
+                made = self._kill_components(["vkubelet"])
             elif kind == "scheduler":
                 made = self._pause("front", "kube-scheduler", self.fault_rng.uniform(5, 20))
             elif kind == "kill-scheduler":
@@ -288,16 +388,43 @@ class Soak:
                 self.kinds_done.add(kind)
 
     # ------------------------------------------------------------ invariants
-    def check(self, split_seconds: float, gc_seconds: float) -> None:
+    def _gangs(self, pods: list[Any]) -> dict[str, tuple[int, list[Any]]]:
+        """Live gangs: name -> (cardinality, members), by Armada's annotations or a Volcano
+        PodGroup (the operators' protocol; its minMember is the cardinality)."""
+        min_member = {
+            g["metadata"]["name"]: int(g["spec"].get("minMember") or 1)
+            for g in self.custom.list_namespaced_custom_object(
+                "scheduling.volcano.sh", "v1beta1", self.ns, "podgroups"
+            )["items"]
+        }
+        gangs: dict[str, tuple[int, list[Any]]] = {}
+        for p in pods:
+            if p.status.phase in ("Succeeded", "Failed") or p.metadata.deletion_timestamp:
+                continue
+            a = p.metadata.annotations or {}
+            if keys.GANG_ID in a:
+                name, size = a[keys.GANG_ID], int(a.get(keys.GANG_CARDINALITY, "1"))
+            elif a.get(keys.VOLCANO_GROUP_NAME_ANNOTATION) in min_member:
+                name = a[keys.VOLCANO_GROUP_NAME_ANNOTATION]
+                size = min_member[name]
+            else:
+                continue
+            gangs.setdefault(name, (size, []))[1].append(p)
+        return gangs
+
+    def check(self, split_seconds: float, gc_seconds: float, outage_seconds: float) -> None:
         now = time.monotonic()
-        front = {p.metadata.uid: p for p in self.core["front"].list_namespaced_pod(self.ns).items}
+        pods = self.core["front"].list_namespaced_pod(self.ns).items
+        front = {p.metadata.uid: p for p in pods}
         remote_by_uid: dict[str, list[str]] = defaultdict(list)
+        answered = set()
         for c in REMOTES:
             try:
-                pods = self.core[c].list_namespaced_pod(self.ns, label_selector=keys.FRONT_UID).items
+                remote = self.core[c].list_namespaced_pod(self.ns, label_selector=keys.FRONT_UID).items
             except Exception:  # a paused remote: nothing to check there now
                 continue
-            for r in pods:
+            answered.add(c)
+            for r in remote:
                 uid = r.metadata.labels[keys.FRONT_UID]
                 remote_by_uid[uid].append(f"{c}/{r.metadata.name}")
                 live = uid in front and not front[uid].metadata.deletion_timestamp
@@ -310,17 +437,21 @@ class Soak:
             if len(where) > 1:
                 name = front[uid].metadata.name if uid in front else uid
                 self.report.violation(f"front pod {name} has {len(where)} remote pods: {where}")
-        gangs: dict[str, list[Any]] = defaultdict(list)
-        for p in front.values():
-            gang = (p.metadata.annotations or {}).get(keys.GANG_ID)
-            if gang and p.status.phase not in ("Succeeded", "Failed") and not p.metadata.deletion_timestamp:
-                gangs[gang].append(p)
-        for gang, members in gangs.items():
+        for p in pods:  # Running in the front, nothing in the (answering) remote
+            cluster = (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER)
+            if p.status.phase == "Running" and cluster in answered and p.metadata.uid not in remote_by_uid:
+                if now - self.lost_since.setdefault(p.metadata.uid, now) > outage_seconds:
+                    self.report.violation(
+                        f"front pod {p.metadata.name} Running, its remote pod in {cluster} gone "
+                        f"for > {outage_seconds:.0f}s"
+                    )
+            else:
+                self.lost_since.pop(p.metadata.uid, None)
+        for gang, (size, members) in self._gangs(pods).items():
             clusters = {(m.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) for m in members}
             placed = clusters - {None}
             if len(placed) > 1:
                 self.report.violation(f"gang {gang} in several clusters: {sorted(str(c) for c in placed)}")
-            size = int((members[0].metadata.annotations or {}).get(keys.GANG_CARDINALITY, "1"))
             if placed and (None in clusters) and len(members) >= size:
                 since = self.partial_since.setdefault(gang, now)
                 if now - since > split_seconds:
@@ -336,7 +467,8 @@ class Soak:
                 self.partial_since.pop(gang, None)
 
     def converged(self) -> list[str]:
-        """What is not settled yet: live front pods neither Running remotely nor waiting with a reason."""
+        """What is not settled yet: live front pods neither Running remotely nor waiting with a
+        reason, Failed ones that do not say why, queues below their fair share."""
         problems = []
         remote = {}
         for c in REMOTES:
@@ -347,19 +479,76 @@ class Soak:
             for e in self.core["front"].list_namespaced_event(self.ns).items
             if e.reason == "ArmadaWaiting"
         }
-        for p in self.core["front"].list_namespaced_pod(self.ns).items:
-            if p.metadata.deletion_timestamp or p.status.phase in ("Succeeded", "Failed"):
+        pods = self.core["front"].list_namespaced_pod(self.ns).items
+        for p in pods:
+            if p.metadata.deletion_timestamp or p.status.phase == "Succeeded":
                 continue
-            if p.status.phase == "Running":
+            placed = (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER)
+            if p.status.phase == "Failed":
+                if not (p.status.reason or p.status.message):
+                    problems.append(f"{p.metadata.name} Failed without a reason")
+            elif p.status.phase == "Running":
                 if p.metadata.uid not in remote:
                     problems.append(f"{p.metadata.name} Running without a remote pod")
-            elif (
-                not (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) and p.metadata.uid not in events
-            ):
+            elif not placed and p.metadata.uid not in events:
                 problems.append(f"{p.metadata.name} {p.status.phase}, unplaced, with no ArmadaWaiting Event")
-            elif (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER):
+            elif placed:
                 problems.append(f"{p.metadata.name} placed but {p.status.phase}, not Running")
+        shares = fair_shares(pods, self._gangs(pods), self.capacity_cpu())
+        self.report.shares = shares
+        problems += [
+            f"queue {q} holds {s['allocated']:.1f} CPU, below its fair share {s['fair']:.1f} "
+            f"(asks {s['demand']:.1f}; its smallest waiting unit {s['smallest_waiting']:.1f})"
+            for q, s in shares.items()
+            if s["smallest_waiting"] and s["allocated"] + s["smallest_waiting"] <= s["fair"] + 1e-6
+        ]
         return problems
+
+
+def _cpu(pod: Any) -> float:
+    return sum(
+        float(parse_quantity(((c.resources and c.resources.requests) or {}).get("cpu", "0")))
+        for c in pod.spec.containers
+    )
+
+
+def fair_shares(
+    pods: list[Any], gangs: dict[str, tuple[int, list[Any]]], capacity: float
+) -> dict[str, dict[str, float]]:
+    """Per queue: CPU asked (live pods), allocated (placed), its fair share of `capacity` (equal
+    weights, capped by demand, the rest shared out again: Armada's adjusted fair share), and the
+    CPU of its smallest waiting unit (a single pod, or a whole gang)."""
+    demand: dict[str, float] = defaultdict(float)
+    allocated: dict[str, float] = defaultdict(float)
+    waiting: dict[str, dict[str, float]] = defaultdict(dict)  # queue -> unit -> CPU
+    member_of = {m.metadata.uid: g for g, (_, members) in gangs.items() for m in members}
+    for p in pods:
+        if p.metadata.deletion_timestamp or p.status.phase in ("Succeeded", "Failed"):
+            continue
+        q = (p.metadata.labels or {}).get(keys.QUEUE_LABEL)
+        if q not in QUEUES:
+            continue
+        demand[q] += _cpu(p)
+        if (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER):
+            allocated[q] += _cpu(p)
+        else:
+            u = member_of.get(p.metadata.uid, p.metadata.uid)
+            waiting[q][u] = waiting[q].get(u, 0.0) + _cpu(p)
+    fair: dict[str, float] = {}
+    left, open_queues = capacity, sorted(demand, key=lambda q: demand[q])
+    while open_queues:  # water-filling: the smallest demand first
+        q = open_queues.pop(0)
+        fair[q] = min(demand[q], left / (len(open_queues) + 1))
+        left -= fair[q]
+    return {
+        q: {
+            "demand": demand[q],
+            "allocated": allocated[q],
+            "fair": fair[q],
+            "smallest_waiting": min(waiting[q].values(), default=0.0),
+        }
+        for q in sorted(demand)
+    }
 
 
 class _Kept(Exception):
@@ -388,6 +577,8 @@ def _restart(command: tuple[list[str], str, dict[str, str]], log_file: Path) -> 
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
+    # Reaped when it exits, as a supervisor does: a zombie would look alive to the next revival.
+    threading.Thread(target=proc.wait, daemon=True).start()
     return proc.pid
 
 
@@ -397,16 +588,19 @@ def run(
     minutes: float,
     seed: int,
     live_units: int = 12,
+    load: float = 1.3,
     mean_fault_gap: float = 20.0,
     every_kind: bool = False,
     keep_failed: bool = False,
     split_seconds: float = 30.0,
     gc_seconds: float = 90.0,
+    outage_seconds: float = 60.0,
     converge_seconds: float = 180.0,
 ) -> Report:
     ns = f"chaos-{uuid.uuid4().hex[:6]}"
-    soak = Soak(env, seed, ns)
-    custom = k8s.CustomObjectsApi(soak.apis["front"])
+    soak = Soak(env, seed, ns, load)
+    custom = soak.custom
+    soak.size_to_capacity(live_units)
     soak.core["front"].create_namespace({"metadata": {"name": ns}})
     for q in QUEUES:
         try:
@@ -419,11 +613,16 @@ def run(
         except ApiException as e:
             if e.status != 409:
                 raise
-    log(f"seed {seed}, namespace {ns}, {minutes} min of faults")
+    log(
+        f"seed {seed}, namespace {ns}, {minutes} min of faults {sorted(soak.kinds)}; pods of {soak.cpu} "
+        f"CPU asking {load:.1f}x the remotes; operator objects: "
+        f"{[k.plural for k in soak.operator_kinds] or 'none (no operator runs)'}"
+    )
     soak.faults_on.set()
     threads = [
         threading.Thread(target=soak.submit_loop, args=(live_units,), daemon=True),
         threading.Thread(target=soak.chaos_loop, args=(mean_fault_gap,), daemon=True),
+        threading.Thread(target=soak.supervise_loop, daemon=True),
     ]
     for t in threads:
         t.start()
@@ -435,12 +634,12 @@ def run(
 
     def faulting() -> bool:
         now = time.monotonic()
-        return now < end or (now < last and soak.kinds_done != set(FAULT_KINDS))
+        return now < end or (now < last and soak.kinds_done != set(soak.kinds))
 
     try:
         while faulting():
             try:
-                soak.check(split_seconds, gc_seconds)
+                soak.check(split_seconds, gc_seconds, outage_seconds)
             except Exception as e:  # an API answer lost to a fault: check again next time
                 log(f"check: {type(e).__name__}: {e}")
             time.sleep(2)
@@ -455,7 +654,7 @@ def run(
         problems = ["not checked yet"]
         while time.monotonic() - t0 < converge_seconds:
             try:
-                soak.check(split_seconds, gc_seconds)
+                soak.check(split_seconds, gc_seconds, outage_seconds)
                 problems = soak.converged()
                 problems += [f"{s.name}: {s.detail}" for s in env.status() if not s.healthy]
             except Exception as e:
@@ -468,6 +667,7 @@ def run(
             soak.report.violation(f"not converged after {converge_seconds:.0f}s: {p}")
     finally:
         soak.stop.set()
+        soak.done.set()
         soak.faults_on.clear()
         try:
             if keep_failed and soak.report.violations:
@@ -490,6 +690,7 @@ def main() -> None:
     p.add_argument("--minutes", type=float, default=30)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--mean-fault-gap", type=float, default=20.0, help="mean seconds between faults")
+    p.add_argument("--load", type=float, default=1.3, help="CPU the live work asks, times the remotes' CPU")
     p.add_argument("--json", action="store_true")
     p.add_argument(
         "--keep", action="store_true", help="keep the namespace and queues of a run with violations"
@@ -501,6 +702,7 @@ def main() -> None:
         minutes=args.minutes,
         seed=seed,
         mean_fault_gap=args.mean_fault_gap,
+        load=args.load,
         keep_failed=args.keep,
     )
     out = {
@@ -510,6 +712,8 @@ def main() -> None:
         "pods_created": r.pods_created,
         "gangs_created": r.gangs_created,
         "jobs_created": r.jobs_created,
+        "operator_objects": dict(r.operator_objects),
+        "shares_at_end": r.shares,
         "violations": r.violations,
         "converge_seconds": r.converge_seconds,
     }
@@ -517,7 +721,14 @@ def main() -> None:
         print(json.dumps(out, indent=2))
     else:
         print(f"seed {r.seed}: {args.minutes} min, faults {out['faults']}")
-        print(f"  pods created {r.pods_created} ({r.gangs_created} gangs), converged in {r.converge_seconds}")
+        print(
+            f"  pods created {r.pods_created} ({r.gangs_created} gangs, {r.jobs_created} Jobs, "
+            f"operator objects {dict(r.operator_objects)}), converged in {r.converge_seconds}"
+        )
+        for q, sh in r.shares.items():
+            print(
+                f"  {q}: asks {sh['demand']:.1f} CPU, fair share {sh['fair']:.1f}, holds {sh['allocated']:.1f}"
+            )
         print(f"  violations: {len(r.violations)}")
         for v in r.violations:
             print(f"    {v}")

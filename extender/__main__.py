@@ -51,6 +51,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="HTTPS: /mutate for the API server; /filter, /prioritize, /state, /metrics for callers "
         "the front authenticates (client certificate or token) and authorizes (SubjectAccessReview)",
     )
+    p.add_argument(
+        "--reuse-port",
+        action="store_true",
+        help="share the secure port with other replicas on this host (SO_REUSEPORT: the kernel spreads "
+        "connections over the live ones, as a Service spreads them over ready pods)",
+    )
     p.add_argument("--tls-cert", type=Path, help="serving certificate of the secure port (PEM)")
     p.add_argument("--tls-key", type=Path, help="serving key of the secure port (PEM)")
     p.add_argument(
@@ -102,7 +108,9 @@ async def serve(args: argparse.Namespace) -> int:
         ctx = auth.server_context(args.tls_cert, args.tls_key, client_ca)
         secure = web.AppRunner(make_app(api, auth.Auth(front)), access_log=None)
         await secure.setup()
-        await web.TCPSite(secure, *args.secure_listen, ssl_context=ctx).start()
+        await web.TCPSite(
+            secure, *args.secure_listen, ssl_context=ctx, reuse_port=args.reuse_port or None
+        ).start()
         runners.append(secure)
         log.info("serving on http://%s:%d (local) and https://%s:%d", *args.listen, *args.secure_listen)
     else:

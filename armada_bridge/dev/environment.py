@@ -143,12 +143,18 @@ class Environment:
 
     # ---------------------------------------------------------------- up
     def up(
-        self, workers: int = DEFAULT_WORKERS, nodes: int = DEFAULT_NODES, operator_names: Sequence[str] = ()
+        self,
+        workers: int = DEFAULT_WORKERS,
+        nodes: int = DEFAULT_NODES,
+        operator_names: Sequence[str] = (),
+        extender_replicas: int | None = None,
     ) -> list[ClusterStatus]:
         """Start (or reuse, or repair) the environment; also run `operator_names` and every operator
-        an earlier `up` started (armada_bridge.dev.operators)."""
-        if workers < 1 or nodes < 1:
-            raise ValueError("--workers and --nodes must be at least 1")
+        an earlier `up` started (armada_bridge.dev.operators). `extender_replicas` (kept from the
+        last `up` when None, else 1): more than one runs the extender highly available, its
+        replicas electing a leader and sharing the port the scheduler and the webhook call."""
+        if workers < 1 or nodes < 1 or (extender_replicas is not None and extender_replicas < 1):
+            raise ValueError("--workers, --nodes and --extender-replicas must be at least 1")
         started = time.monotonic()
         bins = binaries_mod.ensure()
         with self._lock():
@@ -160,10 +166,17 @@ class Environment:
                     self.cluster(name, bins).delete()
             # Every port this run may need, drawn at once so no two are the same: the bridge's own
             # (kept for the environment's life) and each cluster's, should it have to be (re)created.
-            fresh = iter(free_ports(len(BRIDGE_PORTS) + len(PORT_OPTIONS) * len(wanted)))
+            replicas = extender_replicas or int(previous.get("extender_replicas", 1))
+            fresh = iter(free_ports(len(BRIDGE_PORTS) + replicas + len(PORT_OPTIONS) * len(wanted)))
             ports = previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
+            for replica in extender_setup.replica_names(replicas)[1:]:  # each its own plain port
+                ports.setdefault(replica, next(fresh))
             cluster_ports = {n: [next(fresh) for _ in PORT_OPTIONS] for n in wanted}
-            self.settings_file.write_text(json.dumps({"workers": workers, "nodes": nodes, "ports": ports}))
+            self.settings_file.write_text(
+                json.dumps(
+                    {"workers": workers, "nodes": nodes, "extender_replicas": replicas, "ports": ports}
+                )
+            )
             self._write_scheduler_config(ports["webhook"])
             for name in wanted:
                 c = self.cluster(name, bins)
@@ -226,6 +239,9 @@ class Environment:
         text = yaml.safe_dump(cfg, sort_keys=False)
         if not target.is_file() or target.read_text() != text:
             target.write_text(text)
+
+    def extender_replicas(self) -> int:
+        return int(self.settings().get("extender_replicas", 1))
 
     def port(self, name: str) -> int:
         """A port of the bridge's own processes (BRIDGE_PORTS), fixed for the environment's life."""

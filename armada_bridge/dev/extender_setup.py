@@ -79,28 +79,37 @@ def scheduler_tls(env: Environment) -> dict[str, str]:
     return {"caFile": str(cert), "certFile": str(pki / "admin.crt"), "keyFile": str(pki / "admin.key")}
 
 
-def setup(env: Environment, bins: Binaries) -> None:
-    front = env.kubeconfig(FRONT)
+def replica_names(replicas: int) -> list[str]:
+    """The extender's dev components: `extender`, then `extender-1`, ... (each also the name of
+    its plain port in the environment's settings)."""
+    return ["extender", *(f"extender-{i}" for i in range(1, replicas))]
+
+
+def replica(env: Environment, name: str, replicas: int) -> Component:
+    """One extender process. Several share the secure port (`--reuse-port`: the kernel spreads the
+    scheduler's and the API server's connections over the live ones, as a Service over ready pods)
+    and elect a leader by their identities; each has its own plain port for probes."""
     cert, key = serving_certificate(env)
-    port, webhook_port = env.port("extender"), env.port("webhook")
-    component = Component(
-        name="extender",
+    port = env.port(name)
+    return Component(
+        name=name,
         argv=[
             sys.executable,
             "-m",
             "extender",
             "--kubeconfig",
-            str(front),
+            str(env.kubeconfig(FRONT)),
             "--listen",
             f"127.0.0.1:{port}",
             "--secure-listen",
-            f"127.0.0.1:{webhook_port}",
+            f"127.0.0.1:{env.port('webhook')}",
+            *(["--reuse-port"] if replicas > 1 else []),
             "--tls-cert",
             str(cert),
             "--tls-key",
             str(key),
             "--identity",
-            "dev-extender",
+            f"dev-{name}",
             "--scheduling-config",
             str(SCHEDULING_CONFIG),
             "--gang-stall-seconds",
@@ -108,9 +117,25 @@ def setup(env: Environment, bins: Binaries) -> None:
         ],
         ready_url=f"http://127.0.0.1:{port}/readyz",
     )
-    env.supervisor.ensure(component)
-    env.supervisor.wait_ready(component)
-    config = webhook_configuration(f"https://127.0.0.1:{webhook_port}/mutate", cert.read_bytes())
+
+
+def setup(env: Environment, bins: Binaries) -> None:
+    """Run the extender's replicas (stopping any beyond their number) and register the webhook."""
+    front = env.kubeconfig(FRONT)
+    cert, _ = serving_certificate(env)
+    replicas = env.extender_replicas()
+    wanted = replica_names(replicas)
+    for name in env.supervisor.names():
+        if name.startswith("extender-") and name not in wanted:
+            env.supervisor.stop(name)
+    # In order: a lone `extender` holding the port without SO_REUSEPORT is restarted with it
+    # before any other replica tries to bind beside it.
+    components = [replica(env, name, replicas) for name in wanted]
+    for component in components:
+        env.supervisor.ensure(component)
+    for component in components:
+        env.supervisor.wait_ready(component)
+    config = webhook_configuration(f"https://127.0.0.1:{env.port('webhook')}/mutate", cert.read_bytes())
     kubectl(
         bins, front, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump(config)
     )

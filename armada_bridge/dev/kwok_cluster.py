@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from armada_bridge.dev.binaries import Binaries
-from armada_bridge.dev.procs import kill_and_wait, pids_under
+from armada_bridge.dev.procs import alive, kill_and_wait, pids_under
 
 
 class ClusterError(RuntimeError):
@@ -210,15 +210,15 @@ class KwokCluster:
         return pids_under(self.workdir)
 
     def component_pids(self) -> dict[str, int | None]:
-        """Component name -> pid if that process is alive, from kwokctl's pid files."""
+        """Component name -> pid if that process is alive, from kwokctl's pid files. A process that
+        exited but was not reaped yet (a zombie of whoever started it) counts as gone."""
         out: dict[str, int | None] = {}
         for pid_file in sorted((self.workdir / "pids").glob("*.pid")):
             try:
                 pid = int(pid_file.read_text().strip())
-                os.kill(pid, 0)
-                out[pid_file.stem] = pid
-            except (ValueError, ProcessLookupError, PermissionError):
-                out[pid_file.stem] = None
+            except (OSError, ValueError):
+                pid = 0
+            out[pid_file.stem] = pid if pid > 0 and alive(pid) else None
         return out
 
     def server(self) -> str:

@@ -6,63 +6,17 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import yaml
 from kubernetes import client as k8s
 
-from armada_bridge import keys
-from armada_bridge.dev import binaries, operators
+from armada_bridge.dev import binaries
 from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, remote_pods
 from tests.support import wait_for
 
 REMOTES = ("remote-1", "remote-2")
 Obj = dict[str, Any]
-
-
-def sample(operator: str, path: str) -> list[Obj]:
-    """The documents of an operator project's own sample file, from its module."""
-    o = operators.catalog()[operator]
-    return [d for d in yaml.safe_load_all((o.module / path).read_text()) if d]
-
-
-def pod_templates(obj: Any) -> Iterator[Obj]:
-    """Every pod template in an object, found by shape: `template.spec.containers`."""
-    if isinstance(obj, dict):
-        t = obj.get("template")
-        if isinstance(t, dict) and isinstance((t.get("spec") or {}).get("containers"), list):
-            yield t
-        for v in obj.values():
-            yield from pod_templates(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from pod_templates(v)
-
-
-def adapt(
-    obj: Obj,
-    namespace: str,
-    *,
-    cpu: str = "1",
-    memory: str = "1Gi",
-    runtime: str | None = None,
-    queue: str = "default",
-) -> Obj:
-    """The sample changed only in namespace, sizes, the queue label and (for pods that run to
-    completion) how long KWOK lets their containers run."""
-    obj["metadata"]["namespace"] = namespace
-    for t in pod_templates(obj):
-        md = t.setdefault("metadata", {})
-        md.setdefault("labels", {})[keys.QUEUE_LABEL] = queue
-        if runtime is not None:
-            md.setdefault("annotations", {})[keys.SIMULATED_RUNTIME] = runtime
-        for c in t["spec"]["containers"]:
-            c["resources"] = {
-                "requests": {"cpu": cpu, "memory": memory},
-                "limits": {"cpu": cpu, "memory": memory},
-            }
-    return obj
 
 
 def run_kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -10,15 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.dev.samples import sample
 from tests.e2e.bridge import Api, front_pods
-from tests.e2e.operators import (
-    apply,
-    kubectl,
-    one_remote_cluster,
-    sample,
-    wait_gone_from_remotes,
-    wait_status,
-)
+from tests.e2e.operators import apply, kubectl, one_remote_cluster, wait_gone_from_remotes, wait_status
 from tests.support import wait_for
 
 OPERATOR = "argo"

@@ -1,6 +1,6 @@
 """The chaos soak in its short form (bench/chaos.py has the long one): two minutes of faults, longer
-if needed until every kind of fault has come once, while three queues submit, and not one invariant
-broken."""
+if needed until every kind of fault has come once, while three queues submit more than the remotes
+hold, with the extender highly available (two replicas), and not one invariant broken."""
 
 from __future__ import annotations
 
@@ -10,12 +10,18 @@ from armada_bridge.dev.environment import Environment
 from bench.chaos import run
 
 
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1500)
 def test_two_minutes_of_faults_break_no_invariant(dev_env: Environment) -> None:
-    report = run(dev_env, minutes=2, seed=20261130, mean_fault_gap=8, every_kind=True)
+    replicas = dev_env.extender_replicas()
+    dev_env.up(extender_replicas=2)
+    try:
+        report = run(dev_env, minutes=2, seed=20261130, mean_fault_gap=8, every_kind=True)
+    finally:
+        dev_env.up(extender_replicas=replicas)
     faults = set(report.faults)
     for fault in (
         "kill extender",
+        "kill every extender replica",
         "kill vkubelet",
         "pause front kube-scheduler",
         "kill front kube-scheduler",
@@ -27,3 +33,7 @@ def test_two_minutes_of_faults_break_no_invariant(dev_env: Environment) -> None:
     assert report.pods_created > 100
     assert report.violations == [], "\n".join(report.violations)
     assert report.converge_seconds is not None
+    # The work asked for more than the remotes hold: every queue had its fair share at the end.
+    assert len(report.shares) == 3 and sum(s["demand"] for s in report.shares.values()) > sum(
+        s["fair"] for s in report.shares.values()
+    ), report.shares

@@ -9,16 +9,15 @@ from collections.abc import Callable
 from kubernetes import client as k8s
 
 from armada_bridge import keys
+from armada_bridge.dev.samples import adapt, sample
 from tests.e2e.bridge import Api, cluster_of, front_pods
 from tests.e2e.operators import (
-    adapt,
     apply,
     assert_waits_whole,
     get,
     kubectl,
     one_remote_cluster,
     podgroup,
-    sample,
     wait_gone_from_remotes,
     wait_status,
 )

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from armada_bridge.dev.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import (
-    adapt,
     apply,
     assert_waits_whole,
     conditions,
@@ -16,7 +16,6 @@ from tests.e2e.operators import (
     kubectl,
     one_remote_cluster,
     podgroup,
-    sample,
     wait_gone_from_remotes,
     wait_status,
 )

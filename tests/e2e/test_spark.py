@@ -15,6 +15,7 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
+from armada_bridge.dev.samples import sample
 from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods
 from tests.e2e.operators import (
     REMOTES,
@@ -24,7 +25,6 @@ from tests.e2e.operators import (
     get,
     kubectl,
     podgroup,
-    sample,
     wait_gone_from_remotes,
     wait_status,
 )

@@ -10,6 +10,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from armada_bridge import keys
+from armada_bridge.dev.samples import sample
 from tests.e2e.bridge import Api
 from tests.e2e.operators import (
     apply,
@@ -18,7 +19,6 @@ from tests.e2e.operators import (
     get,
     kubectl,
     one_remote_cluster,
-    sample,
     wait_gone_from_remotes,
     wait_status,
 )

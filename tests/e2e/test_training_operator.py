@@ -11,9 +11,9 @@ from collections.abc import Callable
 import pytest
 from kubernetes import client as k8s
 
+from armada_bridge.dev.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import (
-    adapt,
     apply,
     conditions,
     get,
@@ -21,7 +21,6 @@ from tests.e2e.operators import (
     one_remote_cluster,
     podgroup,
     run_kubectl,
-    sample,
     wait_gone_from_remotes,
     wait_status,
 )

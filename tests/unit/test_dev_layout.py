@@ -70,8 +70,9 @@ def test_cli_rejects_nonsense_sizes(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ARMADA_BRIDGE_STATE", str(tmp_path / "state"))
-    assert cli.main(["dev", "up", "--workers", "0"]) == 1
-    assert "--workers and --nodes must be at least 1" in capsys.readouterr().err
+    for option in ("--workers", "--nodes", "--extender-replicas"):
+        assert cli.main(["dev", "up", option, "0"]) == 1
+        assert "--workers, --nodes and --extender-replicas must be at least 1" in capsys.readouterr().err
 
 
 def test_operators_option_names_known_operators() -> None:
