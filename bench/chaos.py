@@ -22,7 +22,8 @@ Invariants, each violation printed with the objects involved:
 - no remote pod outlives its front pod by more than the GC window (`--gc-seconds`);
 - the front never shows a pod Running whose remote pod is gone (its cluster answering) for longer
   than the outage bound (`--outage-seconds`);
-- after the faults stop, everything converges within `--converge-seconds`: every live front pod
+- after the faults stop, each queue tops its work up to `--load`/3 of the remotes' CPU again, then
+  everything converges within `--converge-seconds`: every live front pod
   placed in a remote cluster is Running there, every other waits with a reason (an ArmadaWaiting
   Event), every Failed one says why; each queue holds at least its fair share of what it asks for
   (its demand-capped share of the remotes' CPU, within one waiting unit); every control-plane
@@ -266,6 +267,31 @@ class Soak:
                 except ApiException as e:
                     log(f"submit {name}: {e.status} {e.reason}")
             self.stop.wait(1.0)
+
+    def top_up(self) -> None:
+        """After the faults: each queue submits more units (singles and gangs of 2-8, preemptible)
+        until it asks for `load`/3 of the remotes' CPU again (preempted units are gone), so that
+        fair share, not what the faults left, decides the end state the convergence check judges."""
+        pods = self.core["front"].list_namespaced_pod(self.ns).items
+        live = [
+            p
+            for p in pods
+            if p.status.phase not in ("Succeeded", "Failed") and not p.metadata.deletion_timestamp
+        ]
+        target = self.load * self.capacity_cpu() / len(QUEUES)
+        cpu = float(parse_quantity(self.cpu))
+        for q in QUEUES:
+            demand = sum(_cpu(p) for p in live if (p.metadata.labels or {}).get(keys.QUEUE_LABEL) == q)
+            added = 0
+            while demand < target:
+                size = 1 if self.rng.random() < 0.5 else self.rng.randint(2, 8)
+                name = f"{q[-1]}top{added}"
+                for body in unit(name, q, size, self.cpu):
+                    self.core["front"].create_namespaced_pod(self.ns, body)
+                self.report.pods_created += size
+                demand += size * cpu
+                added += 1
+            log(f"{q}: {added} units added, asking {demand:.0f} of {self.capacity_cpu():.0f} CPU")
 
     def _delete_unit(self, name: str) -> None:
         selector = f"chaos-unit={name}"
@@ -650,6 +676,7 @@ def run(
         # Every process back (a fault may have ended with one down), then convergence.
         extender_setup.setup(env, soak.bins)
         vkubelet_setup.setup(env, soak.bins)
+        soak.top_up()
         t0 = time.monotonic()
         problems = ["not checked yet"]
         while time.monotonic() - t0 < converge_seconds:
@@ -695,6 +722,17 @@ def main() -> None:
     p.add_argument(
         "--keep", action="store_true", help="keep the namespace and queues of a run with violations"
     )
+    p.add_argument("--split-seconds", type=float, default=30.0, help="how long a gang may be partly placed")
+    p.add_argument(
+        "--gc-seconds", type=float, default=90.0, help="how long a remote pod may outlive its front pod"
+    )
+    p.add_argument(
+        "--outage-seconds",
+        type=float,
+        default=60.0,
+        help="how long a front pod may be Running with no remote pod",
+    )
+    p.add_argument("--converge-seconds", type=float, default=180.0, help="how long convergence may take")
     args = p.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     r = run(
@@ -704,6 +742,10 @@ def main() -> None:
         mean_fault_gap=args.mean_fault_gap,
         load=args.load,
         keep_failed=args.keep,
+        split_seconds=args.split_seconds,
+        gc_seconds=args.gc_seconds,
+        outage_seconds=args.outage_seconds,
+        converge_seconds=args.converge_seconds,
     )
     out = {
         "seed": r.seed,

@@ -35,6 +35,14 @@ async def batch(
     targets: list[tuple[Kube, str, dict[str, Any]]], watchers: list[Kube], ns: str
 ) -> list[float]:
     """Create the pods (bounded concurrency) and return each one's seconds from create to Running."""
+    created, running = await batch_times(targets, watchers, ns)
+    return [running[n] - created[n] for n in created]
+
+
+async def batch_times(
+    targets: list[tuple[Kube, str, dict[str, Any]]], watchers: list[Kube], ns: str, timeout: float = 600
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Create the pods (bounded concurrency); (name -> when created, name -> when seen Running)."""
     running: dict[str, float] = {}
     created: dict[str, float] = {}
     done = asyncio.Event()
@@ -48,11 +56,11 @@ async def batch(
             await kube.create(PODS, body, ns)
 
     await asyncio.gather(*(create(k, b) for k, _, b in targets))
-    await asyncio.wait_for(done.wait(), 600)
+    await asyncio.wait_for(done.wait(), timeout)
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    return [running[n] - created[n] for n in created]
+    return created, running
 
 
 def pct(values: list[float], q: float) -> float:

@@ -1,0 +1,229 @@
+"""Benchmark of the whole pipeline: managed pods applied to the front cluster, from create to
+Running in a remote cluster, against the same pods created directly in the remotes (the baseline,
+measured in the same run). Not a test: prints figures.
+
+    .venv/bin/python bench/pipeline.py [--pods 5000] [--gang-share 0.5] [--cpu 50m] [--json]
+
+Through the bridge a pod goes front API -> admission webhook -> front kube-scheduler -> extender
+(core round, decision written) -> bind to a virtual node -> vkubelet -> remote pod -> Running
+mirrored back. The pods are a seeded mix of single pods and gangs of `--gang-min`..`--gang-max`
+(Armada's gang annotations); the baseline creates the very same pods (a gang's in one cluster)
+without the bridge. Reported, for both: throughput (pods over the wall time from the first create
+to the last Running), per-pod latency (create -> Running) and per-gang latency (the gang's last
+member created -> all members Running), p50 and p99, and the ratios bridge/direct.
+
+Uses the running `armada-bridge dev up` environment; its remote pod slots must hold `--pods` (110
+per KWOK node: `dev up --nodes 25` holds 5,000). `--pods 600 --gang-share 0` is the small-pods
+case: more than one remote node (110 slots) or one cluster of 4 nodes (440) holds, so they only
+all run if pod slots are counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from armada_bridge import keys
+from armada_bridge.dev.environment import Environment
+from armada_bridge.kube import NAMESPACES, NODES, PODS, Kube, load_config
+from bench.pods import batch_times, cleanup, create_namespace, pct
+
+REMOTES = ("remote-1", "remote-2")
+Unit = tuple[str, int]  # name, pods (1: a single pod)
+
+
+def units(pods: int, gang_share: float, gang_min: int, gang_max: int, seed: int) -> list[Unit]:
+    """A seeded mix: about `gang_share` of the pods in gangs, the rest single, interleaved."""
+    rng = random.Random(seed)
+    out: list[Unit] = []
+    left = pods
+    while left > 0:
+        if rng.random() < gang_share and left >= gang_min:
+            size = min(rng.randint(gang_min, gang_max), left)
+            out.append((f"g{len(out)}", size))
+        else:
+            size = 1
+            out.append((f"s{len(out)}", 1))
+        left -= size
+    return out
+
+
+def pod(unit: Unit, index: int, cpu: str, queue: str | None) -> dict[str, Any]:
+    name, size = unit
+    labels = {"bench": "pipeline", "unit": name}
+    annotations = {}
+    if queue:
+        labels[keys.QUEUE_LABEL] = queue
+        if size > 1:
+            annotations = {keys.GANG_ID: name, keys.GANG_CARDINALITY: str(size)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{name}-{index}", "labels": labels, "annotations": annotations},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
+                }
+            ],
+            "terminationGracePeriodSeconds": 0,
+        },
+    }
+
+
+async def free_slots(kubes: dict[str, Kube]) -> int:
+    """Pod slots of the remotes' Ready nodes not taken by a pod."""
+    total = 0
+    for c in REMOTES:
+        nodes = (await kubes[c].list(NODES))["items"]
+        ready = [
+            n
+            for n in nodes
+            if any(
+                x["type"] == "Ready" and x["status"] == "True" for x in n["status"].get("conditions") or []
+            )
+        ]
+        total += sum(int(n["status"]["allocatable"].get("pods", "0")) for n in ready)
+        pods = (await kubes[c].list(PODS, None))["items"]
+        total -= sum(1 for p in pods if p["status"].get("phase") in ("Pending", "Running"))
+    return total
+
+
+async def delete_namespace(kubes: dict[str, Kube], ns: str) -> None:
+    """Delete `ns` everywhere and wait until it is gone (its pods no longer hold slots)."""
+    for k in kubes.values():
+        await k.delete(NAMESPACES, ns)
+    deadline = time.monotonic() + 300
+    for k in kubes.values():
+        while await k.get_or_none(NAMESPACES, ns) is not None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"namespace {ns} still there after 300s")
+            await asyncio.sleep(0.5)
+
+
+def figures(work: list[Unit], created: dict[str, float], running: dict[str, float]) -> dict[str, float]:
+    per_pod = [running[n] - created[n] for n in created]
+    per_gang = [
+        max(running[f"{name}-{i}"] for i in range(size)) - max(created[f"{name}-{i}"] for i in range(size))
+        for name, size in work
+        if size > 1
+    ]
+    wall = max(running.values()) - min(created.values())
+    out = {
+        "wall_s": wall,
+        "pods_per_s": len(created) / wall,
+        "pod_p50_s": pct(per_pod, 0.5),
+        "pod_p99_s": pct(per_pod, 0.99),
+    }
+    if per_gang:
+        out |= {"gang_p50_s": pct(per_gang, 0.5), "gang_p99_s": pct(per_gang, 0.99)}
+    return out
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    env = Environment()
+    kubes = {n: Kube(load_config(env.kubeconfig(n))) for n in ("front", *REMOTES)}
+    work = units(args.pods, args.gang_share, args.gang_min, args.gang_max, args.seed)
+    ns_direct, ns_bridge = f"bench-direct-{uuid.uuid4().hex[:6]}", f"bench-bridge-{uuid.uuid4().hex[:6]}"
+    try:
+        slots = await free_slots(kubes)
+        if slots < args.pods:
+            raise SystemExit(
+                f"the remotes have {slots} free pod slots for {args.pods} pods: "
+                f"`armada-bridge dev up --nodes {-(-args.pods // 200) + 1}` (110 slots per node, 2 remotes)"
+            )
+        for k in kubes.values():
+            await create_namespace(k, ns_direct)
+        remote = [kubes[c] for c in REMOTES]
+        gangs = sum(1 for _, size in work if size > 1)
+        print(
+            f"baseline: {args.pods} pods ({gangs} gangs) directly in {', '.join(REMOTES)} ...",
+            file=sys.stderr,
+        )
+        direct = await batch_times(
+            [
+                (remote[u % 2], "", pod(unit, i, args.cpu, None))
+                for u, unit in enumerate(work)
+                for i in range(unit[1])
+            ],
+            remote,
+            ns_direct,
+            timeout=args.timeout,
+        )
+        await delete_namespace(kubes, ns_direct)
+        await create_namespace(kubes["front"], ns_bridge)
+        print(f"bridge: the same {args.pods} pods, managed, in the front cluster ...", file=sys.stderr)
+        front = kubes["front"]
+        via = await batch_times(
+            [(front, "", pod(unit, i, args.cpu, args.queue)) for unit in work for i in range(unit[1])],
+            [front],
+            ns_bridge,
+            timeout=args.timeout,
+        )
+        listed = (await front.list(PODS, ns_bridge))["items"]
+        spread = Counter(
+            (p["metadata"].get("annotations") or {}).get(keys.ASSIGNED_CLUSTER, "?") for p in listed
+        )
+    finally:
+        await cleanup(kubes.values(), (ns_direct, ns_bridge))
+    d, b = figures(work, *direct), figures(work, *via)
+    ratios = {f"{k}_ratio": b[k] / d[k] for k in d if k in b and d[k] > 0}
+    return {
+        "pods": args.pods,
+        "gangs": gangs,
+        "cpu": args.cpu,
+        "direct": d,
+        "bridge": b,
+        **ratios,
+        "by_cluster": dict(sorted(spread.items())),
+        "load_average_1m": os.getloadavg()[0],
+        "cores": os.cpu_count(),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pods", type=int, default=5000)
+    p.add_argument("--gang-share", type=float, default=0.5, help="fraction of the pods that are in gangs")
+    p.add_argument("--gang-min", type=int, default=4)
+    p.add_argument("--gang-max", type=int, default=16)
+    p.add_argument("--cpu", default="50m", help="each pod's CPU request")
+    p.add_argument("--queue", default="default", help=f"the pods' queue (label {keys.QUEUE_LABEL})")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=900, help="seconds for all pods of a side to run")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    r = asyncio.run(main_async(args))
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return
+    print(
+        f"{r['pods']} pods of {r['cpu']} CPU, {r['gangs']} gangs of {args.gang_min}-{args.gang_max} "
+        f"({r['cores']} cores, load average {r['load_average_1m']:.1f})"
+    )
+    for side, f in (("directly in the remotes", r["direct"]), ("through the bridge", r["bridge"])):
+        gang = f" gang p50 {f['gang_p50_s']:.2f}s p99 {f['gang_p99_s']:.2f}s" if "gang_p50_s" in f else ""
+        print(
+            f"  {side:<24}: all Running in {f['wall_s']:.1f}s ({f['pods_per_s']:.0f} pods/s)  "
+            f"pod p50 {f['pod_p50_s']:.2f}s p99 {f['pod_p99_s']:.2f}s{gang}"
+        )
+    ratios = "  ".join(f"{k.removesuffix('_ratio')} {v:.2f}x" for k, v in r.items() if k.endswith("_ratio"))
+    print(f"  bridge / direct         : {ratios}")
+    print(f"  spread                  : {r['by_cluster']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,21 @@
+"""The benchmarks' code, run small on the real environment: it must run to the end and report
+figures for both sides. No timing is asserted (figures live in docs/performance.md)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from armada_bridge.dev.environment import Environment
+from bench.pipeline import main_async
+
+
+def test_pipeline_benchmark_runs_small(dev_env: Environment) -> None:
+    args = argparse.Namespace(
+        pods=60, gang_share=0.5, gang_min=4, gang_max=8, cpu="50m", queue="default", seed=3, timeout=300
+    )
+    r = asyncio.run(main_async(args))
+    assert r["pods"] == 60 and r["gangs"] > 0
+    for side in ("direct", "bridge"):
+        assert {"wall_s", "pods_per_s", "pod_p50_s", "pod_p99_s", "gang_p50_s", "gang_p99_s"} <= set(r[side])
+    assert sum(r["by_cluster"].values()) == 60 and "?" not in r["by_cluster"], r["by_cluster"]
