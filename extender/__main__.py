@@ -90,7 +90,9 @@ async def serve(args: argparse.Namespace) -> int:
         log.warning("%s", w)
     front = Kube(load_config(args.kubeconfig), user_agent="armada-bridge-extender")
     metrics = Metrics()
-    settings = Settings(identity=args.identity, gang_stall_seconds=args.gang_stall_seconds)
+    settings = Settings(
+        identity=args.identity, gang_stall_seconds=args.gang_stall_seconds, scheduler_name=args.scheduler_name
+    )
     if scheduling is not None:
         settings.scheduling = scheduling
     controller = Controller(front, settings, metrics)

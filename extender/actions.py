@@ -8,9 +8,11 @@ import logging
 import time
 
 from armada_bridge import keys
+from armada_bridge.contract.pods import PodSpecError
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.resources import VOLCANO_PODGROUPS
+from extender import admission
 from extender.events import EventRecorder
 from extender.metrics import Metrics
 from extender.owners import controlling_job
@@ -90,6 +92,27 @@ class Actions:
         self.metrics.preempted.labels(queue=info.queue).inc()
         return Written.DONE
 
+    async def set_up(self, pod: Obj, scheduler_name: str | None) -> bool:
+        """A managed pod the webhook never saw, set up now as it would have been
+        (:func:`extender.admission.setup_patch`). True when patched: its update brings it back."""
+        md = pod["metadata"]
+        try:
+            extra = await job_group_annotations(self.front, pod)
+            patch = admission.setup_patch(pod, scheduler_name=scheduler_name, extra_annotations=extra)
+            if patch is None:
+                return False
+            await self.front.patch(PODS, md["name"], patch, md["namespace"], uid=md["uid"])
+        except (ApiError, PodSpecError) as e:
+            log.warning("pod %s/%s not set up after its creation: %s", md["namespace"], md["name"], e)
+            return False
+        log.info("pod %s/%s created while the webhook was down: set up now", md["namespace"], md["name"])
+        await self.events.emit(
+            pod,
+            "ArmadaSetUp",
+            "set up by armada-bridge after its creation (the admission webhook was unavailable then)",
+        )
+        return True
+
     async def create_job_podgroup(self, pod: Obj) -> bool:
         """Volcano's protocol for plain Jobs (annotation ``group-min-member``): the PodGroup the
         Volcano controller would create for the pod's Job, created if the pod names it. True when
@@ -133,3 +156,15 @@ class Actions:
             await self.front.patch(PODS, name, patch, ns, uid=info.uid)
         except ApiError as e:
             log.debug("touch %s: %s", info.key, e)
+
+
+async def job_group_annotations(front: Kube, pod: Obj) -> dict[str, str]:
+    """Volcano's protocol for plain Jobs (annotation `group-min-member`): the annotation naming the
+    PodGroup the Volcano controller would create for the pod's Job ({} for other pods). Read only:
+    the loop creates that PodGroup when the pod waits for it."""
+    try:
+        job = await controlling_job(front, dict(pod))
+        return volcano.job_pod_annotations(job) if job is not None else {}
+    except (ApiError, ValueError) as e:  # IntentError; a name that is not one
+        log.warning("pod %s: Volcano group of its Job not named: %s", pod["metadata"].get("name"), e)
+        return {}

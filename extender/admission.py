@@ -135,6 +135,29 @@ def pod_patch(
     return ops
 
 
+def setup_patch(
+    pod: Obj, *, scheduler_name: str | None = None, extra_annotations: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """A merge patch that sets up, once created, a managed pod the webhook never saw (it was down
+    then): what :func:`pod_patch` does, within what the API allows on a live pod — the constraints
+    annotation set and the virtual-node toleration added (tolerations may only be added). None
+    when that is not enough: a nodeSelector, affinity or topology spread constraints (immutable)
+    that the front scheduler would judge virtual nodes by, or another scheduler than the one
+    named (`scheduler_name`). Raises :class:`PodSpecError` when the pod's constraints are malformed.
+    """
+    spec = pod.get("spec") or {}
+    if any(spec.get(f) for f in ("nodeSelector", "affinity", "topologySpreadConstraints")):
+        return None
+    if scheduler_name and spec.get("schedulerName") != scheduler_name:
+        return None
+    constraints = SchedulingConstraints.from_mapping(spec, "spec")
+    tolerations = list(spec.get("tolerations") or [])
+    if virtual_node_toleration() not in tolerations:
+        tolerations.append(virtual_node_toleration())
+    annotations = {keys.SCHEDULING_CONSTRAINTS: constraints.to_annotation(), **(extra_annotations or {})}
+    return {"metadata": {"annotations": annotations}, "spec": {"tolerations": tolerations}}
+
+
 def _request(review: Any) -> Obj:
     if not isinstance(review, Mapping):
         raise AdmissionError(

@@ -86,6 +86,8 @@ class Settings:
     #: is admitted with what is present (see Controller.relax_stalled_gangs).
     gang_stall_seconds: float = 30.0
     scheduling: model.SchedulingConfig = field(default_factory=model.SchedulingConfig)
+    #: the kube-scheduler managed pods are pointed at (managed Kubernetes), if not their own
+    scheduler_name: str | None = None
 
 
 class Controller:
@@ -264,6 +266,8 @@ class Controller:
         self._uid_by_key[k] = uid
         hold = info.invalid
         if hold is not None:
+            if not info.set_up and await self.actions.set_up(pod, self.settings.scheduler_name):
+                return  # its update brings it back, set up
             if old is not None:
                 self.core.remove_job(uid)
             self.managed[uid] = info

@@ -91,14 +91,17 @@ class Describer:
                 key, uid, queue, None, root, model.Job(uid, queue, {}), None, invalid=str(e), missing=missing
             )
         if keys.SCHEDULING_CONSTRAINTS not in annotations and not node_name:
-            # The webhook never saw it (down when the pod was created): it cannot go to a virtual
-            # node. Say so; its owner recreates it once deleted.
+            # The webhook never saw it (down when the pod was created): the loop sets it up now
+            # where the API allows (Controller._sync_pod); else it waits, and says why.
             why = (
                 "not set up by the armada-bridge admission webhook when created (it was unavailable, "
-                "or the pod's queue became known later), so it cannot go to a remote cluster; "
-                "delete it (its owner recreates it) or recreate it"
+                "or the pod's queue became known later), and its nodeSelector, affinity, topology "
+                "spread or scheduler cannot change now, so it cannot go to a remote cluster; delete "
+                "it (its owner recreates it) or recreate it"
             )
-            return PodInfo(key, uid, queue, gang, root, model.Job(uid, queue, {}), None, invalid=why)
+            return PodInfo(
+                key, uid, queue, gang, root, model.Job(uid, queue, {}), None, invalid=why, set_up=False
+            )
         placed = None
         cluster = annotations.get(keys.ASSIGNED_CLUSTER)
         node = annotations.get(keys.ASSIGNED_REMOTE_NODE)

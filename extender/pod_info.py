@@ -22,3 +22,4 @@ class PodInfo:
     bound: bool = False  # spec.nodeName is set
     placed_at: float = 0.0  # monotonic time of the decision (or of the last nudge)
     missing: PodGroupRef | None = None  # the PodGroup it names that does not exist (yet)
+    set_up: bool = True  # False: the admission webhook never saw it (it was down)

@@ -21,13 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from armada_bridge import keys
 from armada_bridge.kube import Kube
 from armada_bridge.kube.auth import Auth, authenticated
-from armada_bridge.kube.client import ApiError, Obj
+from armada_bridge.kube.client import Obj
 from extender import admission
+from extender.actions import job_group_annotations
 from extender.describe import Describer
 from extender.inputs import Inputs
 from extender.metrics import Metrics
-from extender.owners import controlling_job
-from extender.protocols import volcano
 
 log = logging.getLogger(__name__)
 
@@ -179,25 +178,13 @@ class Api:
         passing, _ = self.decide(pod, names)
         return web.json_response([{"Host": n, "Score": 10 if n in passing else 0} for n in names])
 
-    async def _volcano_job_group(self, pod: Mapping[str, Any]) -> dict[str, str]:
-        """Volcano's protocol for plain Jobs (annotation `group-min-member`): the annotation naming
-        the PodGroup the Volcano controller would create for the pod's Job. Read only: the
-        extender's loop creates that PodGroup when the pod waits for it, so admission (dry runs
-        included) changes nothing."""
-        try:
-            job = await controlling_job(self.c.front, dict(pod))
-            return volcano.job_pod_annotations(job) if job is not None else {}
-        except (ApiError, ValueError) as e:  # IntentError; a name that is not one
-            log.warning("pod %s: Volcano group of its Job not named: %s", pod["metadata"].get("name"), e)
-            return {}
-
     async def mutate(self, request: web.Request) -> web.Response:
         review = await _json(request)
         try:
             pod = admission.pod_of(review)
             extra: dict[str, str] = {}
             if pod is not None:
-                extra = await self._volcano_job_group(pod)
+                extra = await job_group_annotations(self.c.front, pod)
                 if extra:
                     meta = dict(pod["metadata"])
                     meta["annotations"] = {**(meta.get("annotations") or {}), **extra}

@@ -12,7 +12,7 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from armada_bridge.dev.environment import Environment
-from tests.e2e.bridge import Api, cluster_of, front_pods, pod, remote_pods, wait_running
+from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, pod, remote_pods, wait_running
 from tests.support import wait_for
 
 GANGS, SIZE = 12, 4
@@ -53,3 +53,40 @@ def test_sigkill_during_admission_loses_nothing_and_duplicates_nothing(
         assert where == [cluster_of(p)], (p.metadata.name, where, cluster_of(p))
         assert remote[where[0]][p.metadata.name].metadata.labels[keys.FRONT_UID] == p.metadata.uid
     assert sum(len(v) for v in remote.values()) == GANGS * SIZE
+
+
+def test_pods_created_while_every_replica_is_down_are_set_up_afterwards(
+    namespace: str, cluster_api: Api, dev_env: Environment
+) -> None:
+    """The webhook lets pods through unchanged while no extender serves it (failurePolicy Ignore):
+    a gang and a single pod made then run once the extender is back, set up by its loop; a pod
+    whose nodeSelector (immutable) would keep it off every virtual node waits and says why."""
+    core = k8s.CoreV1Api(cluster_api("front"))
+    replicas = [n for n in dev_env.supervisor.names() if n == "extender" or n.startswith("extender-")]
+    for name in replicas:
+        dev_env.supervisor.stop(name)
+    try:
+        ann = {keys.GANG_ID: "late", keys.GANG_CARDINALITY: "3"}
+        for i in range(3):
+            core.create_namespaced_pod(namespace, pod(f"late-{i}", cpu="1", annotations=ann))
+        core.create_namespaced_pod(namespace, pod("single", cpu="1"))
+        picky = pod("picky", cpu="1")
+        picky["spec"]["nodeSelector"] = {"disk": "ssd"}
+        core.create_namespaced_pod(namespace, picky)
+        unset = core.read_namespaced_pod("single", namespace).metadata.annotations or {}
+        assert keys.SCHEDULING_CONSTRAINTS not in unset  # the webhook did not see it
+    finally:
+        dev_env.up()
+    running = wait_running(cluster_api, namespace, 4, timeout=120)
+    assert {p.metadata.name for p in running} == {"late-0", "late-1", "late-2", "single"}
+    assert len({cluster_of(p) for p in running if p.metadata.name.startswith("late-")}) == 1
+    assert any(e.startswith("ArmadaSetUp") for e in events_for(cluster_api, namespace, "single"))
+    wait_for(
+        "the picky pod's reason",
+        lambda: any(
+            e.startswith("ArmadaWaiting") and "cannot change now" in e
+            for e in events_for(cluster_api, namespace, "picky")
+        ),
+        timeout=60,
+    )
+    assert core.read_namespaced_pod("picky", namespace).status.phase == "Pending"

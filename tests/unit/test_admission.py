@@ -307,3 +307,45 @@ def test_pod_of() -> None:
         pod_of(review("not a pod"))
     with pytest.raises(AdmissionError, match="no request"):
         pod_of({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"})
+
+
+def test_a_pod_the_webhook_never_saw_is_set_up_within_what_a_live_pod_allows() -> None:
+    from extender.admission import setup_patch, virtual_node_toleration
+
+    defaults = [
+        {
+            "key": "node.kubernetes.io/not-ready",
+            "operator": "Exists",
+            "effect": "NoExecute",
+            "tolerationSeconds": 300,
+        },
+        {
+            "key": "node.kubernetes.io/unreachable",
+            "operator": "Exists",
+            "effect": "NoExecute",
+            "tolerationSeconds": 300,
+        },
+    ]
+    own = {"key": "team", "operator": "Equal", "value": "a", "effect": "NoSchedule"}
+    pod = {
+        "metadata": {"name": "p"},
+        "spec": {"tolerations": [own, *defaults], "schedulerName": "default-scheduler"},
+    }
+    patch = setup_patch(pod, extra_annotations={"x": "y"})
+    assert patch is not None
+    # Tolerations may only be added to a live pod: every one kept, in order, the virtual node's last.
+    assert patch["spec"]["tolerations"] == [own, *defaults, virtual_node_toleration()]
+    stored = json.loads(patch["metadata"]["annotations"][keys.SCHEDULING_CONSTRAINTS])
+    assert stored["tolerations"] == [own, *defaults] and "nodeSelector" not in stored
+    assert patch["metadata"]["annotations"]["x"] == "y"
+    # Already tolerating the virtual node: not added twice.
+    again = setup_patch({**pod, "spec": {**pod["spec"], "tolerations": patch["spec"]["tolerations"]}})
+    assert again is not None and again["spec"]["tolerations"].count(virtual_node_toleration()) == 1
+    # Immutable fields the front scheduler would judge virtual nodes by, or another scheduler: no.
+    for field, value in (
+        ("nodeSelector", {"disk": "ssd"}),
+        ("affinity", {"nodeAffinity": {}}),
+        ("topologySpreadConstraints", [{"maxSkew": 1}]),
+    ):
+        assert setup_patch({**pod, "spec": {**pod["spec"], field: value}}) is None, field
+    assert setup_patch(pod, scheduler_name="armada-bridge-scheduler") is None
