@@ -25,8 +25,8 @@ SCHEDULING_CONFIG = REPO_ROOT / "manifests" / "extender" / "scheduling-config.ya
 
 
 def webhook_configuration(url: str, ca_pem: bytes) -> dict[str, object]:
-    """Pods are created as usual when the webhook is down (failurePolicy Ignore); the extender then
-    reports such managed pods, which it cannot run, with an Event."""
+    """Pods are created as usual when the webhook is down (failurePolicy Ignore); the extender's
+    loop sets such managed pods up afterwards (docs/extender.md)."""
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
