@@ -316,10 +316,11 @@ class Soak:
         for name, pid in pids.items():
             if pid is not None:
                 os.kill(pid, signal.SIGKILL)
-                self.report.faults[f"kill {'extender' if name in self.replicas else name}"] += 1
                 log(f"SIGKILL {name} (pid {pid})")
         if len(names) > 1:
             self.report.faults["kill every extender replica"] += 1
+        else:
+            self.report.faults[f"kill {'extender' if names[0] in self.replicas else names[0]}"] += 1
         self.stop.wait(self.fault_rng.uniform(1, 6))
         vkubelet = "vkubelet" in names
         (vkubelet_setup.setup if vkubelet else extender_setup.setup)(self.env, self.bins)
