@@ -90,6 +90,8 @@ class Report:
     jobs_created: int = 0
     operator_objects: Counter[str] = field(default_factory=Counter)
     shares: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: queues below their fair share at the last convergence check (violations when required)
+    below_fair_share: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     converge_seconds: float | None = None
 
@@ -211,6 +213,7 @@ class Soak:
         running = set(operators.enabled(env))
         self.operator_kinds = [k for k in OPERATOR_KINDS if k.operator in running]
         self.load = load
+        self.fair_share_required = True  # a queue below its fair share keeps the run unconverged
         self.cpu = "250m"  # sized to the remotes by size_to_capacity()
         self.partial_since: dict[str, float] = {}
         self.orphan_since: dict[str, float] = {}
@@ -523,13 +526,17 @@ class Soak:
                 problems.append(f"{p.metadata.name} placed but {p.status.phase}, not Running")
         shares = fair_shares(pods, self._gangs(pods), self.capacity_cpu())
         self.report.shares = shares
-        problems += [
+        below = [
             f"queue {q} holds {s['allocated']:.1f} CPU, below its fair share {s['fair']:.1f} "
-            f"(asks {s['demand']:.1f}; its smallest waiting unit {s['smallest_waiting']:.1f})"
+            f"(asks {s['demand']:.1f}; its smallest waiting unit {s['smallest_waiting']:.1f}, "
+            f"free or preemptible above others' shares {s['room']:.1f})"
             for q, s in shares.items()
-            if s["smallest_waiting"] and s["allocated"] + s["smallest_waiting"] <= s["fair"] + 1e-6
+            if s["smallest_waiting"]
+            and s["allocated"] + s["smallest_waiting"] <= s["fair"] + 1e-6
+            and s["smallest_waiting"] <= s["room"] + 1e-6
         ]
-        return problems
+        self.report.below_fair_share = below
+        return problems + (below if self.fair_share_required else [])
 
 
 def _cpu(pod: Any) -> float:
@@ -543,10 +550,13 @@ def fair_shares(
     pods: list[Any], gangs: dict[str, tuple[int, list[Any]]], capacity: float
 ) -> dict[str, dict[str, float]]:
     """Per queue: CPU asked (live pods), allocated (placed), its fair share of `capacity` (equal
-    weights, capped by demand, the rest shared out again: Armada's adjusted fair share), and the
-    CPU of its smallest waiting unit (a single pod, or a whole gang)."""
+    weights, capped by demand, the rest shared out again: Armada's adjusted fair share), the CPU of
+    its smallest waiting unit (a single pod, or a whole gang), and the room it could have: what is
+    free plus what other queues hold above their fair share in preemptible pods (fair-share
+    preemption never takes a pod of a class that is not preemptible)."""
     demand: dict[str, float] = defaultdict(float)
     allocated: dict[str, float] = defaultdict(float)
+    preemptible: dict[str, float] = defaultdict(float)
     waiting: dict[str, dict[str, float]] = defaultdict(dict)  # queue -> unit -> CPU
     member_of = {m.metadata.uid: g for g, (_, members) in gangs.items() for m in members}
     for p in pods:
@@ -558,6 +568,8 @@ def fair_shares(
         demand[q] += _cpu(p)
         if (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER):
             allocated[q] += _cpu(p)
+            if p.spec.priority_class_name == PREEMPTIBLE:
+                preemptible[q] += _cpu(p)
         else:
             u = member_of.get(p.metadata.uid, p.metadata.uid)
             waiting[q][u] = waiting[q].get(u, 0.0) + _cpu(p)
@@ -567,12 +579,15 @@ def fair_shares(
         q = open_queues.pop(0)
         fair[q] = min(demand[q], left / (len(open_queues) + 1))
         left -= fair[q]
+    free = capacity - sum(allocated.values())
+    over = {q: max(0.0, min(preemptible[q], allocated[q] - fair[q])) for q in demand}
     return {
         q: {
             "demand": demand[q],
             "allocated": allocated[q],
             "fair": fair[q],
             "smallest_waiting": min(waiting[q].values(), default=0.0),
+            "room": free + sum(v for r, v in over.items() if r != q),
         }
         for q in sorted(demand)
     }
@@ -623,9 +638,11 @@ def run(
     gc_seconds: float = 90.0,
     outage_seconds: float = 60.0,
     converge_seconds: float = 180.0,
+    fair_share_required: bool = True,
 ) -> Report:
     ns = f"chaos-{uuid.uuid4().hex[:6]}"
     soak = Soak(env, seed, ns, load)
+    soak.fair_share_required = fair_share_required
     custom = soak.custom
     soak.size_to_capacity(live_units)
     soak.core["front"].create_namespace({"metadata": {"name": ns}})
@@ -775,6 +792,8 @@ def main() -> None:
         print(f"  violations: {len(r.violations)}")
         for v in r.violations:
             print(f"    {v}")
+        if r.below_fair_share and not r.violations:
+            print(f"  below fair share at the end: {r.below_fair_share}")
     sys.exit(1 if r.violations else 0)
 
 
