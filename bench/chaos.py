@@ -721,6 +721,16 @@ def run(
             soak.core["front"].delete_namespace(ns)
             for q in QUEUES:
                 custom.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", q)
+            # Gone everywhere before returning: until its pods are, they hold room others count on.
+            deadline = time.monotonic() + 300
+            for c in ("front", *REMOTES):
+                while time.monotonic() < deadline:
+                    try:
+                        soak.core[c].read_namespace(ns)
+                    except ApiException as e:
+                        if e.status == 404:
+                            break
+                    time.sleep(1)
         except ApiException as e:
             log(f"cleanup: {e.status} {e.reason}")
         except _Kept:
