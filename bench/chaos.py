@@ -281,7 +281,8 @@ class Soak:
             for p in pods
             if p.status.phase not in ("Succeeded", "Failed") and not p.metadata.deletion_timestamp
         ]
-        target = self.load * self.capacity_cpu() / len(QUEUES)
+        capacity = self.capacity_cpu()
+        target = self.load * capacity / len(QUEUES)
         cpu = float(parse_quantity(self.cpu))
         for q in QUEUES:
             demand = sum(_cpu(p) for p in live if (p.metadata.labels or {}).get(keys.QUEUE_LABEL) == q)
@@ -294,7 +295,7 @@ class Soak:
                 self.report.pods_created += size
                 demand += size * cpu
                 added += 1
-            log(f"{q}: {added} units added, asking {demand:.0f} of {self.capacity_cpu():.0f} CPU")
+            log(f"{q}: {added} units added, asking {demand:.0f} of {capacity:.0f} CPU")
 
     def _delete_unit(self, name: str) -> None:
         selector = f"chaos-unit={name}"

@@ -35,6 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge import keys
+from armada_bridge.contract.capacity import node_ready
 from armada_bridge.dev.environment import Environment
 from armada_bridge.kube import NAMESPACES, NODES, PODS, Kube, load_config
 from bench.pods import batch_times, cleanup, create_namespace, pct
@@ -89,13 +90,7 @@ async def free_slots(kubes: dict[str, Kube]) -> int:
     total = 0
     for c in REMOTES:
         nodes = (await kubes[c].list(NODES))["items"]
-        ready = [
-            n
-            for n in nodes
-            if any(
-                x["type"] == "Ready" and x["status"] == "True" for x in n["status"].get("conditions") or []
-            )
-        ]
+        ready = [n for n in nodes if node_ready(n)]
         total += sum(int(n["status"]["allocatable"].get("pods", "0")) for n in ready)
         pods = (await kubes[c].list(PODS, None))["items"]
         total -= sum(1 for p in pods if p["status"].get("phase") in ("Pending", "Running"))

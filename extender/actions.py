@@ -97,10 +97,11 @@ class Actions:
         (:func:`extender.admission.setup_patch`). True when patched: its update brings it back."""
         md = pod["metadata"]
         try:
+            if admission.setup_patch(pod, scheduler_name=scheduler_name) is None:
+                return False  # cannot be set up: no need to look its Job up
             extra = await job_group_annotations(self.front, pod)
             patch = admission.setup_patch(pod, scheduler_name=scheduler_name, extra_annotations=extra)
-            if patch is None:
-                return False
+            assert patch is not None
             await self.front.patch(PODS, md["name"], patch, md["namespace"], uid=md["uid"])
         except (ApiError, PodSpecError) as e:
             log.warning("pod %s/%s not set up after its creation: %s", md["namespace"], md["name"], e)
