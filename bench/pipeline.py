@@ -26,7 +26,6 @@ import json
 import os
 import random
 import sys
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -37,10 +36,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from armada_bridge import keys
 from armada_bridge.contract.capacity import node_ready
 from armada_bridge.dev.environment import Environment
-from armada_bridge.kube import NAMESPACES, NODES, PODS, Kube, load_config
-from bench.pods import batch_times, cleanup, create_namespace, pct
+from armada_bridge.kube import NODES, PODS, Kube, load_config
+from bench.pods import (
+    CREATED,
+    RUNNING,
+    Times,
+    batch_times,
+    cleanup,
+    create_namespace,
+    delete_namespace,
+    is_running,
+    pct,
+    print_stages,
+    stage_table,
+)
 
 REMOTES = ("remote-1", "remote-2")
+# Where a pod is on its way, as watched: front stages, then remote ones.
+DECIDED, BOUND, REMOTE_CREATED, REMOTE_RUNNING = "decided", "bound", "remote created", "remote running"
+BRIDGE_STAGES = (CREATED, DECIDED, BOUND, REMOTE_CREATED, REMOTE_RUNNING, RUNNING)
+DIRECT_STAGES = (CREATED, BOUND, RUNNING)
+
+
+def _bound(pod: dict[str, Any]) -> bool:
+    return bool(pod["spec"].get("nodeName"))
+
+
+def _decided(pod: dict[str, Any]) -> bool:
+    return bool((pod["metadata"].get("annotations") or {}).get(keys.ASSIGNED_CLUSTER))
+
+
 Unit = tuple[str, int]  # name, pods (1: a single pod)
 
 
@@ -97,27 +122,16 @@ async def free_slots(kubes: dict[str, Kube]) -> int:
     return total
 
 
-async def delete_namespace(kubes: dict[str, Kube], ns: str) -> None:
-    """Delete `ns` everywhere and wait until it is gone (its pods no longer hold slots)."""
-    for k in kubes.values():
-        await k.delete(NAMESPACES, ns)
-    deadline = time.monotonic() + 300
-    for k in kubes.values():
-        while await k.get_or_none(NAMESPACES, ns) is not None:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"namespace {ns} still there after 300s")
-            await asyncio.sleep(0.5)
-
-
-def figures(work: list[Unit], created: dict[str, float], running: dict[str, float]) -> dict[str, float]:
-    per_pod = [running[n] - created[n] for n in created]
+def figures(work: list[Unit], times: Times, order: tuple[str, ...]) -> dict[str, Any]:
+    created, running = times.created, times.running
+    per_pod = times.between(CREATED, RUNNING)
     per_gang = [
         max(running[f"{name}-{i}"] for i in range(size)) - max(created[f"{name}-{i}"] for i in range(size))
         for name, size in work
         if size > 1
     ]
     wall = max(running.values()) - min(created.values())
-    out = {
+    out: dict[str, Any] = {
         "wall_s": wall,
         "pods_per_s": len(created) / wall,
         "pod_p50_s": pct(per_pod, 0.5),
@@ -125,6 +139,7 @@ def figures(work: list[Unit], created: dict[str, float], running: dict[str, floa
     }
     if per_gang:
         out |= {"gang_p50_s": pct(per_gang, 0.5), "gang_p99_s": pct(per_gang, 0.99)}
+    out["stages"] = stage_table(times, order)
     return out
 
 
@@ -157,6 +172,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             remote,
             ns_direct,
             timeout=args.timeout,
+            stages=[(k, {BOUND: _bound}) for k in remote],
         )
         await delete_namespace(kubes, ns_direct)
         await create_namespace(kubes["front"], ns_bridge)
@@ -167,6 +183,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             [front],
             ns_bridge,
             timeout=args.timeout,
+            stages=[(front, {DECIDED: _decided, BOUND: _bound})]
+            + [(kubes[c], {REMOTE_CREATED: lambda _: True, REMOTE_RUNNING: is_running}) for c in REMOTES],
         )
         listed = (await front.list(PODS, ns_bridge))["items"]
         spread = Counter(
@@ -174,8 +192,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         )
     finally:
         await cleanup(kubes.values(), (ns_direct, ns_bridge))
-    d, b = figures(work, *direct), figures(work, *via)
-    ratios = {f"{k}_ratio": b[k] / d[k] for k in d if k in b and d[k] > 0}
+    d, b = figures(work, direct, DIRECT_STAGES), figures(work, via, BRIDGE_STAGES)
+    ratios = {f"{k}_ratio": b[k] / d[k] for k in d if k != "stages" and k in b and d[k] > 0}
     return {
         "pods": args.pods,
         "gangs": gangs,
@@ -218,6 +236,7 @@ def main() -> None:
     ratios = "  ".join(f"{k.removesuffix('_ratio')} {v:.2f}x" for k, v in r.items() if k.endswith("_ratio"))
     print(f"  bridge / direct         : {ratios}")
     print(f"  spread                  : {r['by_cluster']}")
+    print_stages({side: r[side]["stages"] for side in ("direct", "bridge")})
 
 
 if __name__ == "__main__":

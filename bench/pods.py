@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
 import time
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from armada_bridge.kube import NAMESPACES, PODS, SERVICEACCOUNTS, Kube
@@ -13,21 +16,57 @@ from armada_bridge.kube import NAMESPACES, PODS, SERVICEACCOUNTS, Kube
 CONCURRENCY = 16
 
 
-async def watch_running(
-    kube: Kube, ns: str, running: dict[str, float], want: int, done: asyncio.Event
+Pod = dict[str, Any]
+Predicate = Callable[[Pod], bool]
+CREATED = "created"  # when the benchmark sent the create
+RUNNING = "running"  # when a watcher saw the pod Running
+
+
+def is_running(pod: Pod) -> bool:
+    return bool(pod.get("status", {}).get("phase") == "Running")
+
+
+@dataclass
+class Times:
+    """Per stage, per pod name: when it was first seen there (monotonic seconds)."""
+
+    stages: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+
+    @property
+    def created(self) -> dict[str, float]:
+        return self.stages[CREATED]
+
+    @property
+    def running(self) -> dict[str, float]:
+        return self.stages[RUNNING]
+
+    def between(self, first: str, then: str) -> list[float]:
+        """Seconds from stage `first` to stage `then`, for each pod seen at both."""
+        a, b = self.stages[first], self.stages[then]
+        return [b[n] - a[n] for n in a if n in b]
+
+
+async def watch_stages(
+    kube: Kube, ns: str, stages: Mapping[str, Predicate], times: Times, done: asyncio.Event, want: int
 ) -> None:
+    """Note when each pod of `ns` first meets each stage's predicate, until `done` is set; set it
+    once `want` pods are Running (when RUNNING is one of the stages)."""
     while not done.is_set():
         try:
             async for kind, obj in kube.watch(PODS, ns, timeout_seconds=120):
                 if kind == "BOOKMARK":
                     continue
-                name = obj["metadata"]["name"]
-                if obj.get("status", {}).get("phase") == "Running" and name not in running:
-                    running[name] = time.monotonic()
-                    if len(running) >= want:
-                        done.set()
-                        return
-        except Exception as e:  # a dropped watch: resume (pods already Running are re-sent as ADDED)
+                name, t = obj["metadata"]["name"], time.monotonic()
+                for stage, holds in stages.items():
+                    seen = times.stages[stage]
+                    if name not in seen and holds(obj):
+                        seen[name] = t
+                if RUNNING in stages and len(times.running) >= want:
+                    done.set()
+                    return
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a dropped watch: resume (pods already there are re-sent as ADDED)
             print(f"watch restarted: {e}", file=sys.stderr)
 
 
@@ -35,24 +74,31 @@ async def batch(
     targets: list[tuple[Kube, str, dict[str, Any]]], watchers: list[Kube], ns: str
 ) -> list[float]:
     """Create the pods (bounded concurrency) and return each one's seconds from create to Running."""
-    created, running = await batch_times(targets, watchers, ns)
-    return [running[n] - created[n] for n in created]
+    return (await batch_times(targets, watchers, ns)).between(CREATED, RUNNING)
 
 
 async def batch_times(
-    targets: list[tuple[Kube, str, dict[str, Any]]], watchers: list[Kube], ns: str, timeout: float = 600
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Create the pods (bounded concurrency); (name -> when created, name -> when seen Running)."""
-    running: dict[str, float] = {}
-    created: dict[str, float] = {}
+    targets: list[tuple[Kube, str, dict[str, Any]]],
+    watchers: list[Kube],
+    ns: str,
+    timeout: float = 600,
+    stages: Sequence[tuple[Kube, Mapping[str, Predicate]]] = (),
+) -> Times:
+    """Create the pods (bounded concurrency); when each was created and seen Running (by any of
+    `watchers`), and when each met the predicates of `stages` (watched in `ns` of their cluster)."""
+    times = Times()
     done = asyncio.Event()
-    tasks = [asyncio.create_task(watch_running(k, ns, running, len(targets), done)) for k in watchers]
+    tasks = [
+        asyncio.create_task(watch_stages(k, ns, {RUNNING: is_running}, times, done, len(targets)))
+        for k in watchers
+    ]
+    tasks += [asyncio.create_task(watch_stages(k, ns, s, times, done, len(targets))) for k, s in stages]
     await asyncio.sleep(0.5)  # watches established
     sem = asyncio.Semaphore(CONCURRENCY)
 
     async def create(kube: Kube, body: dict[str, Any]) -> None:
         async with sem:
-            created[body["metadata"]["name"]] = time.monotonic()
+            times.created[body["metadata"]["name"]] = time.monotonic()
             await kube.create(PODS, body, ns)
 
     await asyncio.gather(*(create(k, b) for k, _, b in targets))
@@ -60,7 +106,24 @@ async def batch_times(
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    return created, running
+    return times
+
+
+def stage_table(times: Times, order: Sequence[str]) -> list[dict[str, Any]]:
+    """Where a pod's time goes: p50 and p99 seconds for each consecutive pair of stages in `order`."""
+    out = []
+    for a, b in itertools.pairwise(order):
+        d = times.between(a, b)
+        if d:
+            out.append({"step": f"{a} -> {b}", "p50_s": pct(d, 0.5), "p99_s": pct(d, 0.99)})
+    return out
+
+
+def print_stages(stages: dict[str, list[dict[str, Any]]]) -> None:
+    for side, rows in stages.items():
+        print(f"  where a pod's time goes, {side} (p50 / p99):")
+        for st in rows:
+            print(f"    {st['step']:<34} {st['p50_s']:7.3f}s {st['p99_s']:7.3f}s")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -97,3 +160,15 @@ async def create_namespace(kube: Kube, ns: str, timeout: float = 60) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"namespace {ns}: no default ServiceAccount after {timeout:.0f}s")
         await asyncio.sleep(0.1)
+
+
+async def delete_namespace(kubes: Mapping[str, Kube], ns: str) -> None:
+    """Delete `ns` everywhere and wait until it is gone (its pods no longer hold slots)."""
+    for k in kubes.values():
+        await k.delete(NAMESPACES, ns)
+    deadline = time.monotonic() + 300
+    for k in kubes.values():
+        while await k.get_or_none(NAMESPACES, ns) is not None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"namespace {ns} still there after 300s")
+            await asyncio.sleep(0.5)

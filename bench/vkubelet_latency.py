@@ -27,7 +27,21 @@ from armada_bridge import keys
 from armada_bridge.dev import binaries, bridge, vkubelet_setup
 from armada_bridge.dev.environment import Environment
 from armada_bridge.kube import Kube, load_config
-from bench.pods import batch, cleanup, compare, create_namespace
+from bench.pods import (
+    CREATED,
+    RUNNING,
+    batch_times,
+    cleanup,
+    compare,
+    create_namespace,
+    is_running,
+    print_stages,
+    stage_table,
+)
+
+REMOTE_CREATED, REMOTE_BOUND, REMOTE_RUNNING = "remote created", "remote bound", "remote running"
+VKUBELET_STAGES = (CREATED, REMOTE_CREATED, REMOTE_BOUND, REMOTE_RUNNING, RUNNING)
+DIRECT_STAGES = (CREATED, REMOTE_BOUND, RUNNING)
 
 
 def pod(name: str, node: str | None) -> dict[str, Any]:
@@ -80,15 +94,22 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             for ns in (ns_base, ns_vk):
                 await create_namespace(k, ns)
         r1, r2 = kubes["remote-1"], kubes["remote-2"]
-        direct = await batch(
-            [((r1 if i % 2 else r2), "", pod(f"p-{i}", None)) for i in range(args.pods)], [r1, r2], ns_base
+        bound = {REMOTE_BOUND: lambda p: bool(p["spec"].get("nodeName"))}
+        direct_times = await batch_times(
+            [((r1 if i % 2 else r2), "", pod(f"p-{i}", None)) for i in range(args.pods)],
+            [r1, r2],
+            ns_base,
+            stages=[(r1, bound), (r2, bound)],
         )
         front = kubes["front"]
-        via = await batch(
+        remote_stages = {REMOTE_CREATED: lambda _: True, **bound, REMOTE_RUNNING: is_running}
+        via_times = await batch_times(
             [(front, "", pod(f"p-{i}", "remote-1" if i % 2 else "remote-2")) for i in range(args.pods)],
             [front],
             ns_vk,
+            stages=[(r1, remote_stages), (r2, remote_stages)],
         )
+        direct, via = direct_times.between(CREATED, RUNNING), via_times.between(CREATED, RUNNING)
         peak = memory_kib(pid)
     finally:
         await cleanup(kubes.values(), (ns_base, ns_vk))
@@ -101,6 +122,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "vkubelet_peak_rss_mib": peak["VmHWM"] / 1024,
         "peak_to_idle_ratio": peak["VmHWM"] / idle["VmRSS"],
         "load_average_1m": os.getloadavg()[0],
+        "stages": {
+            "direct": stage_table(direct_times, DIRECT_STAGES),
+            "vkubelet": stage_table(via_times, VKUBELET_STAGES),
+        },
     }
 
 
@@ -123,6 +148,7 @@ def main() -> None:
         f"  vkubelet memory               : idle {r['vkubelet_idle_rss_mib']:.1f} MiB, "
         f"peak {r['vkubelet_peak_rss_mib']:.1f} MiB ({r['peak_to_idle_ratio']:.2f}x idle)"
     )
+    print_stages(r["stages"])
 
 
 if __name__ == "__main__":

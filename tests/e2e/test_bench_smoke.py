@@ -19,3 +19,12 @@ def test_pipeline_benchmark_runs_small(dev_env: Environment) -> None:
     for side in ("direct", "bridge"):
         assert {"wall_s", "pods_per_s", "pod_p50_s", "pod_p99_s", "gang_p50_s", "gang_p99_s"} <= set(r[side])
     assert sum(r["by_cluster"].values()) == 60 and "?" not in r["by_cluster"], r["by_cluster"]
+    # Every pod was seen at every stage of its way (where the time goes, per step).
+    assert [s["step"] for s in r["bridge"]["stages"]] == [
+        "created -> decided",
+        "decided -> bound",
+        "bound -> remote created",
+        "remote created -> remote running",
+        "remote running -> running",
+    ], r["bridge"]["stages"]
+    assert [s["step"] for s in r["direct"]["stages"]] == ["created -> bound", "bound -> running"]
