@@ -54,7 +54,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
-from armada_bridge import keys
+from armada_bridge import keys, views
 from armada_bridge.dev import binaries, extender_setup, operators, vkubelet_setup
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.environment import Environment
@@ -89,9 +89,11 @@ class Report:
     gangs_created: int = 0
     jobs_created: int = 0
     operator_objects: Counter[str] = field(default_factory=Counter)
-    shares: dict[str, dict[str, float]] = field(default_factory=dict)
+    shares: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: queues below their fair share at the last convergence check (violations when required)
     below_fair_share: list[str] = field(default_factory=list)
+    #: when a queue was below its fair share: what `armada-bridge queues` and `why` said then
+    diagnosis: str = ""
     violations: list[str] = field(default_factory=list)
     converge_seconds: float | None = None
 
@@ -537,7 +539,22 @@ class Soak:
             and s["smallest_waiting"] <= s["room"] + 1e-6
         ]
         self.report.below_fair_share = below
+        self.report.diagnosis = self._diagnose(shares) if below else ""
         return problems + (below if self.fair_share_required else [])
+
+    def _diagnose(self, shares: dict[str, dict[str, Any]]) -> str:
+        """What the bridge itself says about the queues and about each queue's smallest waiting
+        unit (the record a fair-share shortfall needs to be explained)."""
+        api = self.apis["front"]
+        try:
+            out = [views.queues(api)]
+            for q, s in shares.items():
+                if s.get("smallest_waiting_pod"):
+                    out.append(f"{q}: armada-bridge why {s['smallest_waiting_pod']}")
+                    out.append(views.why(api, s["smallest_waiting_pod"], self.ns))
+            return "\n".join(out)
+        except Exception as e:  # a diagnosis must not end the soak
+            return f"diagnosis failed: {type(e).__name__}: {e}"
 
 
 def _cpu(pod: Any) -> float:
@@ -549,7 +566,7 @@ def _cpu(pod: Any) -> float:
 
 def fair_shares(
     pods: list[Any], gangs: dict[str, tuple[int, list[Any]]], capacity: float
-) -> dict[str, dict[str, float]]:
+) -> dict[str, dict[str, Any]]:
     """Per queue: CPU asked (live pods), allocated (placed), its fair share of `capacity` (equal
     weights, capped by demand, the rest shared out again: Armada's adjusted fair share), the CPU of
     its smallest waiting unit (a single pod, or a whole gang), and the room it could have: what is
@@ -559,6 +576,7 @@ def fair_shares(
     allocated: dict[str, float] = defaultdict(float)
     preemptible: dict[str, float] = defaultdict(float)
     waiting: dict[str, dict[str, float]] = defaultdict(dict)  # queue -> unit -> CPU
+    named: dict[str, str] = {}  # unit -> a waiting pod of it
     member_of = {m.metadata.uid: g for g, (_, members) in gangs.items() for m in members}
     for p in pods:
         if p.metadata.deletion_timestamp or p.status.phase in ("Succeeded", "Failed"):
@@ -574,6 +592,7 @@ def fair_shares(
         else:
             u = member_of.get(p.metadata.uid, p.metadata.uid)
             waiting[q][u] = waiting[q].get(u, 0.0) + _cpu(p)
+            named.setdefault(u, p.metadata.name)
     fair: dict[str, float] = {}
     left, open_queues = capacity, sorted(demand, key=lambda q: demand[q])
     while open_queues:  # water-filling: the smallest demand first
@@ -588,6 +607,7 @@ def fair_shares(
             "allocated": allocated[q],
             "fair": fair[q],
             "smallest_waiting": min(waiting[q].values(), default=0.0),
+            "smallest_waiting_pod": named[min(waiting[q], key=waiting[q].__getitem__)] if waiting[q] else "",
             "room": free + sum(v for r, v in over.items() if r != q),
         }
         for q in sorted(demand)
@@ -805,6 +825,8 @@ def main() -> None:
             print(f"    {v}")
         if r.below_fair_share and not r.violations:
             print(f"  below fair share at the end: {r.below_fair_share}")
+        if r.diagnosis:
+            print(f"  the bridge's view then:\n{r.diagnosis}")
     sys.exit(1 if r.violations else 0)
 
 
