@@ -32,6 +32,11 @@ def _timestamp(value: str | None) -> float:
         return 0.0
 
 
+def _stuck(uid: str, queue: str, created: float) -> model.Job:
+    """The job of a pod that waits for a fix: nothing to place, but since when it waits."""
+    return model.Job(uid, queue, {}, submit_time=created)
+
+
 class Describer:
     def __init__(self, inputs: Inputs, owners: OwnerResolver) -> None:
         self.inputs = inputs
@@ -70,6 +75,7 @@ class Describer:
             return None
         root = await self.owners.root(pod)
         key = f"{md['namespace']}/{md['name']}"
+        created = _timestamp(md.get("creationTimestamp"))
         try:
             gang = protocols.gang_of(pod, pgs)
             count = relaxed.get((md["namespace"], gang.key)) if gang is not None else None
@@ -80,7 +86,7 @@ class Describer:
                 job_id=uid,
                 queue=queue,
                 gang=gang,
-                submit_time=_timestamp(md.get("creationTimestamp")),
+                submit_time=created,
                 # Pods of one controller stay in one remote cluster: the first bound fixes it.
                 colocation=f"{root.kind} {md['namespace']}/{root.name}" if root.uid != uid else None,
             )
@@ -88,7 +94,15 @@ class Describer:
             # Managed, but it cannot be scheduled as it is: it waits, and says why.
             missing = e.ref if isinstance(e, PodGroupMissing) else None
             return PodInfo(
-                key, uid, queue, None, root, model.Job(uid, queue, {}), None, invalid=str(e), missing=missing
+                key,
+                uid,
+                queue,
+                None,
+                root,
+                _stuck(uid, queue, created),
+                None,
+                invalid=str(e),
+                missing=missing,
             )
         if keys.SCHEDULING_CONSTRAINTS not in annotations and not node_name:
             # The webhook never saw it (down when the pod was created): the loop sets it up now
@@ -100,7 +114,7 @@ class Describer:
                 "it (its owner recreates it) or recreate it"
             )
             return PodInfo(
-                key, uid, queue, gang, root, model.Job(uid, queue, {}), None, invalid=why, set_up=False
+                key, uid, queue, gang, root, _stuck(uid, queue, created), None, invalid=why, set_up=False
             )
         placed = None
         cluster = annotations.get(keys.ASSIGNED_CLUSTER)

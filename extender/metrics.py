@@ -45,6 +45,14 @@ class Metrics:
         self.gangs_running = Gauge(
             "armada_bridge_gangs_running", "Gangs (or single pods) admitted or running", ["queue"], registry=r
         )
+        self.oldest_wait = Gauge(
+            "armada_bridge_gang_oldest_wait_seconds",
+            "How long the longest-waiting gang (or single pod) of a queue has waited, since its first "
+            "pod was created (0: none waits)",
+            ["queue"],
+            registry=r,
+        )
+        self._gang_queues: set[str] = set()
         self.fair_share = Gauge(
             "armada_bridge_queue_fair_share", "Fair share of a queue", ["queue"], registry=r
         )
@@ -65,7 +73,15 @@ class Metrics:
             self.adjusted_fair_share.labels(queue=report.queue).set(report.adjusted_fair_share)
             self.actual_share.labels(queue=report.queue).set(report.actual_share)
 
-    def observe_gangs(self, queued: dict[str, int], running: dict[str, int]) -> None:
-        for q in set(queued) | set(running):
+    def observe_gangs(
+        self, queued: dict[str, int], running: dict[str, int], oldest_wait: dict[str, float] | None = None
+    ) -> None:
+        """Per queue: units waiting and running, and the longest wait. A queue seen before and
+        absent now (its pods all gone) reads 0, not what it held last."""
+        waits = oldest_wait or {}
+        queues = set(queued) | set(running) | set(waits)
+        for q in queues | self._gang_queues:
             self.gangs_queued.labels(queue=q).set(queued.get(q, 0))
             self.gangs_running.labels(queue=q).set(running.get(q, 0))
+            self.oldest_wait.labels(queue=q).set(waits.get(q, 0.0))
+        self._gang_queues |= queues

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -51,6 +52,17 @@ def gang_counts(controller: StatusSource) -> tuple[dict[str, int], dict[str, int
     return {q: len(u) for q, u in queued.items()}, {q: len(u) for q, u in running.items()}
 
 
+def oldest_waits(controller: StatusSource, now: float) -> dict[str, float]:
+    """queue -> seconds its longest-waiting unit has waited (wall clock `now` less the creation of
+    the unit's first pod); queues with nothing waiting are left out."""
+    out: dict[str, float] = {}
+    for info in controller.managed.values():
+        created = info.job.submit_time
+        if info.placed is None and created > 0:
+            out[info.queue] = max(out.get(info.queue, 0.0), now - created, 0.0)
+    return out
+
+
 def queue_statuses(
     controller: StatusSource, queued: dict[str, int], running: dict[str, int]
 ) -> dict[str, Obj]:
@@ -77,7 +89,7 @@ def queue_statuses(
 
 async def write_queue_statuses(controller: StatusSource) -> None:
     queued, running = gang_counts(controller)
-    controller.metrics.observe_gangs(queued, running)
+    controller.metrics.observe_gangs(queued, running, oldest_waits(controller, time.time()))
     for name, status in queue_statuses(controller, queued, running).items():
         current = controller.inputs.queues.get(name)
         patch = merge_patch(current.get("status") or {}, status) if current is not None else None
