@@ -230,6 +230,9 @@ def _instrument(api: Api, name: str, handler: Handler) -> Handler:
         except web.HTTPException as e:
             api.c.metrics.request_errors.labels(endpoint=name, code=str(e.status)).inc()
             return _error(e.status, e.reason)
+        except Exception:  # aiohttp answers 500; counted, so an alert on errors sees bugs too
+            api.c.metrics.request_errors.labels(endpoint=name, code="500").inc()
+            raise
         finally:
             api.c.metrics.request_seconds.labels(endpoint=name).observe(time.perf_counter() - t0)
 

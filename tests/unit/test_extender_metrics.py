@@ -1,15 +1,20 @@
-"""The extender's queue metrics: units waiting and running, and how long the oldest has waited."""
+"""The extender's metrics: units waiting and running per queue, how long the oldest has waited, and
+endpoint errors counted whatever their cause."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
 
 from armada_bridge.core import model
 from extender.metrics import Metrics
 from extender.pod_info import PodInfo
 from extender.protocols.base import GangSpec
+from extender.server import _instrument
 from extender.status_writer import gang_counts, oldest_waits
 
 pytestmark = pytest.mark.unit
@@ -75,3 +80,23 @@ def test_observe_gangs_sets_the_gauges_and_zeroes_a_queue_that_is_gone() -> None
     assert _value(m, "armada_bridge_gangs_running", "a") == 0
     assert _value(m, "armada_bridge_gang_oldest_wait_seconds", "a") == 0.0
     assert _value(m, "armada_bridge_gangs_running", "b") == 1
+
+
+async def test_an_unexpected_error_in_an_endpoint_is_counted_as_a_500() -> None:
+    metrics = Metrics()
+    api = SimpleNamespace(c=SimpleNamespace(metrics=metrics))
+
+    async def broken(_request: web.Request) -> web.StreamResponse:
+        raise RuntimeError("a bug")
+
+    wrapped = _instrument(api, "mutate", broken)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError):
+        await wrapped(make_mocked_request("POST", "/mutate"))
+    labels = {"endpoint": "mutate", "code": "500"}
+    assert metrics.registry.get_sample_value("armada_bridge_extender_request_errors_total", labels) == 1
+    assert (
+        metrics.registry.get_sample_value(
+            "armada_bridge_extender_request_seconds_count", {"endpoint": "mutate"}
+        )
+        == 1
+    )
