@@ -3,7 +3,8 @@
 # dependencies (.venv), the pinned Kubernetes/etcd/KWOK binaries, kwok-exec (hack/kwok-exec: the dev
 # remote clusters' exec server) and the released operators (each built once into the cache; the
 # Spark operator also needs Java, installed with apt-get where `java` is missing, and Spark from
-# PyPI `pyspark`, about 450 MB).
+# PyPI `pyspark`, about 450 MB), and promtool (it checks the alerts of manifests/observability:
+# Debian's prometheus package, installed with apt-get where `promtool` is missing).
 # Safe to run again: it only does what is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,6 +22,16 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*; touch "$stamp"
 else
   say ".venv up to date"
+fi
+if ! command -v promtool >/dev/null; then
+  say "installing promtool for tests/unit/test_observability.py (apt-get install prometheus)"
+  command -v apt-get >/dev/null \
+    || { echo "setup: no promtool and no apt-get: install promtool (Prometheus 2.x) on the PATH" >&2; exit 1; }
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -q >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >&2
+  # Only promtool is wanted: on a systemd host the package also starts a Prometheus server (:9090).
+  if [ -d /run/systemd/system ]; then $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true; fi
 fi
 bash hack/build-binaries.sh >/dev/null
 bash hack/build-operators.sh >/dev/null
