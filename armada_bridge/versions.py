@@ -19,6 +19,8 @@ class Versions:
     operators: dict[str, str] = field(default_factory=dict)
     # Spark (PyPI `pyspark`) whose spark-submit the Spark operator's controller runs.
     pyspark: str = ""
+    # Helm, for the chart's tests (manifests/helm/armada-bridge).
+    helm: str = ""
 
 
 # The variable of hack/versions.env that pins each operator.
@@ -49,6 +51,7 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
             kwok=values["KWOK_VERSION"],
             operators={name: values[key] for name, key in OPERATOR_VERSION_KEYS.items()},
             pyspark=values["PYSPARK_VERSION"],
+            helm=values["HELM_VERSION"],
         )
     except KeyError as missing:
         raise RuntimeError(f"{path}: missing {missing.args[0]}") from None

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the pinned Kubernetes control plane, kubectl, etcd, kwok and kwokctl from their Go modules
-# into a cache outside the repository, keyed by version, and hack/kwok-exec (the dev remote
+# Builds the pinned Kubernetes control plane, kubectl, etcd, kwok, kwokctl and helm (the chart's
+# tests) from their Go modules into a cache outside the repository, keyed by version, and hack/kwok-exec (the dev remote
 # clusters' exec server), keyed by the version of the kubelet streaming library it uses and a hash
 # of its source. A second run finds them and does nothing.
 #
@@ -140,14 +140,38 @@ build_kwok_exec() {
   touch "$out/.complete"
 }
 
+build_helm() {
+  local v=$HELM_VERSION out="$bin/helm-$HELM_VERSION"
+  if have "$out"; then say "helm $v: cached in $out"; return; fi
+  local mod="$cache/build/helm-$v"
+  rm -rf "$mod"; mkdir -p "$mod" "$out"
+  step="write wrapper module for helm $v"; say "$step"
+  printf 'module armada-bridge.local/helm-build\n\ngo 1.26.0\n' > "$mod/go.mod"
+  step="resolve helm $v dependencies"; say "$step"
+  (cd "$mod" && run helm-get go get "helm.sh/helm/v3/cmd/helm@$v")
+  # As helm's Makefile does: its version, and the Kubernetes version of the client-go it was built
+  # with as the default .Capabilities.KubeVersion of `helm template` and `helm lint`.
+  local kv ld="-s -w -X helm.sh/helm/v3/internal/version.version=$v -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  kv=$(cd "$mod" && go list -m -f '{{.Version}}' k8s.io/client-go)
+  kv=${kv#v0.}; kv=${kv%%.*}
+  for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    ld+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$kv"
+  done
+  step="compile helm $v"; say "$step (a few minutes on 2 cores)"
+  (cd "$mod" && CGO_ENABLED=0 run helm go build -trimpath -ldflags "$ld" -o "$out/helm" helm.sh/helm/v3/cmd/helm)
+  "$out/helm" version --short >&2
+  touch "$out/.complete"
+}
+
 only=${1:-all}
 case "$only" in
-  all) build_etcd; build_kwok; build_kubernetes; build_kwok_exec ;;
+  all) build_etcd; build_kwok; build_kubernetes; build_kwok_exec; build_helm ;;
   kubernetes) build_kubernetes ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
   kwok-exec) build_kwok_exec ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok|kwok-exec]" >&2; exit 2 ;;
+  helm) build_helm ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok|kwok-exec|helm]" >&2; exit 2 ;;
 esac
 step=""
 say "done: binaries under $bin"

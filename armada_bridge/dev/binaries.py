@@ -1,5 +1,5 @@
-"""Locate (and, when missing, build) the pinned Kubernetes, etcd and KWOK binaries, and kwok-exec
-(hack/kwok-exec: the exec server of the dev remote clusters).
+"""Locate (and, when missing, build) the pinned Kubernetes, etcd and KWOK binaries, kwok-exec
+(hack/kwok-exec: the exec server of the dev remote clusters) and helm (the chart's tests only).
 
 The build itself is hack/build-binaries.sh: it caches each artefact outside the repository, keyed by
 version (kwok-exec also by a hash of its source), so this module only runs it when something is
@@ -66,6 +66,19 @@ def expected(v: versions.Versions | None = None) -> Binaries:
         kwokctl=kwok / "kwokctl",
         kwok_exec=kwok_exec_dir(bin_dir, v.kubernetes) / "kwok-exec",
     )
+
+
+def helm(v: versions.Versions | None = None) -> Path:
+    """The pinned helm, built first when missing (`hack/build-binaries.sh helm`). Not part of
+    `Binaries`: the environment does not need it, only the chart's tests do."""
+    v = v or versions.load()
+    path = cache_root() / "bin" / f"helm-{v.helm}" / "helm"
+    if not (path.is_file() and (path.parent / ".complete").is_file()):
+        print(f"armada-bridge: building helm {v.helm} into {cache_root()}", file=sys.stderr)
+        result = subprocess.run(["bash", str(BUILD_SCRIPT), "helm"], stdout=subprocess.DEVNULL, check=False)
+        if result.returncode != 0 or not path.is_file():
+            raise RuntimeError(f"{BUILD_SCRIPT} helm failed (exit {result.returncode}); see its output above")
+    return path
 
 
 def missing(b: Binaries) -> list[Path]:
