@@ -41,7 +41,10 @@ const storyLink = (ns, kind, name) =>
 
 // ------------------------------------------------------------------ queues
 function queues(data) {
-  const t1 = seconds(data.now), t0 = t1 - data.window;
+  // The last hour, or since the first sample this replica took when that is more recent.
+  const t1 = seconds(data.now);
+  const first = Math.min(t1, ...data.queues.filter((q) => q.history.length).map((q) => q.history[0][0]));
+  const t0 = Math.max(t1 - data.window, Math.min(first, t1 - 120));
   const cards = data.queues.map((q) => {
     const pts = (i) => q.history.map((sample) => [sample[0], sample[i]]);
     const chart = lineChart([
@@ -63,7 +66,7 @@ function queues(data) {
   });
   return [
     h("p", { class: "legend" }, h("span", { class: "fair" }, "fair share"), h("span", { class: "adjusted" }, "adjusted fair share"),
-      h("span", { class: "actual" }, "actual share"), h("span", { class: "muted" }, `last ${Math.round(data.window / 60)} minutes, one sample every ${data.interval}s`)),
+      h("span", { class: "actual" }, "actual share"), h("span", { class: "muted" }, `up to the last ${Math.round(data.window / 60)} minutes, one sample every ${data.interval}s`)),
     data.queues.length ? h("div", { class: "grid" }, cards) : h("p", { class: "muted" }, "no queues"),
   ];
 }

@@ -16,8 +16,8 @@ export function lineChart(series, t0, t1) {
       s("text", { x: LEFT - 4, y: y(v) + 3, "text-anchor": "end" }, v.toFixed(2)),
     );
   }
-  const minutes = Math.round((t1 - t0) / 60);
-  for (const [t, label] of [[t0, `-${minutes}m`], [(t0 + t1) / 2, `-${minutes / 2}m`], [t1, "now"]]) {
+  const ago = (d) => (d >= 120 ? `-${Math.round(d / 60)}m` : `-${Math.round(d)}s`);
+  for (const [t, label] of [[t0, ago(t1 - t0)], [(t0 + t1) / 2, ago((t1 - t0) / 2)], [t1, "now"]]) {
     grid.append(s("text", { x: x(t), y: H - 6, "text-anchor": "middle" }, label));
   }
   const lines = series.map((one) =>
