@@ -3,7 +3,8 @@
 # dependencies (.venv), the pinned Kubernetes/etcd/KWOK binaries, kwok-exec (hack/kwok-exec: the dev
 # remote clusters' exec server) and the released operators (each built once into the cache; the
 # Spark operator also needs Java, installed with apt-get where `java` is missing, and Spark from
-# PyPI `pyspark`, about 450 MB).
+# PyPI `pyspark`, about 450 MB), and Chromium for the dashboard's browser test (tests/e2e/
+# test_dashboard.py), installed with apt-get where `chromium` is missing.
 # Safe to run again: it only does what is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,6 +22,14 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*; touch "$stamp"
 else
   say ".venv up to date"
+fi
+# A headless browser for the dashboard's end-to-end test (driven over the DevTools protocol).
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  say "installing Chromium for the dashboard test (apt-get install chromium)"
+  command -v apt-get >/dev/null || { echo "setup: no chromium and no apt-get: install Chromium" >&2; exit 1; }
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -q >/dev/null
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null
 fi
 bash hack/build-binaries.sh >/dev/null
 bash hack/build-operators.sh >/dev/null
