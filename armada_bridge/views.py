@@ -1,13 +1,13 @@
 """`armada-bridge queues | clusters | gangs | why POD`: what the bridge decided, read from the cluster.
 
 Everything comes from the front cluster's objects (the bridge keeps its state there), so these
-commands work against any front cluster a kubeconfig reaches.
+commands work against any front cluster a kubeconfig reaches. What they say is read by
+extender/overview.py, which the dashboard shares; here it is listed with the API and printed.
 """
 
 from __future__ import annotations
 
 import os
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,9 +16,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from extender import intent, protocols
-from extender.protocols import volcano
-from extender.protocols.base import IntentError
+from extender import overview, protocols
 
 Row = Sequence[str]
 
@@ -64,20 +62,18 @@ def queues(api: k8s.ApiClient) -> str:
             "ALLOCATED",
         )
     ]
-    for q in sorted(_custom(api, keys.GROUP, "v1alpha1", "queues"), key=lambda q: q["metadata"]["name"]):
-        spec, st = q.get("spec") or {}, q.get("status") or {}
-        alloc = ", ".join(f"{k}={v}" for k, v in (st.get("allocated") or {}).items()) or "-"
+    for q in overview.queue_rows(_custom(api, keys.GROUP, "v1alpha1", "queues")):
         rows.append(
             (
-                q["metadata"]["name"],
-                str(spec.get("priorityFactor", 1)),
-                f"{st.get('fairShare', 0):.3f}",
-                f"{st.get('adjustedFairShare', 0):.3f}",
-                f"{st.get('actualShare', 0):.3f}",
-                str(st.get("queuedGangs", 0)),
-                str(st.get("runningGangs", 0)),
-                "yes" if spec.get("cordoned") else "no",
-                alloc,
+                q.name,
+                f"{q.priority_factor:g}",
+                f"{q.fair_share:.3f}",
+                f"{q.adjusted_fair_share:.3f}",
+                f"{q.actual_share:.3f}",
+                str(q.queued),
+                str(q.running),
+                "yes" if q.cordoned else "no",
+                ", ".join(f"{k}={v}" for k, v in q.allocated.items()) or "-",
             )
         )
     return table(rows)
@@ -87,24 +83,19 @@ def clusters(api: k8s.ApiClient) -> str:
     rows: list[Row] = [
         ("CLUSTER", "READY", "REASON", "NODES", "CPU", "MEMORY", "GPU", "PODS", "CORDONED", "LAST-SYNC")
     ]
-    for rc in sorted(
-        _custom(api, keys.GROUP, "v1alpha1", "remoteclusters"), key=lambda r: r["metadata"]["name"]
-    ):
-        st = rc.get("status") or {}
-        ready: dict[str, Any] = next((c for c in st.get("conditions") or [] if c.get("type") == "Ready"), {})
-        alloc = st.get("allocatable") or {}
+    for c in overview.cluster_rows(_custom(api, keys.GROUP, "v1alpha1", "remoteclusters")):
         rows.append(
             (
-                rc["metadata"]["name"],
-                ready.get("status", "Unknown"),
-                ready.get("reason", "-"),
-                str(st.get("nodeCount", 0)),
-                alloc.get("cpu", "-"),
-                alloc.get("memory", "-"),
-                alloc.get(keys.GPU_RESOURCE, "0"),
-                str(st.get("pods", 0)),
-                "yes" if (rc.get("spec") or {}).get("cordoned") else "no",
-                st.get("lastSyncTime", "-"),
+                c.name,
+                c.ready,
+                c.reason or "-",
+                str(c.nodes),
+                c.allocatable.get("cpu", "-"),
+                c.allocatable.get("memory", "-"),
+                c.allocatable.get(keys.GPU_RESOURCE, "0"),
+                str(c.pods),
+                "yes" if c.cordoned else "no",
+                c.last_heartbeat or "-",
             )
         )
     return table(rows)
@@ -119,20 +110,6 @@ def _podgroups(api: k8s.ApiClient, namespace: str | None) -> dict[str, dict[tupl
     return out
 
 
-def _intent(
-    pod: dict[str, Any], pgs: dict[str, dict[tuple[str, str], Any]], ns_labels: dict[str, str]
-) -> tuple[str | None, Any, str]:
-    """(queue, gang spec or None, error) of one pod, as the extender reads them."""
-    ns = pod["metadata"]["namespace"]
-    named = {p: pgs[p].get((ns, name)) for p, name in protocols.podgroup_names(pod).items()}
-    queue, _ = intent.queue_of(pod, volcano_podgroup=named.get(volcano.NAME), namespace_labels=ns_labels)
-    try:
-        gang = protocols.gang_of(pod, named)
-    except IntentError as e:
-        return queue, None, str(e)
-    return queue, gang, ""
-
-
 def _pods(
     api: k8s.ApiClient, namespace: str | None
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
@@ -145,27 +122,13 @@ def _pods(
 
 def gangs(api: k8s.ApiClient, namespace: str | None) -> str:
     pods, ns_labels = _pods(api, namespace)
-    pgs = _podgroups(api, namespace)
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    info: dict[tuple[str, str], tuple[str | None, Any]] = {}
-    for p in pods:
-        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        queue, gang, _ = _intent(p, pgs, ns_labels.get(p["metadata"]["namespace"], {}))
-        if queue is None or gang is None:
-            continue
-        k = (p["metadata"]["namespace"], gang.key)
-        groups[k].append(p)
-        info[k] = (queue, gang)
+    views = overview.read_pods(pods, _podgroups(api, namespace), ns_labels)
     rows: list[Row] = [("NAMESPACE", "GANG", "QUEUE", "PRESENT", "CLUSTER", "STATE")]
-    for (ns, key), members in sorted(groups.items()):
-        queue, gang = info[(ns, key)]
-        assigned = [(m["metadata"].get("annotations") or {}).get(keys.ASSIGNED_CLUSTER) for m in members]
-        clusters_ = sorted({str(c) for c in assigned if c})
-        running = sum((m.get("status") or {}).get("phase") == "Running" for m in members)
-        state = "Running" if running == len(members) else ("Admitted" if clusters_ else "Waiting")
-        size = f"{len(members)}/{gang.min_member}" + (" +reservation" if gang.min_resources else "")
-        rows.append((ns, key, queue or "-", size, ",".join(clusters_) or "-", state))
+    for u in overview.units(views):
+        if u.kind != "gang":
+            continue
+        size = f"{u.present}/{u.size}" + (" +reservation" if u.reservation else "")
+        rows.append((u.namespace, u.name, u.queue, size, ",".join(u.clusters) or "-", u.state))
     return table(rows) if len(rows) > 1 else "no gangs"
 
 
@@ -177,39 +140,36 @@ def why(api: k8s.ApiClient, name: str, namespace: str) -> str:
         if e.status == 404:
             raise ValueError(f"no pod {namespace}/{name}") from None
         raise
-    ns_obj = core.read_namespace(namespace)
-    queue, gang, error = _intent(p, _podgroups(api, namespace), dict(ns_obj.metadata.labels or {}))
-    ann = p["metadata"].get("annotations") or {}
-    lines = [f"pod {namespace}/{name}: phase {(p.get('status') or {}).get('phase')}"]
-    if queue is None:
+    ns_labels = {namespace: dict(core.read_namespace(namespace).metadata.labels or {})}
+    view = overview.read_pods([p], _podgroups(api, namespace), ns_labels)[0]
+    raw = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+    return why_text(overview.story(p, view, [api.sanitize_for_serialization(e) for e in raw]))
+
+
+def why_text(s: overview.Story) -> str:
+    v = s.pod
+    lines = [f"pod {v.namespace}/{v.name}: phase {v.phase}"]
+    if v.queue is None:
         lines.append(
             "  not managed by armada-bridge: no queue (label armadaproject.io/queue on the pod or namespace, a Volcano PodGroup queue, or kueue.x-k8s.io/queue-name)"
         )
         return "\n".join(lines)
-    lines.append(f"  queue: {queue}")
-    if error:
-        lines.append(f"  gang: cannot be read: {error}")
-    elif gang is not None:
+    lines.append(f"  queue: {v.queue}")
+    if v.error:
+        lines.append(f"  gang: cannot be read: {v.error}")
+    elif v.gang is not None:
         lines.append(
-            f"  gang: {gang.key} ({gang.protocol}), {gang.min_member} members"
-            + (", with a capacity reservation" if gang.min_resources else "")
+            f"  gang: {v.gang.key} ({v.gang.protocol}), {v.gang.min_member} members"
+            + (", with a capacity reservation" if v.gang.min_resources else "")
         )
-    cluster = ann.get(keys.ASSIGNED_CLUSTER)
-    if cluster:
+    if v.cluster:
         lines.append(
-            f"  admitted to remote cluster {cluster}, node {ann.get(keys.ASSIGNED_REMOTE_NODE, '?')}; bound to {p['spec'].get('nodeName') or '(not yet)'}"
+            f"  admitted to remote cluster {v.cluster}, node {v.node or '?'}; bound to {v.bound_to or '(not yet)'}"
         )
-    events = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
-    events.sort(
-        key=lambda e: e.last_timestamp or e.event_time or e.first_timestamp or e.metadata.creation_timestamp
-    )
-    waiting = [e for e in events if e.reason == "ArmadaWaiting"]
-    if not cluster and waiting:
-        lines.append(f"  waiting: {waiting[-1].message}")
-    for c in (p.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodScheduled" and c.get("status") != "True" and c.get("message"):
-            lines.append(f"  scheduler: {c['message']}")
-    if events:
+    if s.waiting:
+        lines.append(f"  waiting: {s.waiting}")
+    lines.extend(f"  scheduler: {m}" for m in s.scheduler)
+    if s.events:
         lines.append("  recent events:")
-        lines.extend(f"    {e.type} {e.reason}: {e.message}" for e in events[-6:])
+        lines.extend(f"    {e.type} {e.reason}: {e.message}" for e in s.events[-6:])
     return "\n".join(lines)

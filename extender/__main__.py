@@ -20,6 +20,7 @@ from armada_bridge.kube.leader import LeaderElector
 from armada_bridge.kube.lifecycle import run_until_stopped
 from extender.config import load_scheduling_config
 from extender.controller import Controller, Settings
+from extender.dashboard.routes import Dashboard
 from extender.metrics import Metrics
 from extender.server import Api, make_app
 
@@ -96,7 +97,8 @@ async def serve(args: argparse.Namespace) -> int:
     if scheduling is not None:
         settings.scheduling = scheduling
     controller = Controller(front, settings, metrics)
-    api = Api(controller, scheduler_name=args.scheduler_name)
+    dashboard = Dashboard(controller)
+    api = Api(controller, scheduler_name=args.scheduler_name, dashboard=dashboard)
     runner = web.AppRunner(make_app(api), access_log=None)
     await runner.setup()
     runners = [runner]
@@ -122,7 +124,7 @@ async def serve(args: argparse.Namespace) -> int:
     return await run_until_stopped(
         lead=controller.run_rounds,
         elector=elector,
-        always=[controller.inputs.run],
+        always=[controller.inputs.run, dashboard.sample_forever],
         on_leader=lambda: metrics.leader.set(1),
         cleanup=[*(r.cleanup for r in runners), front.close],
     )

@@ -113,10 +113,12 @@ class Controller:
         self.rounds = 0
         self.failed_rounds = 0  # rounds in a row that failed or left decisions unwritten
         self.unwritten = 0  # decisions of the last round that could not be written (reverted)
+        self.leading = False  # this replica runs the rounds
 
     # ------------------------------------------------------------------ loop
     async def run_rounds(self) -> None:
         """The leader's loop: a round whenever something changed (coalesced), statuses periodically."""
+        self.leading = True
         await self.inputs.wait_synced()
         self.changes.pods.update(key_of(p) for p in self.inputs.pods.items())
         last_status = 0.0
@@ -140,6 +142,7 @@ class Controller:
                     except Exception:  # status is best effort, written again next interval
                         log.exception("writing statuses failed")
         finally:
+            self.leading = False
             await self.inputs.remotes.close()
 
     def backoff(self) -> float:
@@ -483,6 +486,13 @@ class Controller:
                 else "not known to armada-bridge yet"
             )
         )
+
+    def leads(self) -> bool:
+        return self.leading
+
+    def waiting_reasons(self) -> dict[str, str]:
+        """pod UID -> why it waits, for every managed pod not placed (empty on a standby replica)."""
+        return {uid: self.reason_for(uid) for uid, info in self.managed.items() if info.placed is None}
 
     def describe_state(self) -> dict[str, Any]:
         """Queues with their shares, every managed pod with its gang, placement and reason."""

@@ -1,4 +1,5 @@
-"""HTTP endpoints: kube-scheduler extender verbs, the pod admission webhook, health and metrics.
+"""HTTP endpoints: kube-scheduler extender verbs, the pod admission webhook, health and metrics,
+and the read-only dashboard (extender/dashboard/).
 
 The extender's answer for a pod depends only on the pod as the scheduler sends it (the decision
 annotations the controller wrote) and on in-memory caches, so every call is a lookup: no API call,
@@ -24,6 +25,8 @@ from armada_bridge.kube.auth import Auth, authenticated
 from armada_bridge.kube.client import Obj
 from extender import admission
 from extender.actions import job_group_annotations
+from extender.dashboard.routes import PREFIX as DASHBOARD
+from extender.dashboard.routes import Dashboard
 from extender.describe import Describer
 from extender.inputs import Inputs
 from extender.metrics import Metrics
@@ -113,9 +116,16 @@ class Scheduling(Protocol):
 
 
 class Api:
-    def __init__(self, controller: Scheduling, *, scheduler_name: str | None = None) -> None:
+    def __init__(
+        self,
+        controller: Scheduling,
+        *,
+        scheduler_name: str | None = None,
+        dashboard: Dashboard | None = None,
+    ) -> None:
         self.c = controller
         self.scheduler_name = scheduler_name
+        self.dashboard = dashboard
 
     # ------------------------------------------------------------------ helpers
     def _virtual_nodes(self) -> dict[str, str]:
@@ -243,12 +253,25 @@ def _instrument(api: Api, name: str, handler: Handler) -> Handler:
 #: SubjectAccessReview asks for on that non-resource URL (grant it with a ClusterRole:
 #: manifests/extender/rbac.yaml gives the scheduler /filter and /prioritize).
 PROTECTED = {"/filter": "post", "/prioritize": "post", "/state": "get", "/metrics": "get"}
+#: ... and every path under these prefixes (the dashboard: its page, static files and JSON; grant
+#: `get` on the non-resource URLs `/dashboard` and `/dashboard/*`).
+PROTECTED_PREFIXES = {DASHBOARD: "get"}
+
+
+def protected_verb(path: str) -> str | None:
+    """The verb a SubjectAccessReview asks for on `path`; None: open (/mutate, health)."""
+    if path in PROTECTED:
+        return PROTECTED[path]
+    for prefix, verb in PROTECTED_PREFIXES.items():
+        if path == prefix or path.startswith(prefix + "/"):
+            return verb
+    return None
 
 
 def _guard(auth: Auth) -> Middleware:
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        verb = PROTECTED.get(request.path)
+        verb = protected_verb(request.path)
         if verb is None:  # /mutate (the API server presents no client identity), health
             return await handler(request)
         user = await authenticated(auth, request)
@@ -265,8 +288,9 @@ def _guard(auth: Auth) -> Middleware:
 
 
 def make_app(api: Api, auth: Auth | None = None) -> web.Application:
-    """The routes; with `auth` (the secure port), /filter, /prioritize, /state and /metrics only
-    for callers the front cluster authenticates and authorizes (see :data:`PROTECTED`)."""
+    """The routes; with `auth` (the secure port), /filter, /prioritize, /state, /metrics and the
+    dashboard only for callers the front cluster authenticates and authorizes (see
+    :func:`protected_verb`)."""
     app = web.Application(client_max_size=MAX_BODY, middlewares=[_guard(auth)] if auth else [])
     post: dict[str, Handler] = {"/filter": api.filter, "/prioritize": api.prioritize, "/mutate": api.mutate}
     get: dict[str, Handler] = {
@@ -279,4 +303,6 @@ def make_app(api: Api, auth: Auth | None = None) -> web.Application:
         app.router.add_post(path, _instrument(api, path.strip("/"), h))
     for path, h in get.items():
         app.router.add_get(path, _instrument(api, path.strip("/"), h))
+    if api.dashboard is not None:
+        api.dashboard.add_routes(app, lambda name, h: _instrument(api, name, h))
     return app

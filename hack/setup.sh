@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh machine: a virtualenv with the package and its dev
-# dependencies (.venv), the pinned Kubernetes/etcd/KWOK binaries and helm, kwok-exec (hack/kwok-exec: the dev
-# remote clusters' exec server) and the released operators (each built once into the cache; the
+# dependencies (.venv), the pinned Kubernetes/etcd/KWOK binaries and helm, kwok-exec (hack/kwok-exec:
+# the dev remote clusters' exec server) and the released operators (each built once into the cache; the
 # Spark operator also needs Java, installed with apt-get where `java` is missing, and Spark from
-# PyPI `pyspark`, about 450 MB), and promtool (it checks the alerts of manifests/observability:
-# Debian's prometheus package, installed with apt-get where `promtool` is missing).
+# PyPI `pyspark`, about 450 MB); from Debian's packages with apt-get where missing: promtool (it
+# checks the alerts of manifests/observability) and Chromium (the dashboard's browser test).
 # Safe to run again: it only does what is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,15 +23,21 @@ if [ ! -f "$stamp" ]; then
 else
   say ".venv up to date"
 fi
-if ! command -v promtool >/dev/null; then
-  say "installing promtool for tests/unit/test_observability.py (apt-get install prometheus)"
-  command -v apt-get >/dev/null \
-    || { echo "setup: no promtool and no apt-get: install promtool (Prometheus 2.x) on the PATH" >&2; exit 1; }
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
-  $sudo apt-get update -q >&2
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >&2
-  # Only promtool is wanted: on a systemd host the package also starts a Prometheus server (:9090).
-  if [ -d /run/systemd/system ]; then $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true; fi
+sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+# Debian's package PKG where COMMAND is missing.
+apt_install() {
+  local cmd=$1 pkg=$2 why=$3
+  command -v "$cmd" >/dev/null && return
+  say "installing $pkg for $why (apt-get install $pkg)"
+  command -v apt-get >/dev/null || { echo "setup: no $cmd and no apt-get: install $pkg" >&2; exit 1; }
+  $sudo apt-get update -q >/dev/null
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$pkg" >/dev/null
+}
+apt_install promtool prometheus "the alert checks (tests/unit/test_observability.py)"
+# Only promtool is wanted: on a systemd host the package also starts a Prometheus server (:9090).
+if [ -d /run/systemd/system ] && systemctl is-enabled prometheus >/dev/null 2>&1; then
+  $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
+command -v chromium-browser >/dev/null || apt_install chromium chromium "the dashboard's browser test (tests/e2e/test_dashboard.py)"
 bash hack/build-binaries.sh >/dev/null
 bash hack/build-operators.sh >/dev/null

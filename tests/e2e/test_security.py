@@ -1,5 +1,5 @@
 """The extender's endpoints as an attacker on the network sees them (issue 13): the secure port
-answers /filter, /prioritize, /state and /metrics only to callers the front cluster authenticates
+answers /filter, /prioritize, /state, /metrics and the dashboard only to callers the front cluster authenticates
 and authorizes; the plain port is on loopback only; health and /mutate stay open (the API server
 presents no client identity)."""
 
@@ -63,7 +63,16 @@ def stranger_token(namespace: str, cluster_api: Api) -> str:
 
 
 @pytest.mark.parametrize(
-    ("method", "path"), [("POST", "/filter"), ("POST", "/prioritize"), ("GET", "/state"), ("GET", "/metrics")]
+    ("method", "path"),
+    [
+        ("POST", "/filter"),
+        ("POST", "/prioritize"),
+        ("GET", "/state"),
+        ("GET", "/metrics"),
+        ("GET", "/dashboard/"),
+        ("GET", "/dashboard/api/units"),
+        ("GET", "/dashboard/static/app.js"),
+    ],
 )
 def test_protected_endpoints_refuse_anonymous_and_unauthorized_callers(
     dev_env: Environment, stranger_token: str, method: str, path: str

@@ -1,0 +1,151 @@
+"""The dashboard in a real headless Chromium, on the extender's secure port with a bearer token of
+a ServiceAccount bound to the shipped reader role: the queues' chart draws, the gangs view filters
+and shows why a gang that cannot fit waits, a gang's story lists its Events, and the clusters view
+shows both remotes. Screenshots go to docs/img/ (docs/dashboard.md shows them)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+from armada_bridge import keys
+from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.names import FRONT
+from armada_bridge.versions import REPO_ROOT
+from tests.e2e.bridge import REMOTES, Api, pod, wait_running
+from tests.e2e.browser import chromium, headless_page
+
+IMG = REPO_ROOT / "docs" / "img"
+READER = "armada-bridge-extender-reader"
+
+
+def _reader_role() -> dict[str, object]:
+    docs = yaml.safe_load_all((REPO_ROOT / "manifests" / "extender" / "rbac.yaml").read_text())
+    return next(d for d in docs if d and d["kind"] == "ClusterRole" and d["metadata"]["name"] == READER)
+
+
+@pytest.fixture
+def reader_token(namespace: str, cluster_api: Api) -> Iterator[str]:
+    """A token of a ServiceAccount bound to (a copy of) the shipped reader role, removed after."""
+    api = cluster_api(FRONT)
+    core, rbac = k8s.CoreV1Api(api), k8s.RbacAuthorizationV1Api(api)
+    name = f"dash-reader-{uuid.uuid4().hex[:6]}"
+    role = _reader_role()
+    role["metadata"] = {"name": name}
+    rbac.create_cluster_role(role)
+    try:
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                "subjects": [{"kind": "ServiceAccount", "name": "dash-reader", "namespace": namespace}],
+            }
+        )
+        core.create_namespaced_service_account(namespace, {"metadata": {"name": "dash-reader"}})
+        review = core.create_namespaced_service_account_token(
+            "dash-reader", namespace, {"spec": {"expirationSeconds": 900}}
+        )
+        yield str(review.status.token)
+    finally:
+        for delete in (rbac.delete_cluster_role_binding, rbac.delete_cluster_role):
+            try:
+                delete(name)
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+
+
+def _gang(name: str, size: int) -> dict[str, str]:
+    return {keys.GANG_ID: name, keys.GANG_CARDINALITY: str(size)}
+
+
+@pytest.mark.skipif(chromium() is None, reason="no chromium: hack/setup.sh installs it")
+async def test_dashboard_in_a_browser(
+    dev_env: Environment, namespace: str, queues: list[str], cluster_api: Api, reader_token: str
+) -> None:
+    qa, qb = queues
+    core = k8s.CoreV1Api(cluster_api(FRONT))
+    for i in range(2):  # a gang that runs, in queue a
+        core.create_namespaced_pod(
+            namespace, pod(f"ok-{i}", queue=qa, cpu="100m", memory="64Mi", annotations=_gang("ok", 2))
+        )
+    for i in range(2):  # a gang no remote node can hold, in queue b: it waits, and says why
+        core.create_namespaced_pod(
+            namespace, pod(f"big-{i}", queue=qb, cpu="1000", annotations=_gang("big", 2))
+        )
+    wait_running(cluster_api, namespace, 2)
+
+    base = f"https://127.0.0.1:{dev_env.port('webhook')}/dashboard/"
+    async with headless_page(headers={"Authorization": f"Bearer {reader_token}"}) as page:
+        # Queues: our two queues' cards, each with a chart of at least two samples per line.
+        await page.goto(base + "#/queues")
+        card = f"document.querySelector('section.queue[data-queue={json.dumps(qa)}]')"
+        points = await page.wait_for(
+            "queue a's chart with two samples",
+            f"(() => {{ const c = {card}; if (!c) return 0; const n = [...c.querySelectorAll('polyline')]"
+            ".map(p => +p.dataset.points); return n.length === 3 && Math.min(...n) >= 2 && n; })()",
+            timeout=60,
+        )
+        assert points == [points[0]] * 3
+        await page.wait_for(
+            "queue a running its gang",
+            f"{card}.querySelector('.running').textContent === '1'",
+            timeout=30,
+        )
+        await page.evaluate(f"{card}.scrollIntoView()")
+        await page.screenshot(IMG / "dashboard-queues.png")
+
+        # Gangs and pods, filtered to our namespace: the waiting gang's reason, then the state filter.
+        await page.goto(base + f"#/units?namespace={namespace}")
+        rows = "[...document.querySelectorAll('#units tr.unit')]"
+        await page.wait_for("both gangs listed", f"{rows}.length === 2")
+        reason = await page.wait_for(
+            "the big gang's reason",
+            f"{rows}.find(r => r.dataset.name === 'armada/big' && r.dataset.state === 'Waiting')"
+            "?.querySelector('.reason').textContent",
+        )
+        assert "gang" in reason or "fit" in reason or "cpu" in reason, reason
+        await page.evaluate(
+            "(() => { const s = document.querySelector('select[name=state]'); s.value = 'Waiting';"
+            " s.dispatchEvent(new Event('change')); })()"
+        )
+        shown = await page.wait_for(
+            "only the waiting gang after filtering by state",
+            f"location.hash.includes('state=Waiting') && {rows}.length === 1 && {rows}.map(r => r.dataset.name)",
+        )
+        assert shown == ["armada/big"]
+        await page.screenshot(IMG / "dashboard-waiting-gang.png")
+
+        # The waiting gang's story: both members, the core's reason, their Events in time order.
+        await page.evaluate(f"{rows}[0].querySelector('a').click()")
+        await page.wait_for(
+            "the gang's story",
+            "document.querySelectorAll('section.member').length === 2"
+            " && document.querySelectorAll('#events tbody tr').length > 0"
+            " && !!document.querySelector('section.member .reason')",
+        )
+        times = await page.evaluate(
+            "[...document.querySelectorAll('#events tbody tr')].map(r => r.cells[0].textContent)"
+        )
+        assert times == sorted(times, key=lambda t: t[:19]), times
+        await page.screenshot(IMG / "dashboard-gang-story.png")
+
+        # Remote clusters: both remotes, Ready, with what queue a holds there.
+        await page.goto(base + "#/clusters")
+        ready = await page.wait_for(
+            "both remotes in the clusters view",
+            "(() => { const c = [...document.querySelectorAll('section.cluster')]"
+            ".filter(x => x.dataset.ready === 'True').map(x => x.dataset.cluster);"
+            f" return {json.dumps(list(REMOTES))}.every(n => c.includes(n)) && c; }})()",
+        )
+        assert set(REMOTES) <= set(ready)
+        assert await page.evaluate(
+            f"[...document.querySelectorAll('section.cluster')].some(c => c.textContent.includes({json.dumps(qa)}))"
+        )
+        await page.screenshot(IMG / "dashboard-clusters.png")
