@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the pinned Kubernetes control plane, kubectl, etcd, kwok and kwokctl from their Go modules
-# into a cache outside the repository, keyed by version. A second run finds them and does nothing.
+# into a cache outside the repository, keyed by version, and hack/kwok-exec (the dev remote
+# clusters' exec server), keyed by the version of the kubelet streaming library it uses and a hash
+# of its source. A second run finds them and does nothing.
 #
 #   hack/build-binaries.sh            build what is missing, print the bin directory
 #   ARMADA_BRIDGE_CACHE=/path ...     cache root (default ~/.cache/armada-bridge)
@@ -117,13 +119,35 @@ build_kwok() {
   touch "$out/.complete"
 }
 
+# The kubelet streaming library of the pinned release: the staging module k8s.io/cri-streaming.
+kwok_exec_out() {
+  local src="$here/kwok-exec" files
+  files=$(cd "$src" && LC_ALL=C ls)
+  # Keep in step with armada_bridge.dev.binaries.kwok_exec_dir.
+  echo "$bin/kwok-exec-v0.${KUBERNETES_VERSION#v1.}-$(cd "$src" && cat $files | sha256sum | cut -c1-12)"
+}
+
+build_kwok_exec() {
+  local v="v0.${KUBERNETES_VERSION#v1.}" src="$here/kwok-exec" out
+  out=$(kwok_exec_out)
+  if have "$out"; then say "kwok-exec: cached in $out"; return; fi
+  step="check hack/kwok-exec uses k8s.io/cri-streaming $v"
+  grep -q "^\s*k8s.io/cri-streaming $v\$" "$src/go.mod" \
+    || { echo "build-binaries: hack/kwok-exec/go.mod must require k8s.io/cri-streaming $v (KUBERNETES_VERSION=$KUBERNETES_VERSION): cd hack/kwok-exec && go get k8s.io/cri-streaming@$v && go mod tidy" >&2; exit 1; }
+  mkdir -p "$out"
+  step="compile kwok-exec (k8s.io/cri-streaming $v)"; say "$step"
+  (cd "$src" && CGO_ENABLED=0 run kwok-exec go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out/kwok-exec" .)
+  touch "$out/.complete"
+}
+
 only=${1:-all}
 case "$only" in
-  all) build_etcd; build_kwok; build_kubernetes ;;
+  all) build_etcd; build_kwok; build_kubernetes; build_kwok_exec ;;
   kubernetes) build_kubernetes ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok]" >&2; exit 2 ;;
+  kwok-exec) build_kwok_exec ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok|kwok-exec]" >&2; exit 2 ;;
 esac
 step=""
 say "done: binaries under $bin"

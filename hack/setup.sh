@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the project needs on a fresh machine: a virtualenv with the package and its dev
-# dependencies (.venv), the pinned Kubernetes/etcd/KWOK binaries and the released operators (each
-# built once into the cache; the Spark operator also needs Java, installed with apt-get where `java`
-# is missing, and Spark from PyPI `pyspark`, about 450 MB).
+# dependencies (.venv), the pinned Kubernetes/etcd/KWOK binaries, kwok-exec (hack/kwok-exec: the dev
+# remote clusters' exec server) and the released operators (each built once into the cache; the
+# Spark operator also needs Java, installed with apt-get where `java` is missing, and Spark from
+# PyPI `pyspark`, about 450 MB).
 # Safe to run again: it only does what is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

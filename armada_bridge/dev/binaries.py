@@ -1,11 +1,14 @@
-"""Locate (and, when missing, build) the pinned Kubernetes, etcd and KWOK binaries.
+"""Locate (and, when missing, build) the pinned Kubernetes, etcd and KWOK binaries, and kwok-exec
+(hack/kwok-exec: the exec server of the dev remote clusters).
 
 The build itself is hack/build-binaries.sh: it caches each artefact outside the repository, keyed by
-version, so this module only runs it when something is missing.
+version (kwok-exec also by a hash of its source), so this module only runs it when something is
+missing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -15,6 +18,7 @@ from pathlib import Path
 from armada_bridge import versions
 
 BUILD_SCRIPT = versions.REPO_ROOT / "hack" / "build-binaries.sh"
+KWOK_EXEC_SOURCE = versions.REPO_ROOT / "hack" / "kwok-exec"
 
 
 def cache_root() -> Path:
@@ -30,10 +34,21 @@ class Binaries:
     etcd: Path
     kwok: Path
     kwokctl: Path
+    kwok_exec: Path
 
     @property
     def kubernetes_dir(self) -> Path:
         return self.kube_apiserver.parent
+
+
+def kwok_exec_dir(bin_dir: Path, kubernetes: str) -> Path:
+    """Where hack/build-binaries.sh puts kwok-exec: keyed by the kubelet streaming library's version
+    (k8s.io/cri-streaming v0.X.Y for Kubernetes v1.X.Y) and a hash of the source files, read in
+    name order (as the script does)."""
+    source = hashlib.sha256()
+    for path in sorted(KWOK_EXEC_SOURCE.iterdir(), key=lambda p: p.name.encode()):
+        source.update(path.read_bytes())
+    return bin_dir / f"kwok-exec-v0.{kubernetes.removeprefix('v1.')}-{source.hexdigest()[:12]}"
 
 
 def expected(v: versions.Versions | None = None) -> Binaries:
@@ -49,6 +64,7 @@ def expected(v: versions.Versions | None = None) -> Binaries:
         etcd=bin_dir / f"etcd-{v.etcd}" / "etcd",
         kwok=kwok / "kwok",
         kwokctl=kwok / "kwokctl",
+        kwok_exec=kwok_exec_dir(bin_dir, v.kubernetes) / "kwok-exec",
     )
 
 
@@ -62,9 +78,7 @@ def ensure(v: versions.Versions | None = None) -> Binaries:
     b = expected(v)
     if not missing(b):
         return b
-    print(
-        f"armada-bridge: building Kubernetes binaries into {cache_root()} (first run only)", file=sys.stderr
-    )
+    print(f"armada-bridge: building the missing binaries into {cache_root()}", file=sys.stderr)
     result = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.DEVNULL, check=False)
     if result.returncode != 0:
         raise RuntimeError(

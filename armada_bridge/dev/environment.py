@@ -26,7 +26,7 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys, versions
 from armada_bridge.dev import binaries as binaries_mod
-from armada_bridge.dev import bridge, extender_setup, operators, vkubelet_setup
+from armada_bridge.dev import bridge, extender_setup, kwok_exec, operators, vkubelet_setup
 from armada_bridge.dev import nodes as nodes_mod
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.components import Supervisor
@@ -116,11 +116,15 @@ class Environment:
                 feature_gates="GenericWorkload=true",
                 runtime_config="scheduling.k8s.io/v1beta1=true",
             )
-        # Remote clusters: KWOK serves container logs, so `kubectl logs` on front pods shows some.
+        # Remote clusters: KWOK serves container logs, attach and port-forward, so these work on
+        # front pods; their nodes' kubelet port is kwok-exec's, which serves exec (once `up` chose
+        # its port) and passes the rest to KWOK.
+        exec_port = self.settings().get("ports", {}).get(kwok_exec.name(name))
         return KwokCluster(
             name=name,
             kwok_workdir=self.kwok_workdir,
             binaries=bins,
+            extra_args=kwok_exec.kwokctl_args(exec_port) if exec_port else [],
             extra_config=[*vkubelet_setup.remote_kwok_config(self.state_dir), *remote_stages()],
         )
 
@@ -163,14 +167,17 @@ class Environment:
             for name in self.cluster_names():
                 if name not in wanted:
                     log(f"{name}: not part of a {workers}-remote environment, deleting")
+                    self.supervisor.stop(kwok_exec.name(name))
                     self.cluster(name, bins).delete()
             # Every port this run may need, drawn at once so no two are the same: the bridge's own
             # (kept for the environment's life) and each cluster's, should it have to be (re)created.
             replicas = extender_replicas or int(previous.get("extender_replicas", 1))
-            fresh = iter(free_ports(len(BRIDGE_PORTS) + replicas + len(PORT_OPTIONS) * len(wanted)))
+            fresh = iter(free_ports(len(BRIDGE_PORTS) + replicas + (len(PORT_OPTIONS) + 1) * len(wanted)))
             ports = previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
             for replica in extender_setup.replica_names(replicas)[1:]:  # each its own plain port
                 ports.setdefault(replica, next(fresh))
+            for name in wanted[1:]:  # each remote cluster's kwok-exec, the kubelet port of its nodes
+                ports.setdefault(kwok_exec.name(name), next(fresh))
             cluster_ports = {n: [next(fresh) for _ in PORT_OPTIONS] for n in wanted}
             self.settings_file.write_text(
                 json.dumps(
@@ -212,6 +219,12 @@ class Environment:
                     c.wait_healthy(60)
                     (c.workdir / "armada-bridge-definition").write_text(c.definition())
                     log(f"{name}: control plane ready in {time.monotonic() - t0:.1f}s")
+                if name != FRONT:
+                    server = kwok_exec.component(
+                        c, ports[kwok_exec.name(name)], vkubelet_setup.remote_exec_dir(self.state_dir)
+                    )
+                    self.supervisor.ensure(server)
+                    self.supervisor.wait_ready(server)
                 manifests = nodes_mod.front_nodes() if name == FRONT else nodes_mod.remote_nodes(name, nodes)
                 self._ensure_nodes(c.kubeconfig, manifests)
                 log(f"{name}: {len(manifests)} node(s) Ready")
@@ -273,6 +286,8 @@ class Environment:
         for name in self.cluster_names():
             c = self.cluster(name)
             ok, detail = c.health()
+            if ok and name != FRONT and self.supervisor.pid(kwok_exec.name(name)) is None:
+                ok, detail = False, f"{kwok_exec.name(name)} (its nodes' kubelet port) not running"
             server, ready, total = "", 0, 0
             if ok:
                 server = c.server()

@@ -125,6 +125,11 @@ class KwokCluster:
         self.kwok_workdir.mkdir(parents=True, exist_ok=True)
         self.config_file.write_text(yaml.safe_dump_all([main, *self.extra_config], sort_keys=False))
 
+    def port(self, option: str) -> int:
+        """The port this cluster was created with for `option` (one of PORT_OPTIONS)."""
+        main = next(yaml.safe_load_all(self.config_file.read_text()))
+        return int(main["options"][option])
+
     def create(self, ports: list[int] | None = None, wait_seconds: int = 90) -> None:
         """Start the cluster; `ports` (len(PORT_OPTIONS) free loopback ports) default to fresh ones."""
         b = self.binaries

@@ -39,18 +39,20 @@ def remote_attach_log(state_dir: Path) -> Path:
 
 
 def remote_exec_dir(state_dir: Path) -> Path:
-    """Where `kubectl exec` on a simulated remote container runs its command (a local directory)."""
+    """Where `kubectl exec` on a simulated remote container runs its command (a local directory,
+    kwok-exec's working directory: armada_bridge.dev.kwok_exec)."""
     return state_dir / "vkubelet" / "remote-exec"
 
 
 def remote_kwok_config(state_dir: Path) -> list[dict[str, Any]]:
-    """Extra kwokctl documents for remote clusters, served by KWOK from its kubelet port, which the
-    remote kube-apiserver proxies the pod subresources to:
+    """Extra kwokctl documents for remote clusters, served by KWOK's server, to which the nodes'
+    kubelet port (kwok-exec, which serves `pods/exec` itself) passes the other pod subresources the
+    remote kube-apiserver proxies:
     - ClusterLogs: every container "printed" REMOTE_LOG_LINES (`pods/log`);
     - ClusterAttach: `pods/attach` follows remote_attach_log from its end;
-    - ClusterExec: `pods/exec` runs the command locally, in remote_exec_dir (so `kubectl cp` with a
-      relative path lands there);
-    - ClusterPortForward: every port of every pod echoes what it receives (`cat`)."""
+    - ClusterPortForward: every port of every pod echoes what it receives (`cat`).
+    kwok-exec runs `pods/exec` commands locally, in remote_exec_dir (so `kubectl cp` with a
+    relative path lands there)."""
     log_file = state_dir / "vkubelet" / "remote-container.log"
     if not log_file.is_file():
         log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -60,8 +62,7 @@ def remote_kwok_config(state_dir: Path) -> list[dict[str, Any]]:
                 for i, line in enumerate(REMOTE_LOG_LINES)
             )
         )
-    exec_dir = remote_exec_dir(state_dir)
-    exec_dir.mkdir(parents=True, exist_ok=True)
+    remote_exec_dir(state_dir).mkdir(parents=True, exist_ok=True)
     attach_log = remote_attach_log(state_dir)
     attach_log.touch()
     return [
@@ -72,12 +73,6 @@ def remote_kwok_config(state_dir: Path) -> list[dict[str, Any]]:
             "spec": {
                 "logs": [{"logsFile": str(log_file), "previousLogsFile": str(log_file), "follow": True}]
             },
-        },
-        {
-            "apiVersion": "kwok.x-k8s.io/v1alpha1",
-            "kind": "ClusterExec",
-            "metadata": {"name": "armada-bridge-remote-exec"},
-            "spec": {"execs": [{"local": {"workDir": str(exec_dir)}}]},
         },
         {
             "apiVersion": "kwok.x-k8s.io/v1alpha1",

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
+from armada_bridge.dev import kwok_exec
 from armada_bridge.dev.environment import FRONT, Environment
 from tests.support import wait_for
 
@@ -162,7 +163,17 @@ def test_up_repairs_and_down_leaves_nothing(tmp_path_factory: pytest.TempPathFac
         wait_for("remote-1 unhealthy", lambda: not env.status()[1].healthy, timeout=10)
         env.up(workers=1, nodes=1)
         assert [s.healthy for s in env.status()] == [True, True]
+        # remote-1's kubelet port (kwok-exec) is part of the cluster: gone, the cluster is unhealthy
+        # and `up` starts it again.
+        exec_server = env.supervisor.pid(kwok_exec.name("remote-1"))
+        assert exec_server
+        subprocess.run(["kill", "-9", str(exec_server)], check=True)
+        wait_for("remote-1 unhealthy", lambda: not env.status()[1].healthy, timeout=10)
+        env.up(workers=1, nodes=1)
+        assert [s.healthy for s in env.status()] == [True, True]
+        assert env.supervisor.pid(kwok_exec.name("remote-1")) not in (None, exec_server)
         ports = _ports(env)
+        assert env.port(kwok_exec.name("remote-1")) in ports
         assert len(ports) >= 8, ports  # etcd, apiserver, ... of two clusters
         assert env.pids()
     finally:

@@ -1,5 +1,7 @@
 """kubectl exec / attach / port-forward / cp on front pods, on the real path:
-kubectl -> front kube-apiserver -> vkubelet kubelet API -> remote kube-apiserver -> KWOK (local commands)."""
+kubectl -> front kube-apiserver -> vkubelet kubelet API -> remote kube-apiserver -> the remote
+node's kubelet port: kwok-exec (exec, as local commands, with the kubelet's streaming library),
+which passes attach and port-forward on to KWOK."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import fcntl
 import os
 import pty
 import select
+import signal
 import socket
 import ssl
 import struct
@@ -66,15 +69,20 @@ def test_exec_output_and_exit_code(vkubelet: Environment, namespace: str, runnin
     )
     assert r.stdout == "hi\n"
     assert "oops" in r.stderr
-    # The exit status is what the remote kubelet writes on the error channel, relayed untouched. A
-    # real kubelet reports NonZeroExitCode with ExitCode=3 (kubectl exits 3); KWOK v0.8.0 wraps the
-    # process error and reports InternalError "... exit status 3" (kubectl exits 1).
-    assert r.returncode != 0 and "exit status 3" in r.stderr, r.stderr
+    # The exit status is what the remote kubelet writes on the error channel (NonZeroExitCode,
+    # ExitCode=3), relayed untouched: kubectl exits 3.
+    assert r.returncode == 3, r.stderr
+    assert "command terminated with exit code 3" in r.stderr, r.stderr
     r = kubectl(vkubelet, "exec", "-n", namespace, running, "--", "sh", "-c", "echo fine; exit 0")
     assert (r.returncode, r.stdout) == (0, "fine\n"), r.stderr
 
-    # stdin (one line: KWOK v0.8.0 never passes the end of stdin on to the process, even when
-    # kubectl talks to the remote cluster directly).
+    # stdin: the end of kubectl's stdin reaches the process, so `cat` ends (kubectl() times out
+    # otherwise) and every byte came back.
+    text = "".join(f"line {i} of the input\n" for i in range(2000))
+    r = kubectl(vkubelet, "exec", "-i", "-n", namespace, running, "--", "cat", stdin=text)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == text
+    # A command that ends before its input does ends the exec, with its status.
     r = kubectl(
         vkubelet,
         "exec",
@@ -85,11 +93,10 @@ def test_exec_output_and_exit_code(vkubelet: Environment, namespace: str, runnin
         "--",
         "sh",
         "-c",
-        "read l; echo got:$l",
-        stdin="abc\n",
+        "read l; echo got:$l; exit 4",
+        stdin=text,
     )
-    assert r.returncode == 0, r.stderr
-    assert r.stdout == "got:abc\n"
+    assert (r.returncode, r.stdout) == (4, "got:line 0 of the input\n"), r.stderr
 
     # The kubelet's /run (the output in one answer), called as the front apiserver does (its
     # client certificate).
@@ -121,82 +128,64 @@ def test_exec_with_a_tty(vkubelet: Environment, namespace: str, running: str) ->
         "--",
         "sh",
         "-c",
-        # KWOK v0.8.0 drops what a TTY process prints before its pty tunnel runs or after the
-        # process ends (also when kubectl talks to the remote cluster directly): wait at both ends.
-        "sleep 1; test -t 0 && echo is-a-tty; stty size; sleep 1; exit 5",
+        # kubectl sends the terminal's size as a resize once the session is up: read it a moment
+        # later; then, after a line of input, the size again.
+        "test -t 0 && echo is-a-tty; sleep 1; stty size; read l; echo got:$l; stty size; exit 5",
     ]
     proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
     os.close(slave)
     out = b""
-    try:
-        deadline = time.monotonic() + 30
-        while proc.poll() is None and time.monotonic() < deadline:
+
+    def read_until(needle: bytes | None, timeout: float = 30) -> None:
+        """Read the terminal until `needle` shows (None: until kubectl exits)."""
+        nonlocal out
+        deadline = time.monotonic() + timeout
+        while (needle is None or needle not in out) and proc.poll() is None and time.monotonic() < deadline:
             ready, _, _ = select.select([master], [], [], 0.5)
             if ready:
                 try:
                     out += os.read(master, 4096)
                 except OSError:
                     break
+
+    try:
+        read_until(b"33 101")  # the terminal size travelled
+        # The user resizes the terminal (kubectl follows SIGWINCH), then types a line.
+        fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        os.kill(proc.pid, signal.SIGWINCH)
+        time.sleep(1)
+        os.write(master, b"typed\r")
+        read_until(None)
         proc.wait(10)
     finally:
         if proc.poll() is None:
             proc.kill()
         os.close(master)
     text = out.decode(errors="replace")
-    # The exit status as the remote kubelet reports it (KWOK: InternalError "exit status 5").
-    assert proc.returncode != 0 and "exit status 5" in text, text
-    assert "is-a-tty" in text
-    assert "33 101" in text  # the terminal size travelled (kubectl sends it as a resize)
-
-
-def _stop_processes_in(directory: Path) -> None:
-    """Kill the processes whose working directory is `directory` (commands KWOK ran for a test)."""
-    for proc_dir in Path("/proc").iterdir():
-        if not proc_dir.name.isdigit():
-            continue
-        try:
-            if Path(os.readlink(proc_dir / "cwd")) == directory:
-                os.kill(int(proc_dir.name), 9)
-        except OSError:
-            continue
+    assert "is-a-tty" in text, text
+    assert "33 101" in text, text
+    assert "got:typed" in text, text
+    assert "40 120" in text, text  # the resize reached the process's terminal
+    assert proc.returncode == 5, text  # the exit status, with a TTY too
 
 
 def test_cp_both_ways(vkubelet: Environment, namespace: str, running: str, tmp_path: Path) -> None:  # noqa: F811
-    exec_dir = vkubelet_setup.remote_exec_dir(vkubelet.state_dir)  # where KWOK's "container" runs
+    exec_dir = vkubelet_setup.remote_exec_dir(vkubelet.state_dir)  # where the "container" runs
     name = f"{namespace}.bin"
-    # To the pod: `tar -xmf -` in the container. KWOK v0.8.0 never closes a process's stdin, so GNU
-    # tar never sees the end of its input and kubectl never returns, here as against the remote
-    # cluster directly. The bytes travel all the same: a file that ends on a tar record boundary
-    # (10240 bytes, minus the 512-byte header) is written out whole; then kubectl is stopped.
-    payload = os.urandom(2 * 10240 - 512)
+    payload = os.urandom(300_001)  # not a multiple of tar's blocks or records
     src = tmp_path / "up.bin"
     src.write_bytes(payload)
-    argv = [
-        str(binaries.expected().kubectl),
-        "--kubeconfig",
-        str(vkubelet.kubeconfig("front")),
-        "cp",
-        str(src),
-        f"{namespace}/{running}:{name}",
-    ]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_for(
-            "the file in the container",
-            lambda: (exec_dir / name).is_file() and (exec_dir / name).read_bytes() == payload,
-            timeout=30,
-        )
-    finally:
-        proc.kill()
-        proc.wait(10)
-        _stop_processes_in(exec_dir)  # the tar KWOK left waiting for the end of its stdin
-    try:
-        # From the pod: `tar cf -` in the container, complete.
-        (exec_dir / name).write_bytes(b"bytes from the pod\n")
-        back = tmp_path / "down.txt"
+        # To the pod: `tar -xmf -` in the container, which ends when kubectl's input does.
+        r = kubectl(vkubelet, "cp", str(src), f"{namespace}/{running}:{name}")
+        assert r.returncode == 0, r.stderr
+        assert (exec_dir / name).read_bytes() == payload
+        # From the pod: `tar cf -` in the container.
+        (exec_dir / name).write_bytes(payload[::-1])
+        back = tmp_path / "down.bin"
         r = kubectl(vkubelet, "cp", f"{namespace}/{running}:{name}", str(back))
         assert r.returncode == 0, r.stderr
-        assert back.read_bytes() == b"bytes from the pod\n"
+        assert back.read_bytes() == payload[::-1]
     finally:
         (exec_dir / name).unlink(missing_ok=True)
 

@@ -43,6 +43,9 @@ def test_versions_file_parses_and_binaries_are_keyed_by_version(tmp_path: Path) 
     assert b.kube_apiserver.parent.name == "kubernetes-v9.9.9"
     assert b.etcd.parent.name == "etcd-v1.2.3"
     assert b.kwokctl.parent.name == "kwok-v0.0.1"
+    # kwok-exec: keyed by the kubelet streaming library of the Kubernetes release (v1.X.Y: v0.X.Y)
+    # and its source's hash.
+    assert binaries.kwok_exec_dir(tmp_path, "v1.99.3").name.startswith("kwok-exec-v0.99.3-")
 
 
 def test_versions_file_missing_key_is_a_clear_error(tmp_path: Path) -> None:

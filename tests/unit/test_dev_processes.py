@@ -14,7 +14,7 @@ from armada_bridge.dev.procs import alive
 
 
 def test_an_exited_unreaped_process_counts_as_gone(tmp_path: Path) -> None:
-    bins = Binaries(*(tmp_path / n for n in ("a", "b", "c", "d", "e", "f", "g")))
+    bins = Binaries(*(tmp_path / n for n in ("a", "b", "c", "d", "e", "f", "g", "h")))
     cluster = KwokCluster("c1", tmp_path, bins)
     pids = cluster.workdir / "pids"
     pids.mkdir(parents=True)
