@@ -170,14 +170,6 @@ class Api:
             }
         )
 
-    async def prioritize(self, request: web.Request) -> web.Response:
-        args = _args(await _json(request))
-        pod = args.Pod.model_dump(mode="json")
-        nodes = args.Nodes.items if args.Nodes is not None else []
-        names = args.NodeNames if args.NodeNames is not None else [n.metadata.name for n in nodes]
-        passing, _ = self.decide(pod, names)
-        return web.json_response([{"Host": n, "Score": 10 if n in passing else 0} for n in names])
-
     async def mutate(self, request: web.Request) -> web.Response:
         review = await _json(request)
         try:
@@ -238,8 +230,8 @@ def _instrument(api: Api, name: str, handler: Handler) -> Handler:
 
 #: On the secure port, what only authenticated and authorized callers may do, and the verb a
 #: SubjectAccessReview asks for on that non-resource URL (grant it with a ClusterRole:
-#: manifests/extender/rbac.yaml gives the scheduler /filter and /prioritize).
-PROTECTED = {"/filter": "post", "/prioritize": "post", "/state": "get", "/metrics": "get"}
+#: manifests/extender/rbac.yaml gives the scheduler /filter).
+PROTECTED = {"/filter": "post", "/state": "get", "/metrics": "get"}
 
 
 def _guard(auth: Auth) -> Middleware:
@@ -262,10 +254,10 @@ def _guard(auth: Auth) -> Middleware:
 
 
 def make_app(api: Api, auth: Auth | None = None) -> web.Application:
-    """The routes; with `auth` (the secure port), /filter, /prioritize, /state and /metrics only
+    """The routes; with `auth` (the secure port), /filter, /state and /metrics only
     for callers the front cluster authenticates and authorizes (see :data:`PROTECTED`)."""
     app = web.Application(client_max_size=MAX_BODY, middlewares=[_guard(auth)] if auth else [])
-    post: dict[str, Handler] = {"/filter": api.filter, "/prioritize": api.prioritize, "/mutate": api.mutate}
+    post: dict[str, Handler] = {"/filter": api.filter, "/mutate": api.mutate}
     get: dict[str, Handler] = {
         "/healthz": api.healthz,
         "/readyz": api.readyz,

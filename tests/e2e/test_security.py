@@ -1,5 +1,5 @@
 """The extender's endpoints as an attacker on the network sees them (issue 13): the secure port
-answers /filter, /prioritize, /state and /metrics only to callers the front cluster authenticates
+answers /filter, /state and /metrics only to callers the front cluster authenticates
 and authorizes; the plain port is on loopback only; health and /mutate stay open (the API server
 presents no client identity)."""
 
@@ -62,9 +62,7 @@ def stranger_token(namespace: str, cluster_api: Api) -> str:
     return str(review.status.token)
 
 
-@pytest.mark.parametrize(
-    ("method", "path"), [("POST", "/filter"), ("POST", "/prioritize"), ("GET", "/state"), ("GET", "/metrics")]
-)
+@pytest.mark.parametrize(("method", "path"), [("POST", "/filter"), ("GET", "/state"), ("GET", "/metrics")])
 def test_protected_endpoints_refuse_anonymous_and_unauthorized_callers(
     dev_env: Environment, stranger_token: str, method: str, path: str
 ) -> None:
