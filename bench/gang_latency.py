@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
@@ -40,11 +39,13 @@ from armada_bridge.kube import NODES, PODS, Kube, load_config
 from bench.pods import (
     RUNNING,
     Times,
+    bench_pod,
     cleanup,
     create_namespace,
     delete_namespace,
     is_running,
     pct,
+    run_cli,
     watch_stages,
 )
 
@@ -60,21 +61,7 @@ def pod(name: str, cpu: str, gang: tuple[str, int] | None, managed: bool) -> Pod
         labels[keys.QUEUE_LABEL] = "default"
         if gang:
             annotations = {keys.GANG_ID: gang[0], keys.GANG_CARDINALITY: str(gang[1])}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels, "annotations": annotations},
-        "spec": {
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox",
-                    "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
-                }
-            ],
-            "terminationGracePeriodSeconds": 0,
-        },
-    }
+    return bench_pod(name, cpu=cpu, memory="64Mi", labels=labels, annotations=annotations)
 
 
 def members(gang: str, size: int) -> list[str]:
@@ -245,11 +232,8 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=6, help="blockers deleted, one at a time")
     p.add_argument("--gangs-per-step", type=int, default=4, help="gangs one blocker's room admits")
     p.add_argument("--settle", type=float, default=20, help="seconds the queued gangs wait before the steps")
-    p.add_argument("--json", action="store_true")
-    args = p.parse_args()
-    r = asyncio.run(main_async(args))
-    if args.json:
-        print(json.dumps(r, indent=2))
+    r = run_cli(p, main_async)
+    if r is None:
         return
     print(
         f"gangs of {r['size']}, {r['queued']} queued ({r['cores']} cores, load average {r['load_average_1m']:.1f})"

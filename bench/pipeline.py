@@ -21,8 +21,6 @@ all run if pod slots are counted.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import os
 import random
 import sys
@@ -42,12 +40,14 @@ from bench.pods import (
     RUNNING,
     Times,
     batch_times,
+    bench_pod,
     cleanup,
     create_namespace,
     delete_namespace,
     is_running,
     pct,
     print_stages,
+    run_cli,
     stage_table,
 )
 
@@ -93,22 +93,14 @@ def pod(unit: Unit, index: int, cpu: str, queue: str | None, token: bool = True)
         labels[keys.QUEUE_LABEL] = queue
         if size > 1:
             annotations = {keys.GANG_ID: name, keys.GANG_CARDINALITY: str(size)}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"{name}-{index}", "labels": labels, "annotations": annotations},
-        "spec": {
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox",
-                    "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
-                }
-            ],
-            "terminationGracePeriodSeconds": 0,
-            "automountServiceAccountToken": token,
-        },
-    }
+    return bench_pod(
+        f"{name}-{index}",
+        cpu=cpu,
+        memory="64Mi",
+        labels=labels,
+        annotations=annotations,
+        automountServiceAccountToken=token,
+    )
 
 
 async def free_slots(kubes: dict[str, Kube]) -> int:
@@ -202,6 +194,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "pods": args.pods,
         "gangs": gangs,
+        "gang_sizes": f"{args.gang_min}-{args.gang_max}",
         "cpu": args.cpu,
         "direct": d,
         "bridge": b,
@@ -227,14 +220,11 @@ def main() -> None:
         help="pods that mount no ServiceAccount token (through the bridge: no front API token to request)",
     )
     p.add_argument("--timeout", type=float, default=900, help="seconds for all pods of a side to run")
-    p.add_argument("--json", action="store_true")
-    args = p.parse_args()
-    r = asyncio.run(main_async(args))
-    if args.json:
-        print(json.dumps(r, indent=2))
+    r = run_cli(p, main_async)
+    if r is None:
         return
     print(
-        f"{r['pods']} pods of {r['cpu']} CPU, {r['gangs']} gangs of {args.gang_min}-{args.gang_max} "
+        f"{r['pods']} pods of {r['cpu']} CPU, {r['gangs']} gangs of {r['gang_sizes']} "
         f"({r['cores']} cores, load average {r['load_average_1m']:.1f})"
     )
     for side, f in (("directly in the remotes", r["direct"]), ("through the bridge", r["bridge"])):

@@ -2,18 +2,64 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import itertools
+import json
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from armada_bridge.kube import NAMESPACES, PODS, SERVICEACCOUNTS, Kube
 
 CONCURRENCY = 16
+
+
+def bench_pod(
+    name: str,
+    *,
+    cpu: str,
+    memory: str,
+    labels: dict[str, str],
+    annotations: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A one-container busybox pod asking for `cpu` and `memory`, deleted at once; `spec` adds
+    fields to its spec (nodeName, schedulerName, automountServiceAccountToken, ...)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels, "annotations": annotations or {}},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                }
+            ],
+            "terminationGracePeriodSeconds": 0,
+            **spec,
+        },
+    }
+
+
+def run_cli(
+    parser: argparse.ArgumentParser,
+    main_async: Callable[[argparse.Namespace], Coroutine[Any, Any, dict[str, Any]]],
+) -> dict[str, Any] | None:
+    """Parse the benchmark's arguments (plus --json), run it; with --json print its figures as
+    JSON and return None, else return them for the benchmark to print."""
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    r = asyncio.run(main_async(args))
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return None
+    return r
 
 
 Pod = dict[str, Any]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import socket
 import subprocess
@@ -38,7 +37,16 @@ from armada_bridge.dev import binaries
 from armada_bridge.dev.environment import Environment
 from armada_bridge.dev.nodes import NodeShape, node_manifest
 from armada_bridge.kube import NODES, PODS, Kube, load_config
-from bench.pods import CONCURRENCY, Times, cleanup, create_namespace, delete_namespace, watch_stages
+from bench.pods import (
+    CONCURRENCY,
+    Times,
+    bench_pod,
+    cleanup,
+    create_namespace,
+    delete_namespace,
+    run_cli,
+    watch_stages,
+)
 
 PLAIN = "bench-plain"
 BOUND = "bound"
@@ -46,23 +54,14 @@ LABEL = "bench.armadaproject.io/scheduler-cost"
 
 
 def pod(name: str, scheduler: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {"bench": "scheduler-cost"}},
-        "spec": {
-            "schedulerName": scheduler,
-            "nodeSelector": {LABEL: "open"},
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox",
-                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
-                }
-            ],
-            "terminationGracePeriodSeconds": 0,
-        },
-    }
+    return bench_pod(
+        name,
+        cpu="10m",
+        memory="16Mi",
+        labels={"bench": "scheduler-cost"},
+        schedulerName=scheduler,
+        nodeSelector={LABEL: "open"},
+    )
 
 
 def _free_port() -> int:
@@ -180,11 +179,8 @@ def main() -> None:
     p.add_argument("--pods", type=int, default=1000)
     p.add_argument("--nodes", type=int, default=10)
     p.add_argument("--rounds", type=int, default=2, help="each side this many times, alternating; best kept")
-    p.add_argument("--json", action="store_true")
-    args = p.parse_args()
-    r = asyncio.run(main_async(args))
-    if args.json:
-        print(json.dumps(r, indent=2))
+    r = run_cli(p, main_async)
+    if r is None:
         return
     print(
         f"{r['pods']} pods on {r['nodes']} nodes ({r['cores']} cores, load average {r['load_average_1m']:.1f})"

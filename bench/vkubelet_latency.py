@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import statistics
@@ -31,11 +30,13 @@ from bench.pods import (
     CREATED,
     RUNNING,
     batch_times,
+    bench_pod,
     cleanup,
     compare,
     create_namespace,
     is_running,
     print_stages,
+    run_cli,
     stage_table,
 )
 
@@ -45,24 +46,13 @@ DIRECT_STAGES = (CREATED, REMOTE_BOUND, RUNNING)
 
 
 def pod(name: str, node: str | None, token: bool = True) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "containers": [
-            {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}
-        ],
-        "terminationGracePeriodSeconds": 0,
-        "automountServiceAccountToken": token,
-    }
+    spec: dict[str, Any] = {"automountServiceAccountToken": token}
     if node:
         spec["nodeName"] = node
         spec["tolerations"] = [
             {"key": keys.VIRTUAL_NODE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
         ]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {"bench": "vk"}},
-        "spec": spec,
-    }
+    return bench_pod(name, cpu="10m", memory="16Mi", labels={"bench": "vk"}, **spec)
 
 
 def memory_kib(pid: int) -> dict[str, int]:
@@ -141,11 +131,8 @@ def main() -> None:
         action="store_true",
         help="pods that mount no ServiceAccount token (through the bridge: no front API token to request)",
     )
-    p.add_argument("--json", action="store_true")
-    args = p.parse_args()
-    r = asyncio.run(main_async(args))
-    if args.json:
-        print(json.dumps(r, indent=2))
+    r = run_cli(p, main_async)
+    if r is None:
         return
     print(
         f"{r['pods']} pods, half on each of remote-1 and remote-2 (load average {r['load_average_1m']:.1f})"
