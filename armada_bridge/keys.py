@@ -25,6 +25,10 @@ REMOTE_REJECTION = f"{GROUP}/remote-rejection"
 # Bumped by the extender on an admitted pod the front scheduler has not bound yet: a pod update is
 # what makes kube-scheduler retry a pod it had set aside (see reference: extender requeueing).
 NUDGE = f"{GROUP}/nudge"
+# The scheduling gate the admission webhook puts on a managed pod and the extender lifts with its
+# decision: until then the front kube-scheduler leaves the pod alone (a pod an extender refuses is
+# retried on every cluster event, which with thousands of queued pods is all the scheduler does).
+SCHEDULING_GATE = f"{GROUP}/admission"
 
 # Set aside by the admission webhook, restored remotely by the vkubelet: JSON object with the pod's
 # own nodeSelector, affinity, tolerations and topologySpreadConstraints (absent keys: none set).

@@ -526,7 +526,8 @@ class Soak:
             elif not placed and p.metadata.uid not in events:
                 problems.append(f"{p.metadata.name} {p.status.phase}, unplaced, with no ArmadaWaiting Event")
             elif placed:
-                problems.append(f"{p.metadata.name} placed but {p.status.phase}, not Running")
+                state = pod_state(p, remote.get(p.metadata.uid))
+                problems.append(f"{p.metadata.name} placed but {p.status.phase}, not Running ({state})")
         shares = fair_shares(pods, self._gangs(pods), self.capacity_cpu())
         self.report.shares = shares
         below = [
@@ -555,6 +556,32 @@ class Soak:
             return "\n".join(out)
         except Exception as e:  # a diagnosis must not end the soak
             return f"diagnosis failed: {type(e).__name__}: {e}"
+
+
+def pod_state(p: Any, remote: Any | None = None) -> str:
+    """What a front pod that should run says of itself (and its remote pod, if given): where it
+    was placed and bound, its gates, its conditions; the record a stuck pod needs."""
+    md, spec, st = p.metadata, p.spec, p.status
+    ann = md.annotations or {}
+    gates = [g.name for g in spec.scheduling_gates or []]
+    conds = [f"{c.type}={c.status}" + (f"({c.reason})" if c.reason else "") for c in st.conditions or []]
+    parts = [
+        f"phase {st.phase}",
+        f"cluster {ann.get(keys.ASSIGNED_CLUSTER, '-')}",
+        f"node {spec.node_name or '-'}",
+        f"gates {gates}",
+        f"conditions {conds}",
+    ]
+    if st.message:
+        parts.append(f"message {st.message!r}")
+    if remote is not None:
+        rconds = [f"{c.type}={c.status}" for c in remote.status.conditions or []]
+        parts.append(
+            f"remote {remote.metadata.namespace}/{remote.metadata.name} {remote.status.phase} {rconds}"
+        )
+    elif ann.get(keys.ASSIGNED_CLUSTER):
+        parts.append("no remote pod")
+    return ", ".join(parts)
 
 
 def _cpu(pod: Any) -> float:

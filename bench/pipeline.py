@@ -2,7 +2,7 @@
 Running in a remote cluster, against the same pods created directly in the remotes (the baseline,
 measured in the same run). Not a test: prints figures.
 
-    .venv/bin/python bench/pipeline.py [--pods 5000] [--gang-share 0.5] [--cpu 50m] [--json]
+    .venv/bin/python bench/pipeline.py [--pods 5000] [--gang-share 0.5] [--cpu 50m] [--no-token] [--json]
 
 Through the bridge a pod goes front API -> admission webhook -> front kube-scheduler -> extender
 (core round, decision written) -> bind to a virtual node -> vkubelet -> remote pod -> Running
@@ -85,7 +85,7 @@ def units(pods: int, gang_share: float, gang_min: int, gang_max: int, seed: int)
     return out
 
 
-def pod(unit: Unit, index: int, cpu: str, queue: str | None) -> dict[str, Any]:
+def pod(unit: Unit, index: int, cpu: str, queue: str | None, token: bool = True) -> dict[str, Any]:
     name, size = unit
     labels = {"bench": "pipeline", "unit": name}
     annotations = {}
@@ -99,6 +99,7 @@ def pod(unit: Unit, index: int, cpu: str, queue: str | None) -> dict[str, Any]:
         memory="64Mi",
         labels=labels,
         annotations=annotations,
+        automountServiceAccountToken=token,
     )
 
 
@@ -157,7 +158,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         )
         direct = await batch_times(
             [
-                (remote[u % 2], "", pod(unit, i, args.cpu, None))
+                (remote[u % 2], "", pod(unit, i, args.cpu, None, not args.no_token))
                 for u, unit in enumerate(work)
                 for i in range(unit[1])
             ],
@@ -171,7 +172,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         print(f"bridge: the same {args.pods} pods, managed, in the front cluster ...", file=sys.stderr)
         front = kubes["front"]
         via = await batch_times(
-            [(front, "", pod(unit, i, args.cpu, args.queue)) for unit in work for i in range(unit[1])],
+            [
+                (front, "", pod(unit, i, args.cpu, args.queue, not args.no_token))
+                for unit in work
+                for i in range(unit[1])
+            ],
             [front],
             ns_bridge,
             timeout=args.timeout,
@@ -209,6 +214,11 @@ def main() -> None:
     p.add_argument("--cpu", default="50m", help="each pod's CPU request")
     p.add_argument("--queue", default="default", help=f"the pods' queue (label {keys.QUEUE_LABEL})")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--no-token",
+        action="store_true",
+        help="pods that mount no ServiceAccount token (through the bridge: no front API token to request)",
+    )
     p.add_argument("--timeout", type=float, default=900, help="seconds for all pods of a side to run")
     r = run_cli(p, main_async)
     if r is None:

@@ -1,7 +1,7 @@
 """Benchmark: from binding to front Running through the vkubelet, against the same pods created
 directly in the remote clusters (the baseline, measured in the same run); and the vkubelet's memory.
 
-    .venv/bin/python bench/vkubelet_latency.py [--pods 200] [--json]
+    .venv/bin/python bench/vkubelet_latency.py [--pods 200] [--no-token] [--json]
 
 Uses the running `armada-bridge dev up` environment (front, remote-1, remote-2) and its vkubelet,
 which it restarts first so the peak memory belongs to this run. Not a test: prints figures.
@@ -45,8 +45,8 @@ VKUBELET_STAGES = (CREATED, REMOTE_CREATED, REMOTE_BOUND, REMOTE_RUNNING, RUNNIN
 DIRECT_STAGES = (CREATED, REMOTE_BOUND, RUNNING)
 
 
-def pod(name: str, node: str | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
+def pod(name: str, node: str | None, token: bool = True) -> dict[str, Any]:
+    spec: dict[str, Any] = {"automountServiceAccountToken": token}
     if node:
         spec["nodeName"] = node
         spec["tolerations"] = [
@@ -87,7 +87,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         r1, r2 = kubes["remote-1"], kubes["remote-2"]
         bound = {REMOTE_BOUND: lambda p: bool(p["spec"].get("nodeName"))}
         direct_times = await batch_times(
-            [((r1 if i % 2 else r2), "", pod(f"p-{i}", None)) for i in range(args.pods)],
+            [((r1 if i % 2 else r2), "", pod(f"p-{i}", None, not args.no_token)) for i in range(args.pods)],
             [r1, r2],
             ns_base,
             stages=[(r1, bound), (r2, bound)],
@@ -95,7 +95,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         front = kubes["front"]
         remote_stages = {REMOTE_CREATED: lambda _: True, **bound, REMOTE_RUNNING: is_running}
         via_times = await batch_times(
-            [(front, "", pod(f"p-{i}", "remote-1" if i % 2 else "remote-2")) for i in range(args.pods)],
+            [
+                (front, "", pod(f"p-{i}", "remote-1" if i % 2 else "remote-2", not args.no_token))
+                for i in range(args.pods)
+            ],
             [front],
             ns_vk,
             stages=[(r1, remote_stages), (r2, remote_stages)],
@@ -123,6 +126,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pods", type=int, default=200)
+    p.add_argument(
+        "--no-token",
+        action="store_true",
+        help="pods that mount no ServiceAccount token (through the bridge: no front API token to request)",
+    )
     r = run_cli(p, main_async)
     if r is None:
         return

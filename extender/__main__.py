@@ -49,7 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--webhook-listen",
         type=_hostport,
         default=("0.0.0.0", 9443),
-        help="HTTPS: /mutate for the API server; /filter, /prioritize, /state, /metrics for callers "
+        help="HTTPS: /mutate for the API server; /filter, /state, /metrics for callers "
         "the front authenticates (client certificate or token) and authorizes (SubjectAccessReview)",
     )
     p.add_argument(

@@ -6,9 +6,10 @@ from __future__ import annotations
 import enum
 import logging
 import time
+from typing import Any
 
 from armada_bridge import keys
-from armada_bridge.contract.pods import PodSpecError
+from armada_bridge.contract.pods import PodSpecError, gates_without, scheduling_gates
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.resources import VOLCANO_PODGROUPS
@@ -35,11 +36,14 @@ class Actions:
         self.metrics = metrics
 
     async def admit(self, info: PodInfo, cluster: str, node: str) -> bool:
-        """Write the decision on the pod (the annotations naming its cluster and remote node)."""
+        """Write the decision on the pod (the annotations naming its cluster and remote node), and
+        lift the bridge's scheduling gate in the same write: the front scheduler then binds it."""
         ns, _, name = info.key.partition("/")
-        patch = {
+        patch: dict[str, Any] = {
             "metadata": {"annotations": {keys.ASSIGNED_CLUSTER: cluster, keys.ASSIGNED_REMOTE_NODE: node}}
         }
+        if keys.SCHEDULING_GATE in info.gates:
+            patch["spec"] = {"schedulingGates": gates_without(info.gates)}
         try:
             pod = await self.front.patch(
                 PODS, name, patch, ns, params={"fieldManager": "armada-bridge"}, uid=info.uid
@@ -147,6 +151,23 @@ class Actions:
     async def explain(self, pod: Obj, reason: str) -> None:
         """Why the pod waits, as an Event (deduplicated by the recorder)."""
         await self.events.emit(pod, "ArmadaWaiting", reason)
+
+    async def release(self, pod: Obj) -> None:
+        """Lift the bridge's scheduling gate from a pod the bridge does not manage (any more): the
+        front scheduler places it as any other pod."""
+        md = pod["metadata"]
+        patch = {"spec": {"schedulingGates": gates_without(scheduling_gates(pod))}}
+        try:
+            await self.front.patch(PODS, md["name"], patch, md["namespace"], uid=md["uid"])
+        except ApiError as e:
+            log.info(
+                "pod %s/%s: gate not lifted (%s); tried again on its next change",
+                md["namespace"],
+                md["name"],
+                e,
+            )
+            return
+        log.info("pod %s/%s: not managed, its scheduling gate lifted", md["namespace"], md["name"])
 
     async def touch(self, info: PodInfo) -> None:
         """An annotation update, so the front scheduler retries the pod now (it set aside pods an

@@ -8,6 +8,8 @@ only tolerations left are the virtual-node toleration and the ``not-ready``/``un
 NoExecute tolerations the DefaultTolerationSeconds plugin gives every pod (the pod's own
 ``tolerationSeconds`` kept when it had such a toleration, else 300 s), so a virtual node that goes
 NotReady evicts as a real one would. The scheduling core and the vkubelet read the annotation.
+The pod also gets the scheduling gate ``keys.SCHEDULING_GATE``: the front kube-scheduler leaves it
+alone until the extender's decision lifts the gate.
 
 Re-invocation (``reinvocationPolicy: IfNeeded``) is idempotent: a processed pod yields no patch.
 When a later webhook added constraints after the first pass, they are merged into the annotation
@@ -28,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from armada_bridge import keys
-from armada_bridge.contract.pods import PodSpecError, SchedulingConstraints
+from armada_bridge.contract.pods import PodSpecError, SchedulingConstraints, scheduling_gates
 
 Obj = Mapping[str, Any]
 
@@ -132,6 +134,13 @@ def pod_patch(
         ops.append({"op": "add", "path": "/spec/tolerations", "value": tolerations})
     if scheduler_name and spec.get("schedulerName") != scheduler_name:
         ops.append({"op": "add", "path": "/spec/schedulerName", "value": scheduler_name})
+    gates = scheduling_gates(pod)
+    if keys.SCHEDULING_GATE not in gates and not spec.get("nodeName"):
+        gate = {"name": keys.SCHEDULING_GATE}
+        if isinstance(spec.get("schedulingGates"), list):
+            ops.append({"op": "add", "path": "/spec/schedulingGates/-", "value": gate})
+        else:
+            ops.append({"op": "add", "path": "/spec/schedulingGates", "value": [gate]})
     return ops
 
 

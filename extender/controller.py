@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from armada_bridge import keys
 from armada_bridge.contract import pods
 from armada_bridge.core import model
 from armada_bridge.core import quantities as rs
@@ -39,6 +40,16 @@ from extender.pod_info import PodInfo
 from extender.status_writer import write_podgroup_statuses, write_queue_statuses
 
 log = logging.getLogger(__name__)
+
+
+def _gated_unmanaged(pod: Obj) -> bool:
+    """A live pod the bridge does not manage that still carries its scheduling gate (its queue went,
+    or it never had one and a webhook configuration gated it anyway)."""
+    return (
+        keys.SCHEDULING_GATE in pods.scheduling_gates(pod)
+        and not pod["metadata"].get("deletionTimestamp")
+        and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    )
 
 
 def core_node_name(cluster: str, node: str) -> str:
@@ -265,6 +276,8 @@ class Controller:
         if info is None:
             if old is not None:
                 self._forget(uid)
+            if _gated_unmanaged(pod):
+                await self.actions.release(pod)
             return
         self._uid_by_key[k] = uid
         hold = info.invalid
@@ -288,7 +301,7 @@ class Controller:
             and old.placed == info.placed
             and self.core.state_of(uid) is not JobState.GONE
         ):
-            old.bound = info.bound
+            old.bound, old.gates = info.bound, info.gates
             return
         self.managed[uid] = info
         state = self.core.state_of(uid)

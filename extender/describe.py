@@ -125,4 +125,6 @@ class Describer:
             # Refused by its remote cluster: placed again, in that cluster (it is bound to its
             # virtual node), on a node that has not refused it.
             job = translate.pinned_to_cluster(job, cluster, avoid_nodes=refused.nodes)
-        return PodInfo(key, uid, queue, gang, root, job, placed, bound=bool(node_name))
+        return PodInfo(
+            key, uid, queue, gang, root, job, placed, bound=bool(node_name), gates=pods.scheduling_gates(pod)
+        )

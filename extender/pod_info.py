@@ -23,3 +23,4 @@ class PodInfo:
     placed_at: float = 0.0  # monotonic time of the decision (or of the last nudge)
     missing: PodGroupRef | None = None  # the PodGroup it names that does not exist (yet)
     set_up: bool = True  # False: the admission webhook never saw it (it was down)
+    gates: tuple[str, ...] = ()  # its scheduling gates' names (ours until the decision lifts it)

@@ -180,14 +180,6 @@ class Api:
             }
         )
 
-    async def prioritize(self, request: web.Request) -> web.Response:
-        args = _args(await _json(request))
-        pod = args.Pod.model_dump(mode="json")
-        nodes = args.Nodes.items if args.Nodes is not None else []
-        names = args.NodeNames if args.NodeNames is not None else [n.metadata.name for n in nodes]
-        passing, _ = self.decide(pod, names)
-        return web.json_response([{"Host": n, "Score": 10 if n in passing else 0} for n in names])
-
     async def mutate(self, request: web.Request) -> web.Response:
         review = await _json(request)
         try:
@@ -251,8 +243,8 @@ def _instrument(api: Api, name: str, handler: Handler) -> Handler:
 
 #: On the secure port, what only authenticated and authorized callers may do, and the verb a
 #: SubjectAccessReview asks for on that non-resource URL (grant it with a ClusterRole:
-#: manifests/extender/rbac.yaml gives the scheduler /filter and /prioritize).
-PROTECTED = {"/filter": "post", "/prioritize": "post", "/state": "get", "/metrics": "get"}
+#: manifests/extender/rbac.yaml gives the scheduler /filter).
+PROTECTED = {"/filter": "post", "/state": "get", "/metrics": "get"}
 #: ... and every path under these prefixes (the dashboard: its page, static files and JSON; grant
 #: `get` on the non-resource URLs `/dashboard` and `/dashboard/*`).
 PROTECTED_PREFIXES = {DASHBOARD: "get"}
@@ -288,11 +280,11 @@ def _guard(auth: Auth) -> Middleware:
 
 
 def make_app(api: Api, auth: Auth | None = None) -> web.Application:
-    """The routes; with `auth` (the secure port), /filter, /prioritize, /state, /metrics and the
+    """The routes; with `auth` (the secure port), /filter, /state, /metrics and the
     dashboard only for callers the front cluster authenticates and authorizes (see
     :func:`protected_verb`)."""
     app = web.Application(client_max_size=MAX_BODY, middlewares=[_guard(auth)] if auth else [])
-    post: dict[str, Handler] = {"/filter": api.filter, "/prioritize": api.prioritize, "/mutate": api.mutate}
+    post: dict[str, Handler] = {"/filter": api.filter, "/mutate": api.mutate}
     get: dict[str, Handler] = {
         "/healthz": api.healthz,
         "/readyz": api.readyz,

@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 RETRY_WAITING = 5.0  # seconds before retrying a pod whose dependencies are missing
+# A remote pod just created usually runs within a second: its Pending states (created, scheduled)
+# are written to the front only if it is still Pending after this long, so a pod that starts at
+# once costs one front status write, not three.
+PENDING_QUIET = 1.0
 
 
 def _uid(obj: Obj) -> str:
@@ -83,6 +87,7 @@ class PodController:
         self.remote_key: dict[str, str] = {}  # front pod UID -> namespace/name of its remote pod
         self.last_remote: dict[str, Obj] = {}  # front pod UID -> last state of a deleted remote pod
         self._warned: dict[str, str] = {}  # front pod UID -> last waiting message (one Event per change)
+        self._created: dict[str, float] = {}  # front pod UID -> when we created its remote pod (monotonic)
         self.tokens: FrontTokens | None = None  # the front API in remote pods (vkubelet/tokens.py)
         front_pods.add_handler(self._on_front)
         remote_pods.add_handler(self._on_remote)
@@ -157,6 +162,7 @@ class PodController:
         if front is None:
             # Gone from the front (or force-deleted): its remote pod goes too.
             self._warned.pop(uid, None)
+            self._created.pop(uid, None)
             self.last_remote.pop(uid, None)
             if remote is not None and not _deleting(remote):
                 await self._delete_remote(remote, None)
@@ -300,6 +306,14 @@ class PodController:
         patch = pod_status.status_patch(front, remote, self.cluster)
         if patch is None:
             return
+        uid = _uid(front)
+        created = self._created.get(uid)
+        if created is not None:
+            quiet = created + PENDING_QUIET - time.monotonic()
+            if pod_status.is_pending(remote) and quiet > 0:
+                self.queue.add_after(uid, quiet)
+                return
+            del self._created[uid]
         md = front["metadata"]
         updated = await self.front.patch(
             PODS, md["name"], patch, md["namespace"], subresource="status", uid=md["uid"]
@@ -386,6 +400,7 @@ class PodController:
                 return
             raise
         self._warned.pop(uid, None)
+        self._created[uid] = time.monotonic()
         self.remote_key[uid] = key_of(created)
         self.remote_pods.cache.setdefault(key_of(created), created)
         # The front status (and its "remote pod exists" marker) follows from the remote informer's

@@ -41,6 +41,10 @@ def marker(cluster: str, created: str) -> Obj:
     }
 
 
+def is_pending(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in (None, "Pending")
+
+
 def has_marker(front: Obj) -> bool:
     return any(
         c.get("type") == keys.REMOTE_POD_CONDITION and c.get("status") == "True"

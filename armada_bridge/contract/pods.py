@@ -8,6 +8,8 @@
   ``spec.overhead`` is added. A container request left unset where a limit is set defaults to the
   limit, as the API server defaults it.
 * :func:`pod_usage` — requests plus the pod slot it takes on its node.
+* :func:`scheduling_gates` / :func:`gates_without` — the pod's scheduling gates, and the list left
+  once the bridge's own gate (``keys.SCHEDULING_GATE``) is lifted.
 * :class:`SchedulingConstraints` — the pod's *own* nodeSelector, affinity, tolerations and
   topologySpreadConstraints: the codec of the ``keys.SCHEDULING_CONSTRAINTS`` annotation where the
   admission webhook sets them aside, and the reading of a spec's.
@@ -24,6 +26,23 @@ from armada_bridge import keys
 from armada_bridge.core.quantities import MILLI, QuantityError, Resources, add_into, parse_quantity
 
 Obj = Mapping[str, Any]
+
+
+def scheduling_gates(pod: Obj) -> tuple[str, ...]:
+    """The names of the pod's scheduling gates, in order."""
+    gates = (pod.get("spec") or {}).get("schedulingGates")
+    if not isinstance(gates, list):
+        return ()
+    return tuple(str(g.get("name", "")) for g in gates if isinstance(g, Mapping))
+
+
+def gates_without(gates: tuple[str, ...], gate: str = keys.SCHEDULING_GATE) -> list[dict[str, str]] | None:
+    """`spec.schedulingGates` for a merge patch that lifts `gate` and keeps the others (None: the
+    field goes). A stale `gates` can only name more gates than the pod has (gates are never added
+    after creation), and the API server refuses the patch then, so nobody else's gate is undone."""
+    rest = [{"name": g} for g in gates if g != gate]
+    return rest or None
+
 
 #: Spec fields the admission webhook moves into ``keys.SCHEDULING_CONSTRAINTS`` (JSON keys alike).
 CONSTRAINT_FIELDS = ("nodeSelector", "affinity", "tolerations", "topologySpreadConstraints")

@@ -10,6 +10,7 @@ from kubernetes import client as k8s
 from armada_bridge import keys
 from armada_bridge.contract.pods import pod_usage
 from armada_bridge.core.quantities import parse_quantity
+from bench.chaos import pod_state
 from tests.support import wait_for
 
 Api = Callable[[str], k8s.ApiClient]
@@ -54,7 +55,12 @@ def wait_running(api: Api, namespace: str, count: int, selector: str = "", timeo
         running = [p for p in pods if p.status.phase == "Running"]
         return running if len(running) >= count else None
 
-    return wait_for(f"{count} front pods Running in {namespace}", probe, timeout=timeout)
+    try:
+        return wait_for(f"{count} front pods Running in {namespace}", probe, timeout=timeout)
+    except AssertionError as e:  # say where each pod that does not run got stuck
+        stuck = [p for p in front_pods(api, namespace, selector) if p.status.phase != "Running"]
+        lines = [f"{p.metadata.name}: {pod_state(p)}" for p in stuck[:20]]
+        raise AssertionError("\n".join([str(e), f"{len(stuck)} not Running:", *lines])) from None
 
 
 def events_for(api: Api, namespace: str, name: str) -> list[str]:

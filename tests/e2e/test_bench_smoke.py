@@ -12,7 +12,15 @@ from bench.pipeline import main_async
 
 def test_pipeline_benchmark_runs_small(dev_env: Environment) -> None:
     args = argparse.Namespace(
-        pods=60, gang_share=0.5, gang_min=4, gang_max=8, cpu="50m", queue="default", seed=3, timeout=300
+        pods=60,
+        gang_share=0.5,
+        gang_min=4,
+        gang_max=8,
+        cpu="50m",
+        queue="default",
+        seed=3,
+        timeout=300,
+        no_token=False,
     )
     r = asyncio.run(main_async(args))
     assert r["pods"] == 60 and r["gangs"] > 0

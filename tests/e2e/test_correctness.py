@@ -171,3 +171,24 @@ def test_a_pod_pinned_to_a_cluster_by_its_virtual_node_label_runs_there(
         k8s.CoreV1Api(cluster_api("front")).create_namespaced_pod(namespace, p)
         (running,) = wait_running(cluster_api, namespace, 1, f"pinned={target}", timeout=60)
         assert cluster_of(running) == target
+
+
+def test_a_pod_that_leaves_its_queue_is_released_from_the_bridge_gate(
+    namespace: str, cluster_api: Api
+) -> None:
+    """A managed pod waits at the bridge's scheduling gate; once it names no queue any more the
+    bridge no longer manages it and lifts the gate (it is not left Pending for ever)."""
+    core = k8s.CoreV1Api(cluster_api("front"))
+    core.create_namespaced_pod(namespace, pod("leaver", queue="no-such-queue"))
+
+    def gates() -> list[str]:
+        return [g.name for g in core.read_namespaced_pod("leaver", namespace).spec.scheduling_gates or []]
+
+    wait_for(
+        "the pod waiting with a reason",
+        lambda: any("no-such-queue" in e for e in events_for(cluster_api, namespace, "leaver")),
+        timeout=30,
+    )
+    assert gates() == [keys.SCHEDULING_GATE]
+    core.patch_namespaced_pod("leaver", namespace, {"metadata": {"labels": {keys.QUEUE_LABEL: None}}})
+    wait_for("the gate lifted", lambda: gates() == [], timeout=30)

@@ -27,6 +27,8 @@ def test_sixteen_pod_gang_runs_whole_in_one_cluster(namespace: str, cluster_api:
     other = next(c for c in REMOTES if c != chosen)
     assert len(remote_pods(cluster_api, chosen, namespace)) == 16
     assert remote_pods(cluster_api, other, namespace) == []
+    # The decision lifted the bridge's scheduling gate (the front scheduler could then bind them).
+    assert all(not p.spec.scheduling_gates for p in running)
 
 
 def test_gang_bigger_than_any_cluster_waits_and_never_runs_partially(
@@ -47,3 +49,6 @@ def test_gang_bigger_than_any_cluster_waits_and_never_runs_partially(
     assert all(not p.spec.node_name and cluster_of(p) is None for p in pods)
     for c in REMOTES:
         assert remote_pods(cluster_api, c, namespace) == []
+    # Waiting pods are held at the bridge's scheduling gate: the front scheduler never tries them.
+    assert all([g.name for g in p.spec.scheduling_gates or []] == [keys.SCHEDULING_GATE] for p in pods)
+    assert not [e for e in events_for(cluster_api, namespace, "h-0") if e.startswith("FailedScheduling")]

@@ -1,5 +1,5 @@
 """The extender's endpoints as an attacker on the network sees them (issue 13): the secure port
-answers /filter, /prioritize, /state, /metrics and the dashboard only to callers the front cluster authenticates
+answers /filter, /state, /metrics and the dashboard only to callers the front cluster authenticates
 and authorizes; the plain port is on loopback only; health and /mutate stay open (the API server
 presents no client identity)."""
 
@@ -66,7 +66,6 @@ def stranger_token(namespace: str, cluster_api: Api) -> str:
     ("method", "path"),
     [
         ("POST", "/filter"),
-        ("POST", "/prioritize"),
         ("GET", "/state"),
         ("GET", "/metrics"),
         ("GET", "/dashboard/"),

@@ -125,7 +125,7 @@ async def test_every_endpoint_rejects_malformed_input_clearly(
 ) -> None:
     rng = random.Random(SEED)
     before = await _state(dev_env)
-    bases = {"/filter": valid_args, "/prioritize": valid_args, "/mutate": valid_review}
+    bases = {"/filter": valid_args, "/mutate": valid_review}
     seen = 0
     for path, base in bases.items():
         ok = await client.post(path, json=base())

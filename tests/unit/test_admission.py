@@ -74,7 +74,9 @@ def apply_patch(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any
         parent = out
         for p in parts[:-1]:
             parent = parent[p]
-        if op["op"] == "add":
+        if op["op"] == "add" and parts[-1] == "-":
+            parent.append(copy.deepcopy(op["value"]))
+        elif op["op"] == "add":
             parent[parts[-1]] = copy.deepcopy(op["value"])
         elif op["op"] == "remove":
             del parent[parts[-1]]
@@ -139,6 +141,20 @@ def test_pod_without_constraints_gets_empty_annotation_and_tolerations() -> None
         )
     }
     assert stored["spec"]["tolerations"] == [virtual_node_toleration(), NOT_READY_300, UNREACHABLE_300]
+
+
+def test_managed_pod_is_gated_until_the_decision() -> None:
+    gate = {"name": keys.SCHEDULING_GATE}
+    assert admit(new_pod())["spec"]["schedulingGates"] == [gate]
+    # Other gates stay, ours comes after them; a pod that names its node is never gated.
+    other = {"name": "example.com/quota"}
+    assert admit(new_pod(schedulingGates=[other]))["spec"]["schedulingGates"] == [other, gate]
+    assert "schedulingGates" not in admit(new_pod(nodeName="n1"))["spec"]
+    stored = admit(new_pod(schedulingGates=[other]))
+    assert pods.scheduling_gates(stored) == ("example.com/quota", keys.SCHEDULING_GATE)
+    # Lifting ours keeps the others; lifting the last one removes the field (merge patch: null).
+    assert pods.gates_without(pods.scheduling_gates(stored)) == [other]
+    assert pods.gates_without((keys.SCHEDULING_GATE,)) is None
 
 
 def test_pod_without_any_tolerations_gets_the_defaults() -> None:
