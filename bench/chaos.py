@@ -564,7 +564,10 @@ def pod_state(p: Any, remote: Any | None = None) -> str:
     md, spec, st = p.metadata, p.spec, p.status
     ann = md.annotations or {}
     gates = [g.name for g in spec.scheduling_gates or []]
-    conds = [f"{c.type}={c.status}" + (f"({c.reason})" if c.reason else "") for c in st.conditions or []]
+    conds = [
+        f"{c.type}={c.status}" + (f"({c.reason}: {c.message})" if c.status == "False" and c.message else "")
+        for c in st.conditions or []
+    ]
     parts = [
         f"phase {st.phase}",
         f"cluster {ann.get(keys.ASSIGNED_CLUSTER, '-')}",
