@@ -88,14 +88,26 @@ def test_second_scheduler_mode_renders_the_second_scheduler_kustomization() -> N
     second_keys = {chart.key(o) for o in second}
     diff = chart.differences([o for o in managed if chart.key(o) in second_keys], second)
     assert not diff, "\n".join(diff)
-    # Everything else is the default, but for the extender naming the second scheduler.
+    # Everything else (the namespace's CRDs and certificates) is the default.
     rest = [o for o in managed if chart.key(o) not in second_keys]
-    diff = chart.differences(rest, default.values())
-    assert len(diff) == 1 and "'Deployment', 'armada-bridge-system', 'armada-bridge-extender'" in diff[0]
+    assert rest and all(chart.key(o) in default for o in rest)
+    diff = chart.differences(rest, [default[chart.key(o)] for o in rest if chart.key(o) in default])
+    assert not diff, "\n".join(diff)
+    # The extender names the second scheduler, which runs in its pod and calls it on loopback.
     assert (
         chart.container_args(managed, "armada-bridge-extender")[-1]
         == "--scheduler-name=armada-bridge-scheduler"
     )
+    pod = chart.find(managed, "Deployment", "armada-bridge-extender")["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["containers"]] == ["extender", "kube-scheduler"]
+    config = yaml.safe_load(
+        chart.find(managed, "ConfigMap", "armada-bridge-scheduler-config")["data"][
+            "kube-scheduler-config.yaml"
+        ]
+    )
+    assert config["extenders"][0]["urlPrefix"] == "http://127.0.0.1:8888"
+    assert "--listen=127.0.0.1:8888" in chart.container_args(managed, "armada-bridge-extender")
+    assert not [o for o in managed if o["kind"] == "ServiceAccount" and "scheduler" in o["metadata"]["name"]]
 
 
 def _openssl(*args: str, stdin: bytes) -> str:
@@ -141,7 +153,6 @@ def test_non_default_values_in_another_namespace() -> None:
     for name, replicas in [
         ("armada-bridge-extender", 3),
         ("armada-bridge-vkubelet", 1),
-        ("armada-bridge-scheduler", 1),
     ]:
         assert chart.find(objs, "Deployment", name)["spec"]["replicas"] == replicas
     for name in ("armada-bridge-extender", "armada-bridge-vkubelet"):
@@ -154,7 +165,10 @@ def test_non_default_values_in_another_namespace() -> None:
         chart.find(objs, "ConfigMap", "armada-bridge-scheduler-config")["data"]["kube-scheduler-config.yaml"]
     )
     assert config["leaderElection"]["resourceNamespace"] == ns
-    assert f"armada-bridge-extender.{ns}.svc" in config["extenders"][0]["urlPrefix"]
+    containers = chart.find(objs, "Deployment", "armada-bridge-extender")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert containers[1]["image"] == "registry.example.com/mirror/kube-scheduler:v1.37.2"
     # The scheduling configuration from the values.
     scheduling = chart.find(objs, "ConfigMap", "armada-bridge-scheduling-config")["data"][
         "scheduling-config.yaml"
