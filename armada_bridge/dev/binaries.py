@@ -112,5 +112,7 @@ def ensure_kubectl(v: versions.Versions | None = None) -> Binaries:
     print(f"armada-bridge: building the pinned kubectl into {cache_root()}", file=sys.stderr)
     result = subprocess.run(["bash", str(BUILD_SCRIPT), "kubernetes"], stdout=subprocess.DEVNULL, check=False)
     if result.returncode != 0 or not b.kubectl.is_file():
-        raise RuntimeError(f"{BUILD_SCRIPT} kubernetes failed (exit {result.returncode}); see its output above")
+        raise RuntimeError(
+            f"{BUILD_SCRIPT} kubernetes failed (exit {result.returncode}); see its output above"
+        )
     return b
