@@ -15,6 +15,7 @@ own Docker network, the bridge (extender + webhook, vkubelet) as processes on th
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Sequence
@@ -52,6 +53,9 @@ DEFAULT_NODES = 1
 # binary provider's front presents its admin certificate.
 SCHEDULER_SUBJECT = "/O=system:masters/CN=armada-bridge-front-scheduler"
 NODES_READY_SECONDS = 300
+# A node image to use instead of kindest/node:<KUBERNETES_VERSION> (say, one made with
+# `kind build node-image <version>` where kind publishes no image for the pinned release).
+NODE_IMAGE_ENV = "ARMADA_BRIDGE_KIND_NODE_IMAGE"
 
 
 class KindEnvironment(BaseEnvironment):
@@ -189,7 +193,7 @@ class KindEnvironment(BaseEnvironment):
                     log(f"{name}: not part of a {workers}-remote environment, deleting")
                     self.cluster(name).delete()
             front_files = self._write_front_files()
-            image = kind_mod.node_image(v.kubernetes)
+            image = os.environ.get(NODE_IMAGE_ENV) or kind_mod.node_image(v.kubernetes)
             for name in [*wanted[1:], FRONT]:
                 c = self.cluster(name)
                 if name == FRONT:
