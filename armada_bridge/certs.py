@@ -105,6 +105,66 @@ def ca_and_serving(directory: Path, ca_names: list[str], hosts: list[str]) -> di
     return files
 
 
+def certificate_authority(directory: Path, stem: str, subject: str) -> tuple[Path, Path]:
+    """`<stem>.crt` and `<stem>.key` in `directory`: a CA (RSA 2048, the key in PKCS#1, as kubeadm
+    makes its own), valid :data:`VALID_DAYS`; kept while it has more than
+    :data:`RENEW_WITHIN_DAYS` left. Made before a cluster exists, it lets what the cluster is
+    created with (say, a kube-scheduler's client certificate) be signed by the cluster's CA."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise RuntimeError("openssl not found: install it")
+    directory.mkdir(parents=True, exist_ok=True)
+    cert, key = directory / f"{stem}.crt", directory / f"{stem}.key"
+    if cert.is_file() and key.is_file() and not expires_within(cert, RENEW_WITHIN_DAYS):
+        return cert, key
+    steps = [
+        [openssl, "genrsa", "-traditional", "-out", str(key), "2048"],
+        [openssl, "req", "-x509", "-new", "-key", str(key), "-days", str(VALID_DAYS), "-subj", subject,
+         "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature,keyEncipherment",
+         "-out", str(cert)],
+    ]  # fmt: skip
+    for argv in steps:
+        subprocess.run(argv, check=True, capture_output=True)
+    key.chmod(0o600)
+    return cert, key
+
+
+def client_certificate(directory: Path, stem: str, subject: str, ca: tuple[Path, Path]) -> tuple[Path, Path]:
+    """`<stem>.crt` and `<stem>.key` in `directory`: a client certificate for `subject` (CN the user,
+    O its groups, as kube-apiserver reads them) signed by `ca` (its certificate and key), valid
+    :data:`VALID_DAYS`; kept while `ca` and `subject` are the same and it has more than
+    :data:`RENEW_WITHIN_DAYS` left."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise RuntimeError("openssl not found: install it")
+    directory.mkdir(parents=True, exist_ok=True)
+    cert, key, stamp = directory / f"{stem}.crt", directory / f"{stem}.key", directory / f"{stem}.subject"
+    ca_cert, ca_key = ca
+    wanted = f"{subject}\n{ca_cert.read_text()}"
+    if (
+        cert.is_file()
+        and key.is_file()
+        and stamp.is_file()
+        and stamp.read_text() == wanted
+        and not expires_within(cert, RENEW_WITHIN_DAYS)
+    ):
+        return cert, key
+    csr, ext = directory / f"{stem}.csr", directory / f"{stem}.ext"
+    ext.write_text("extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n")
+    steps = [
+        [openssl, "genrsa", "-traditional", "-out", str(key), "2048"],
+        [openssl, "req", "-new", "-key", str(key), "-subj", subject, "-out", str(csr)],
+        [openssl, "x509", "-req", "-in", str(csr), "-CA", str(ca_cert), "-CAkey", str(ca_key),
+         "-CAcreateserial", "-days", str(VALID_DAYS), "-extfile", str(ext), "-out", str(cert)],
+    ]  # fmt: skip
+    for argv in steps:
+        subprocess.run(argv, check=True, capture_output=True)
+    key.chmod(0o600)
+    stamp.write_text(wanted)
+    return cert, key
+
+
 def _is_ip(host: str) -> bool:
     try:
         ipaddress.ip_address(host)

@@ -9,30 +9,30 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from armada_bridge.dev.environment import ClusterStatus, Environment
+    from armada_bridge.dev.environment import BaseEnvironment, ClusterStatus
 
 
 def _dev(args: argparse.Namespace) -> int:
-    from armada_bridge.dev.environment import Environment
+    from armada_bridge.dev.kind_environment import open_environment
 
-    env = Environment()
     if args.dev_command == "up":
-        if args.provider == "kind":
-            from armada_bridge.dev.kind import require_docker
+        from armada_bridge.dev import environment, kind_environment, operators
 
-            require_docker()
-        from armada_bridge.dev import operators
-
+        env = open_environment(provider=args.provider)
         names = operators.parse(args.operators) if args.operators else []
+        default_nodes = (
+            kind_environment.DEFAULT_NODES if args.provider == "kind" else environment.DEFAULT_NODES
+        )
         statuses = env.up(
             workers=args.workers,
-            nodes=args.nodes,
+            nodes=default_nodes if args.nodes is None else args.nodes,
             operator_names=names,
             extender_replicas=args.extender_replicas,
         )
         _print_status(statuses)
         _print_operators(env)
         return 0 if all(s.healthy for s in statuses) else 1
+    env = open_environment()
     if args.dev_command == "down":
         env.down()
         return 0
@@ -58,10 +58,13 @@ def _print_status(statuses: Sequence[ClusterStatus]) -> None:
     _print_table(rows)
 
 
-def _print_operators(env: Environment) -> bool:
+def _print_operators(env: BaseEnvironment) -> bool:
     """The operators `dev up` runs, one row each; False when one is not running."""
     from armada_bridge.dev import operators
+    from armada_bridge.dev.environment import Environment
 
+    if not isinstance(env, Environment):  # only the binary provider runs operators
+        return True
     statuses = operators.status(env)
     if not statuses:
         return True
@@ -99,13 +102,22 @@ def build_parser() -> argparse.ArgumentParser:
     dsub = dev.add_subparsers(dest="dev_command", required=True)
     up = dsub.add_parser("up", help="start (or reuse, or repair) the environment")
     up.add_argument("--workers", type=int, default=2, help="number of remote clusters (default 2)")
-    up.add_argument("--nodes", type=int, default=4, help="KWOK nodes per remote cluster (default 4)")
+    up.add_argument(
+        "--nodes",
+        type=int,
+        help="nodes per remote cluster: KWOK nodes (default 4), or kind worker nodes with --provider kind (default 1)",
+    )
     up.add_argument(
         "--extender-replicas",
         type=int,
         help="extender processes electing a leader and sharing one port (default: as the last up, else 1)",
     )
-    up.add_argument("--provider", choices=["binary", "kind"], default="binary")
+    up.add_argument(
+        "--provider",
+        choices=["binary", "kind"],
+        default="binary",
+        help="binary: real Kubernetes processes on loopback, KWOK nodes (default); kind: kind clusters, a Docker engine needed",
+    )
     up.add_argument(
         "--operators",
         metavar="all|NAME,...",
@@ -144,13 +156,16 @@ def _front_kubeconfig(given: str | None) -> str | None:
     if given or os.environ.get("KUBECONFIG"):
         return given or os.environ["KUBECONFIG"]
     try:
-        from armada_bridge.dev.environment import Environment
+        from armada_bridge.dev.kind_environment import open_environment
+        from armada_bridge.dev.kwok_cluster import ClusterError
         from armada_bridge.dev.names import FRONT
     except ImportError:  # the runtime image has no dev environment
         return None
 
-    dev = Environment().cluster(FRONT).kubeconfig
-    return str(dev) if dev.is_file() else None
+    try:
+        return str(open_environment().kubeconfig(FRONT))
+    except ClusterError:
+        return None
 
 
 def _view(args: argparse.Namespace) -> int:

@@ -21,6 +21,8 @@ class Versions:
     pyspark: str = ""
     # Helm, for the chart's tests (manifests/helm/armada-bridge).
     helm: str = ""
+    # kind, for `armada-bridge dev up --provider kind` only.
+    kind: str = ""
 
 
 # The variable of hack/versions.env that pins each operator.
@@ -52,6 +54,7 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
             operators={name: values[key] for name, key in OPERATOR_VERSION_KEYS.items()},
             pyspark=values["PYSPARK_VERSION"],
             helm=values["HELM_VERSION"],
+            kind=values["KIND_VERSION"],
         )
     except KeyError as missing:
         raise RuntimeError(f"{path}: missing {missing.args[0]}") from None

@@ -101,3 +101,18 @@ def ensure(v: versions.Versions | None = None) -> Binaries:
     if still:
         raise RuntimeError(f"{BUILD_SCRIPT} finished but these are missing: {', '.join(map(str, still))}")
     return b
+
+
+def ensure_kubectl(v: versions.Versions | None = None) -> Binaries:
+    """The pinned kubectl (all that `--provider kind` uses of `Binaries`), building the pinned
+    Kubernetes binaries first when it is missing (`hack/build-binaries.sh kubernetes`)."""
+    b = expected(v)
+    if b.kubectl.is_file() and (b.kubectl.parent / ".complete").is_file():
+        return b
+    print(f"armada-bridge: building the pinned kubectl into {cache_root()}", file=sys.stderr)
+    result = subprocess.run(["bash", str(BUILD_SCRIPT), "kubernetes"], stdout=subprocess.DEVNULL, check=False)
+    if result.returncode != 0 or not b.kubectl.is_file():
+        raise RuntimeError(
+            f"{BUILD_SCRIPT} kubernetes failed (exit {result.returncode}); see its output above"
+        )
+    return b

@@ -12,7 +12,7 @@ from armada_bridge.dev.clients import kubectl, wait_established
 from armada_bridge.dev.names import FRONT
 
 if TYPE_CHECKING:
-    from armada_bridge.dev.environment import Environment
+    from armada_bridge.dev.environment import BaseEnvironment
 
 CRDS_DIR = versions.REPO_ROOT / "manifests" / "crds"
 DEV_MANIFESTS_DIR = versions.REPO_ROOT / "manifests" / "dev"
@@ -32,7 +32,7 @@ def install_crds(bins: Binaries, kubeconfig: Path, timeout: float = 60) -> None:
     wait_established(bins, kubeconfig, ["-f", str(CRDS_DIR)], timeout)
 
 
-def install(env: Environment, bins: Binaries) -> None:
+def install(env: BaseEnvironment, bins: Binaries) -> None:
     """Install the bridge into the front cluster of `env` and start its processes."""
     front = env.kubeconfig(FRONT)
     install_crds(bins, front)

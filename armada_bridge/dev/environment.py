@@ -35,12 +35,17 @@ from armada_bridge.dev.names import FRONT, remote_name
 from armada_bridge.dev.procs import kill_and_wait, pids_under
 
 REMOTE_STAGES = versions.REPO_ROOT / "hack" / "kwok" / "remote-stages.yaml"
-SCHEDULER_CONFIG_TEMPLATE = versions.REPO_ROOT / "manifests" / "scheduler" / "kube-scheduler-config.yaml"
 DEFAULT_WORKERS = 2
 DEFAULT_NODES = 4
 # Loopback ports of the bridge's processes, chosen once per environment: the front cluster's
 # scheduler configuration and webhook configuration name them.
 BRIDGE_PORTS = ("extender", "webhook", "kubelet")
+# The native Workload API (scheduling.k8s.io PodGroup, pod spec.schedulingGroup) is beta and off by
+# default in 1.37: the front serves it so its gang protocol works (both providers).
+FRONT_FEATURE_GATES = {"GenericWorkload": True}
+FRONT_RUNTIME_CONFIG = {"scheduling.k8s.io/v1beta1": "true"}
+# The provider `dev up` made an environment with, as recorded in its settings (absent: binary).
+PROVIDER = "binary"
 
 
 def default_state_dir() -> Path:
@@ -63,10 +68,15 @@ def log(msg: str) -> None:
     print(f"[dev] {msg}", file=sys.stderr, flush=True)
 
 
-class Environment:
+class BaseEnvironment:
+    """What every provider's environment has: a state directory with its settings, the bridge's
+    processes (extender, vkubelet) on this host, and the ports chosen for them. The bridge's setup
+    (armada_bridge.dev.bridge) needs only this."""
+
+    provider = PROVIDER
+
     def __init__(self, state_dir: Path | None = None) -> None:
         self.state_dir = (state_dir or default_state_dir()).resolve()
-        self.kwok_workdir = self.state_dir / "kwok"
         self.settings_file = self.state_dir / "environment.json"
         self.supervisor = Supervisor(self.state_dir)
 
@@ -75,6 +85,94 @@ class Environment:
         if self.settings_file.is_file():
             return dict(json.loads(self.settings_file.read_text()))
         return {}
+
+    @property
+    def bridge_host(self) -> str:
+        """The host address the bridge's processes serve the front cluster on (the extender's secure
+        port, the vkubelet's kubelet API): loopback, unless the front runs elsewhere."""
+        return "127.0.0.1"
+
+    def front_api_server(self) -> str:
+        """The front kube-apiserver as remote pods reach it (RemoteCluster spec.frontAPI)."""
+        raise NotImplementedError
+
+    def cluster_names(self) -> list[str]:
+        raise NotImplementedError
+
+    def kubeconfig(self, name: str) -> Path:
+        """The admin kubeconfig of cluster `name` (front, remote-1, ...); ClusterError if none."""
+        raise NotImplementedError
+
+    def remote_kubeconfigs(self) -> dict[str, Path]:
+        """Remote cluster name -> its admin kubeconfig, for the remote clusters that have one."""
+        raise NotImplementedError
+
+    def up(
+        self,
+        workers: int = DEFAULT_WORKERS,
+        nodes: int = DEFAULT_NODES,
+        operator_names: Sequence[str] = (),
+        extender_replicas: int | None = None,
+    ) -> list[ClusterStatus]:
+        raise NotImplementedError
+
+    def status(self) -> list[ClusterStatus]:
+        raise NotImplementedError
+
+    def down(self) -> None:
+        raise NotImplementedError
+
+    def check_provider(self) -> None:
+        """Refuse to `up` an environment another provider made (its clusters are not ours to manage)."""
+        settings = self.settings()
+        made_by = settings.get("provider", PROVIDER) if settings else self.provider
+        if made_by != self.provider:
+            raise ClusterError(
+                f"the environment in {self.state_dir} was made with --provider {made_by}: "
+                f"`armada-bridge dev up --provider {made_by}` to use it, `armada-bridge dev down` to remove "
+                "it, or another state directory (ARMADA_BRIDGE_STATE)"
+            )
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.state_dir / ".lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def extender_replicas(self) -> int:
+        return int(self.settings().get("extender_replicas", 1))
+
+    def port(self, name: str) -> int:
+        """A port of the bridge's own processes (BRIDGE_PORTS), fixed for the environment's life."""
+        return int(self.settings()["ports"][name])
+
+    def pids(self) -> list[int]:
+        """Every live process whose command line names this environment's state directory."""
+        return pids_under(self.state_dir)
+
+
+class Environment(BaseEnvironment):
+    """The binary provider: every cluster real processes on loopback (kwokctl), KWOK nodes."""
+
+    def __init__(self, state_dir: Path | None = None) -> None:
+        super().__init__(state_dir)
+        self.kwok_workdir = self.state_dir / "kwok"
+
+    def front_api_server(self) -> str:
+        # Remote pods reach the front apiserver where the vkubelet does: loopback.
+        return self.cluster(FRONT).server()
+
+    def remote_kubeconfigs(self) -> dict[str, Path]:
+        out = {}
+        for name in self.cluster_names():
+            kubeconfig = self.cluster(name).kubeconfig
+            if name != FRONT and kubeconfig.is_file():
+                out[name] = kubeconfig
+        return out
 
     def cluster_names(self) -> list[str]:
         workers = int(self.settings().get("workers", 0))
@@ -111,10 +209,8 @@ class Environment:
                     )
                     for a in pair
                 ],
-                # The native Workload API (scheduling.k8s.io PodGroup, pod spec.schedulingGroup) is
-                # beta and off by default in 1.37: the front serves it so its gang protocol works.
-                feature_gates="GenericWorkload=true",
-                runtime_config="scheduling.k8s.io/v1beta1=true",
+                feature_gates=",".join(f"{k}={str(v).lower()}" for k, v in FRONT_FEATURE_GATES.items()),
+                runtime_config=",".join(f"{k}={v}" for k, v in FRONT_RUNTIME_CONFIG.items()),
             )
         # Remote clusters: KWOK serves container logs, attach and port-forward, so these work on
         # front pods; their nodes' kubelet port is kwok-exec's, which serves exec (once `up` chose
@@ -135,16 +231,6 @@ class Environment:
             raise ClusterError(f"no cluster named {name!r}; clusters: {known}")
         return c.kubeconfig
 
-    @contextlib.contextmanager
-    def _lock(self) -> Iterator[None]:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.state_dir / ".lock", "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-
     # ---------------------------------------------------------------- up
     def up(
         self,
@@ -160,6 +246,7 @@ class Environment:
         if workers < 1 or nodes < 1 or (extender_replicas is not None and extender_replicas < 1):
             raise ValueError("--workers, --nodes and --extender-replicas must be at least 1")
         started = time.monotonic()
+        self.check_provider()
         bins = binaries_mod.ensure()
         with self._lock():
             previous = self.settings()
@@ -244,21 +331,15 @@ class Environment:
 
     def _write_scheduler_config(self, secure_port: int) -> None:
         """The repo's front scheduler configuration, pointed at the local extender's secure port."""
-        cfg = yaml.safe_load(SCHEDULER_CONFIG_TEMPLATE.read_text())
-        for ext in cfg.get("extenders", []):
-            ext["urlPrefix"] = f"https://127.0.0.1:{secure_port}"
-            ext["tlsConfig"] = extender_setup.scheduler_tls(self)
+        cfg = extender_setup.scheduler_configuration(
+            yaml.safe_load(extender_setup.SCHEDULER_CONFIG_TEMPLATE.read_text()),
+            f"https://{self.bridge_host}:{secure_port}",
+            extender_setup.scheduler_tls(self),
+        )
         target = self.state_dir / "front-kube-scheduler-config.yaml"
         text = yaml.safe_dump(cfg, sort_keys=False)
         if not target.is_file() or target.read_text() != text:
             target.write_text(text)
-
-    def extender_replicas(self) -> int:
-        return int(self.settings().get("extender_replicas", 1))
-
-    def port(self, name: str) -> int:
-        """A port of the bridge's own processes (BRIDGE_PORTS), fixed for the environment's life."""
-        return int(self.settings()["ports"][name])
 
     @staticmethod
     def _ensure_nodes(kubeconfig: Path, manifests: list[dict[str, Any]], timeout: float = 60) -> None:
@@ -311,10 +392,6 @@ class Environment:
                 raise ClusterError(f"processes {stuck} survived SIGKILL")
         shutil.rmtree(self.state_dir, ignore_errors=True)
         log(f"environment down; removed {self.state_dir}")
-
-    def pids(self) -> list[int]:
-        """Every live process whose command line names this environment's state directory."""
-        return pids_under(self.state_dir)
 
 
 def remote_stages() -> list[dict[str, Any]]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -18,10 +19,26 @@ from armada_bridge.dev.names import FRONT
 from armada_bridge.versions import REPO_ROOT
 
 if TYPE_CHECKING:
-    from armada_bridge.dev.environment import Environment
+    from armada_bridge.dev.environment import BaseEnvironment, Environment
 
 WEBHOOK_NAME = "armada-bridge"
 SCHEDULING_CONFIG = REPO_ROOT / "manifests" / "extender" / "scheduling-config.yaml"
+SCHEDULER_CONFIG_TEMPLATE = REPO_ROOT / "manifests" / "scheduler" / "kube-scheduler-config.yaml"
+
+
+def scheduler_configuration(template: Mapping[str, Any], url: str, tls: Mapping[str, str]) -> dict[str, Any]:
+    """The repo's front kube-scheduler configuration (`template`, parsed) with its extender at `url`
+    and with `tls` (caFile, certFile, keyFile) as the extender's tlsConfig."""
+    cfg = yaml.safe_load(yaml.safe_dump(dict(template)))  # a deep copy
+    for ext in cfg.get("extenders", []):
+        ext["urlPrefix"] = url
+        ext["tlsConfig"] = dict(tls)
+    return dict(cfg)
+
+
+def secure_url(env: BaseEnvironment) -> str:
+    """The extender's secure port (the scheduler's and the webhook's) as the front cluster reaches it."""
+    return f"https://{env.bridge_host}:{env.port('webhook')}"
 
 
 def webhook_configuration(url: str, ca_pem: bytes) -> dict[str, object]:
@@ -63,11 +80,14 @@ def webhook_configuration(url: str, ca_pem: bytes) -> dict[str, object]:
     }
 
 
-def serving_certificate(env: Environment) -> tuple[Path, Path]:
+def serving_certificate(env: BaseEnvironment) -> tuple[Path, Path]:
     """The extender's secure port certificate (self-signed: it is also the CA the API server and
     the front kube-scheduler trust it with)."""
     return self_signed(
-        env.state_dir / "extender", "webhook", "/CN=armada-bridge-extender", ["127.0.0.1", "localhost"]
+        env.state_dir / "extender",
+        "webhook",
+        "/CN=armada-bridge-extender",
+        ["127.0.0.1", "localhost", env.bridge_host],
     )
 
 
@@ -85,7 +105,7 @@ def replica_names(replicas: int) -> list[str]:
     return ["extender", *(f"extender-{i}" for i in range(1, replicas))]
 
 
-def replica(env: Environment, name: str, replicas: int) -> Component:
+def replica(env: BaseEnvironment, name: str, replicas: int) -> Component:
     """One extender process. Several share the secure port (`--reuse-port`: the kernel spreads the
     scheduler's and the API server's connections over the live ones, as a Service over ready pods)
     and elect a leader by their identities; each has its own plain port for probes."""
@@ -102,7 +122,7 @@ def replica(env: Environment, name: str, replicas: int) -> Component:
             "--listen",
             f"127.0.0.1:{port}",
             "--secure-listen",
-            f"127.0.0.1:{env.port('webhook')}",
+            f"{env.bridge_host}:{env.port('webhook')}",
             *(["--reuse-port"] if replicas > 1 else []),
             "--tls-cert",
             str(cert),
@@ -119,7 +139,7 @@ def replica(env: Environment, name: str, replicas: int) -> Component:
     )
 
 
-def setup(env: Environment, bins: Binaries) -> None:
+def setup(env: BaseEnvironment, bins: Binaries) -> None:
     """Run the extender's replicas (stopping any beyond their number) and register the webhook."""
     front = env.kubeconfig(FRONT)
     cert, _ = serving_certificate(env)
@@ -135,7 +155,7 @@ def setup(env: Environment, bins: Binaries) -> None:
         env.supervisor.ensure(component)
     for component in components:
         env.supervisor.wait_ready(component)
-    config = webhook_configuration(f"https://127.0.0.1:{env.port('webhook')}/mutate", cert.read_bytes())
+    config = webhook_configuration(f"{secure_url(env)}/mutate", cert.read_bytes())
     kubectl(
         bins, front, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=yaml.safe_dump(config)
     )

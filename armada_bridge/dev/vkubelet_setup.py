@@ -21,7 +21,7 @@ from armada_bridge.dev.kwok_cluster import free_ports
 from armada_bridge.dev.names import FRONT
 
 if TYPE_CHECKING:
-    from armada_bridge.dev.environment import Environment
+    from armada_bridge.dev.environment import BaseEnvironment
 
 COMPONENT = "vkubelet"
 # What every simulated container of the remote clusters "printed" (CRI log format, as KWOK reads it).
@@ -140,7 +140,7 @@ def _upsert_secret(core: k8s.CoreV1Api, name: str, kubeconfig: dict[str, Any]) -
 
 
 def _upsert_remote_cluster(custom: k8s.CustomObjectsApi, name: str, secret: str, front_server: str) -> None:
-    # Remote pods reach the front apiserver where the vkubelet does (loopback, in the dev environment).
+    # Remote pods reach the front apiserver at `front_server` (Environment.front_api_server).
     front = urlsplit(front_server)
     body = {
         "apiVersion": keys.API_VERSION,
@@ -158,7 +158,7 @@ def _upsert_remote_cluster(custom: k8s.CustomObjectsApi, name: str, secret: str,
             raise
 
 
-def kubelet_port(env: Environment) -> int:
+def kubelet_port(env: BaseEnvironment) -> int:
     """The environment's port for the kubelet API (never 10250: a second environment may run)."""
     try:
         return env.port("kubelet")
@@ -173,7 +173,7 @@ def kubelet_port(env: Environment) -> int:
     return port
 
 
-def component(env: Environment) -> Component:
+def component(env: BaseEnvironment) -> Component:
     port = kubelet_port(env)
     return Component(
         name=COMPONENT,
@@ -184,31 +184,26 @@ def component(env: Environment) -> Component:
             "--kubeconfig",
             str(env.kubeconfig(FRONT)),
             "--listen",
-            f"127.0.0.1:{port}",
+            f"{env.bridge_host}:{port}",
             "--node-address",
-            "127.0.0.1",
+            env.bridge_host,
             "--cert-dir",
             str(env.state_dir / "vkubelet" / "certs"),
         ],
         env={"PYTHONPATH": str(versions.REPO_ROOT)},
-        ready_url=f"https://127.0.0.1:{port}/readyz",
+        ready_url=f"https://{env.bridge_host}:{port}/readyz",
     )
 
 
-def setup(env: Environment, bins: Binaries) -> None:
+def setup(env: BaseEnvironment, bins: Binaries) -> None:
     """Register every remote cluster of `env` (Secret + RemoteCluster) and run the vkubelet."""
 
     with api_client(env.kubeconfig(FRONT)) as api:
         core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
-        for name in env.cluster_names():
-            if name == FRONT:
-                continue
-            kubeconfig = env.cluster(name, bins).kubeconfig
-            if not kubeconfig.is_file():
-                continue
+        for name, kubeconfig in env.remote_kubeconfigs().items():
             secret = f"{name}-kubeconfig"
             _upsert_secret(core, secret, inline_kubeconfig(kubeconfig))
-            _upsert_remote_cluster(custom, name, secret, env.cluster(FRONT, bins).server())
+            _upsert_remote_cluster(custom, name, secret, env.front_api_server())
     c = component(env)
     env.supervisor.ensure(c)
     env.supervisor.wait_ready(c)
