@@ -169,6 +169,39 @@ class Actions:
             return
         log.info("pod %s/%s: not managed, its scheduling gate lifted", md["namespace"], md["name"])
 
+    async def bind(self, pod: Obj, node: str, refusal: str) -> bool:
+        """Bind an admitted pod to its cluster's virtual node through the API (`pods/binding`, the
+        pod's UID a precondition), as kube-scheduler would have: it refused the node the core
+        admitted the pod to (its view of that node disagreed, e.g. a deleted pod it still counted
+        there), and nothing but the core may reject an admitted pod."""
+        md = pod["metadata"]
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": md["name"], "namespace": md["namespace"], "uid": md["uid"]},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            await self.front.request("POST", PODS.path(md["namespace"], md["name"], "binding"), body=body)
+        except ApiError as e:
+            log.info("pod %s/%s: not bound to %s (%s)", md["namespace"], md["name"], node, e)
+            return False
+        log.warning(
+            "pod %s/%s: bound to %s by the bridge; the front scheduler refused it: %s",
+            md["namespace"],
+            md["name"],
+            node,
+            refusal,
+        )
+        await self.events.emit(
+            pod,
+            "ArmadaBound",
+            f"bound to {node} by armada-bridge: the front kube-scheduler refused the node the pod was "
+            f"admitted to ({refusal[:300]})",
+            warning=True,
+        )
+        return True
+
     async def touch(self, info: PodInfo) -> None:
         """An annotation update, so the front scheduler retries the pod now (it set aside pods an
         earlier attempt failed for up to 5 minutes)."""

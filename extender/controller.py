@@ -52,6 +52,11 @@ def _gated_unmanaged(pod: Obj) -> bool:
     )
 
 
+# How long the front kube-scheduler may refuse the node the core admitted a pod to before the bridge
+# binds the pod there itself (the nudges every 5 s failed to change its mind meanwhile).
+BIND_REFUSED_AFTER = 30.0
+
+
 def core_node_name(cluster: str, node: str) -> str:
     return f"{cluster}/{node}"
 
@@ -118,6 +123,7 @@ class Controller:
         self._uid_by_key: dict[str, str] = {}
         self.shell_reasons: dict[str, str] = {}
         self._posted: dict[str, str] = {}  # uid -> waiting reason last posted as an Event
+        self._refused: dict[str, float] = {}  # uid -> since when the front scheduler refuses it (admitted)
         self.last_result: RoundResult | None = None
         #: gangs, keyed (namespace, gang key), admitted one member short (see relax_stalled_gangs).
         self.stall: StallRule[tuple[str, str]] = StallRule(settings.gang_stall_seconds)
@@ -330,6 +336,7 @@ class Controller:
         self.core.remove_job(uid)
         self.shell_reasons.pop(uid, None)
         self._posted.pop(uid, None)
+        self._refused.pop(uid, None)
         self.events.forget(uid)
 
     # ------------------------------------------------------------------ outputs
@@ -439,7 +446,33 @@ class Controller:
         ]
         for info in due[:limit]:
             info.placed_at = now
-            await self.actions.touch(info)
+            if not await self._bind_refused(info, now):
+                await self.actions.touch(info)
+
+    async def _bind_refused(self, info: PodInfo, now: float) -> bool:
+        """An admitted pod the front scheduler has refused for BIND_REFUSED_AFTER seconds is bound
+        to its virtual node by the bridge (:meth:`Actions.bind`). True when bound."""
+        ns, _, name = info.key.partition("/")
+        pod = self.inputs.pods.get(name, ns)
+        refusal = pods.scheduler_refusal(pod) if pod is not None else None
+        if pod is None or refusal is None or info.placed is None:
+            self._refused.pop(info.uid, None)
+            return False
+        since = self._refused.setdefault(info.uid, now)
+        node = self._virtual_node(info.placed[0])
+        if now - since < BIND_REFUSED_AFTER or node is None:
+            return False
+        return await self.actions.bind(pod, node, refusal)
+
+    def _virtual_node(self, cluster: str) -> str | None:
+        for n in self.inputs.vnodes.items():
+            labels = n["metadata"].get("labels") or {}
+            if (
+                labels.get(keys.CLUSTER_LABEL) == cluster
+                and labels.get(keys.NODE_TYPE_LABEL) == keys.NODE_TYPE_VIRTUAL
+            ):
+                return str(n["metadata"]["name"])
+        return None
 
     def relax_stalled_gangs(self) -> None:
         """The core's stall rule (:mod:`armada_bridge.core.stall`) on the gangs waiting now; a gang

@@ -8,6 +8,7 @@
   ``spec.overhead`` is added. A container request left unset where a limit is set defaults to the
   limit, as the API server defaults it.
 * :func:`pod_usage` — requests plus the pod slot it takes on its node.
+* :func:`scheduler_refusal` — kube-scheduler's message when it found no node for the pod.
 * :func:`scheduling_gates` / :func:`gates_without` — the pod's scheduling gates, and the list left
   once the bridge's own gate (``keys.SCHEDULING_GATE``) is lifted.
 * :class:`SchedulingConstraints` — the pod's *own* nodeSelector, affinity, tolerations and
@@ -34,6 +35,17 @@ def scheduling_gates(pod: Obj) -> tuple[str, ...]:
     if not isinstance(gates, list):
         return ()
     return tuple(str(g.get("name", "")) for g in gates if isinstance(g, Mapping))
+
+
+def scheduler_refusal(pod: Obj) -> str | None:
+    """kube-scheduler's message when it last found no node for the pod (its PodScheduled condition
+    False for `Unschedulable`); None otherwise (not tried, bound, or a scheduler error it retries)."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if isinstance(c, Mapping) and c.get("type") == "PodScheduled":
+            if c.get("status") == "False" and c.get("reason") == "Unschedulable":
+                return str(c.get("message") or "no node fits")
+            return None
+    return None
 
 
 def gates_without(gates: tuple[str, ...], gate: str = keys.SCHEDULING_GATE) -> list[dict[str, str]] | None:

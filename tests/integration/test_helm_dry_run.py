@@ -123,7 +123,9 @@ def test_non_default_values_are_accepted_by_the_front(front: Path) -> None:
     armada-bridge-system: a dry run would not create another one for the objects to go in."""
     lines = _dry_run(front, _crds_then_the_rest(front, chart.render(chart.MANAGED_VALUES)))
     assert any(line.startswith("remotecluster.bridge.armadaproject.io/gpu-east ") for line in lines), lines
-    assert any(line.startswith("deployment.apps/armada-bridge-scheduler ") for line in lines), lines
+    # The second scheduler runs in the extender's pods: its config and roles go with them.
+    assert any(line.startswith("deployment.apps/armada-bridge-extender ") for line in lines), lines
+    assert any(line.startswith("configmap/armada-bridge-scheduler-config ") for line in lines), lines
 
 
 def test_a_bad_remote_cluster_is_refused_by_the_crd(front: Path) -> None:

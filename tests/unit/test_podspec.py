@@ -13,7 +13,7 @@ import pytest
 
 from armada_bridge import keys
 from armada_bridge.contract import pods
-from armada_bridge.contract.pods import PodSpecError, SchedulingConstraints
+from armada_bridge.contract.pods import PodSpecError, SchedulingConstraints, scheduler_refusal
 from armada_bridge.core.matching import static_mismatch
 from armada_bridge.core.model import (
     CLUSTER_LABEL,
@@ -365,3 +365,19 @@ def test_node_from_remote_malformed() -> None:
         translate.node_from_remote({"metadata": {}}, "r", {})
     with pytest.raises(PodSpecError, match=r"status.allocatable\[cpu\]"):
         translate.node_from_remote(remote_node(status={"allocatable": {"cpu": "many"}}), "r", {})
+
+
+def test_scheduler_refusal_is_kube_schedulers_unschedulable_message_only() -> None:
+    def with_condition(**cond: str) -> dict[str, Any]:
+        return {
+            "status": {"conditions": [{"type": "Ready", "status": "False"}, {"type": "PodScheduled", **cond}]}
+        }
+
+    msg = "0/3 nodes are available: 1 Insufficient cpu"
+    assert scheduler_refusal(with_condition(status="False", reason="Unschedulable", message=msg)) == msg
+    assert scheduler_refusal(with_condition(status="False", reason="Unschedulable")) == "no node fits"
+    # A scheduler error (an extender down) is retried by kube-scheduler; a bound pod is scheduled.
+    assert scheduler_refusal(with_condition(status="False", reason="SchedulerError", message="x")) is None
+    assert scheduler_refusal(with_condition(status="True")) is None
+    assert scheduler_refusal({"status": {}}) is None
+    assert scheduler_refusal({}) is None
