@@ -25,6 +25,18 @@ def expires_within(cert: Path, days: float) -> bool:
     return r.returncode != 0
 
 
+def _current(cert: Path, key: Path, stamp: Path, wanted: str) -> bool:
+    """The certificate and key exist, were made for `wanted` (kept in `stamp`), and are not due for
+    renewal."""
+    return (
+        cert.is_file()
+        and key.is_file()
+        and stamp.is_file()
+        and stamp.read_text() == wanted
+        and not expires_within(cert, RENEW_WITHIN_DAYS)
+    )
+
+
 def self_signed(directory: Path, stem: str, subject: str, hosts: list[str]) -> tuple[Path, Path]:
     """`<stem>.crt` and `<stem>.key` in `directory`: a self-signed certificate (it is its own CA,
     so it can also be a webhook's caBundle) for `hosts`, valid :data:`VALID_DAYS`; kept and reused
@@ -43,13 +55,7 @@ def self_signed(directory: Path, stem: str, subject: str, hosts: list[str]) -> t
         except ValueError:
             sans.append(f"DNS:{h}")
     wanted = ",".join(sans)
-    if (
-        cert.is_file()
-        and key.is_file()
-        and stamp.is_file()
-        and stamp.read_text() == wanted
-        and not expires_within(cert, RENEW_WITHIN_DAYS)
-    ):
+    if _current(cert, key, stamp, wanted):
         return cert, key
     subprocess.run(
         [
@@ -142,13 +148,7 @@ def client_certificate(directory: Path, stem: str, subject: str, ca: tuple[Path,
     cert, key, stamp = directory / f"{stem}.crt", directory / f"{stem}.key", directory / f"{stem}.subject"
     ca_cert, ca_key = ca
     wanted = f"{subject}\n{ca_cert.read_text()}"
-    if (
-        cert.is_file()
-        and key.is_file()
-        and stamp.is_file()
-        and stamp.read_text() == wanted
-        and not expires_within(cert, RENEW_WITHIN_DAYS)
-    ):
+    if _current(cert, key, stamp, wanted):
         return cert, key
     csr, ext = directory / f"{stem}.csr", directory / f"{stem}.ext"
     ext.write_text("extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n")

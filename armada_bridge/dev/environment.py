@@ -354,7 +354,7 @@ class Environment(BaseEnvironment):
             names = {m["metadata"]["name"] for m in manifests}
             deadline = time.monotonic() + timeout
             while True:
-                ready = {n.metadata.name for n in core.list_node().items if _node_ready(n)}
+                ready = {n.metadata.name for n in core.list_node().items if node_ready(n)}
                 if names <= ready:
                     return
                 if time.monotonic() > deadline:
@@ -375,7 +375,7 @@ class Environment(BaseEnvironment):
                 try:
                     with api_client(c.kubeconfig) as api:
                         items = k8s.CoreV1Api(api).list_node(_request_timeout=5).items
-                    total, ready = len(items), sum(_node_ready(n) for n in items)
+                    total, ready = len(items), sum(node_ready(n) for n in items)
                 except Exception as e:
                     ok, detail = False, f"listing nodes failed: {e}"
             out.append(ClusterStatus(name, ok, detail, server, ready, total))
@@ -399,7 +399,7 @@ def remote_stages() -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(REMOTE_STAGES.read_text()) if d]
 
 
-def _node_ready(node: Any) -> bool:
+def node_ready(node: Any) -> bool:
     for cond in node.status.conditions or []:
         if cond.type == "Ready":
             return bool(cond.status == "True")

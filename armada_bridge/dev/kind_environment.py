@@ -39,6 +39,7 @@ from armada_bridge.dev.environment import (
     ClusterStatus,
     Environment,
     log,
+    node_ready,
 )
 from armada_bridge.dev.kind_cluster import KindCluster, ensure_network, remove_network
 from armada_bridge.dev.kwok_cluster import ClusterError, free_ports
@@ -239,10 +240,7 @@ class KindEnvironment(BaseEnvironment):
                     with api_client(c.kubeconfig) as api:
                         items = k8s.CoreV1Api(api).list_node(_request_timeout=5).items
                     total = len(items)
-                    ready = sum(
-                        any(x.type == "Ready" and x.status == "True" for x in n.status.conditions or [])
-                        for n in items
-                    )
+                    ready = sum(node_ready(n) for n in items)
                 except Exception as e:
                     ok, detail = False, f"listing nodes failed: {e}"
             out.append(ClusterStatus(name, ok, detail, server, ready, total))
