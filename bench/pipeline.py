@@ -32,9 +32,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge import keys
-from armada_bridge.contract.capacity import node_ready
 from armada_bridge.dev.environment import Environment
-from armada_bridge.kube import NODES, PODS, Kube, load_config
+from armada_bridge.kube import PODS, Kube, load_config
 from bench.pods import (
     CREATED,
     RUNNING,
@@ -44,6 +43,7 @@ from bench.pods import (
     cleanup,
     create_namespace,
     delete_namespace,
+    free_slots,
     is_running,
     pct,
     print_stages,
@@ -103,18 +103,6 @@ def pod(unit: Unit, index: int, cpu: str, queue: str | None, token: bool = True)
     )
 
 
-async def free_slots(kubes: dict[str, Kube]) -> int:
-    """Pod slots of the remotes' Ready nodes not taken by a pod."""
-    total = 0
-    for c in REMOTES:
-        nodes = (await kubes[c].list(NODES))["items"]
-        ready = [n for n in nodes if node_ready(n)]
-        total += sum(int(n["status"]["allocatable"].get("pods", "0")) for n in ready)
-        pods = (await kubes[c].list(PODS, None))["items"]
-        total -= sum(1 for p in pods if p["status"].get("phase") in ("Pending", "Running"))
-    return total
-
-
 def figures(work: list[Unit], times: Times, order: tuple[str, ...]) -> dict[str, Any]:
     created, running = times.created, times.running
     per_pod = times.between(CREATED, RUNNING)
@@ -142,7 +130,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     work = units(args.pods, args.gang_share, args.gang_min, args.gang_max, args.seed)
     ns_direct, ns_bridge = f"bench-direct-{uuid.uuid4().hex[:6]}", f"bench-bridge-{uuid.uuid4().hex[:6]}"
     try:
-        slots = await free_slots(kubes)
+        slots = await free_slots([kubes[c] for c in REMOTES])
         if slots < args.pods:
             raise SystemExit(
                 f"the remotes have {slots} free pod slots for {args.pods} pods: "

@@ -13,7 +13,8 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from armada_bridge.kube import NAMESPACES, PODS, SERVICEACCOUNTS, Kube
+from armada_bridge.contract.capacity import node_ready
+from armada_bridge.kube import NAMESPACES, NODES, PODS, SERVICEACCOUNTS, Kube
 
 CONCURRENCY = 16
 
@@ -218,3 +219,25 @@ async def delete_namespace(kubes: Mapping[str, Kube], ns: str) -> None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"namespace {ns} still there after 300s")
             await asyncio.sleep(0.5)
+
+
+async def free_slots(remotes: Iterable[Kube]) -> int:
+    """Pod slots of the remotes' Ready nodes not taken by a pod."""
+    total = 0
+    for k in remotes:
+        nodes = (await k.list(NODES))["items"]
+        total += sum(int(n["status"]["allocatable"].get("pods", "0")) for n in nodes if node_ready(n))
+        pods = (await k.list(PODS, None))["items"]
+        total -= sum(1 for p in pods if p["status"].get("phase") in ("Pending", "Running"))
+    return total
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    """A process's resident memory now (VmRSS) and at its peak (VmHWM), KiB."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0])
+    return out

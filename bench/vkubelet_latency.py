@@ -35,6 +35,7 @@ from bench.pods import (
     compare,
     create_namespace,
     is_running,
+    memory_kib,
     print_stages,
     run_cli,
     stage_table,
@@ -53,15 +54,6 @@ def pod(name: str, node: str | None, token: bool = True) -> dict[str, Any]:
             {"key": keys.VIRTUAL_NODE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
         ]
     return bench_pod(name, cpu="10m", memory="16Mi", labels={"bench": "vk"}, **spec)
-
-
-def memory_kib(pid: int) -> dict[str, int]:
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = int(value.split()[0])
-    return out
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:

@@ -465,14 +465,7 @@ class Controller:
         return await self.actions.bind(pod, node, refusal)
 
     def _virtual_node(self, cluster: str) -> str | None:
-        for n in self.inputs.vnodes.items():
-            labels = n["metadata"].get("labels") or {}
-            if (
-                labels.get(keys.CLUSTER_LABEL) == cluster
-                and labels.get(keys.NODE_TYPE_LABEL) == keys.NODE_TYPE_VIRTUAL
-            ):
-                return str(n["metadata"]["name"])
-        return None
+        return next((n for n, c in self.inputs.virtual_nodes().items() if c == cluster), None)
 
     def relax_stalled_gangs(self) -> None:
         """The core's stall rule (:mod:`armada_bridge.core.stall`) on the gangs waiting now; a gang

@@ -111,6 +111,14 @@ class Inputs:
         self.changes.clusters |= clusters
         self.changes.wake.set()
 
+    def virtual_nodes(self) -> dict[str, str]:
+        """virtual node name -> its remote cluster's name."""
+        out = {}
+        for n in self.vnodes.items():
+            md = n["metadata"]
+            out[md["name"]] = (md.get("labels") or {}).get(keys.CLUSTER_LABEL, md["name"])
+        return out
+
     def _on_pod(self, kind: str, pod: Obj) -> None:
         k = key_of(pod)
         ns = pod["metadata"]["namespace"]

@@ -128,21 +128,12 @@ class Api:
         self.dashboard = dashboard
 
     # ------------------------------------------------------------------ helpers
-    def _virtual_nodes(self) -> dict[str, str]:
-        """virtual node name -> remote cluster name."""
-        out = {}
-        for n in self.c.inputs.vnodes.items():
-            labels = n["metadata"].get("labels") or {}
-            if labels.get(keys.NODE_TYPE_LABEL) == keys.NODE_TYPE_VIRTUAL:
-                out[n["metadata"]["name"]] = labels.get(keys.CLUSTER_LABEL, n["metadata"]["name"])
-        return out
-
     def _managed(self, pod: Mapping[str, Any]) -> bool:
         return self.c.describer.queue_of(pod) is not None
 
     def decide(self, pod: dict[str, Any], names: list[str]) -> tuple[list[str], dict[str, str]]:
         """(nodes that pass, node -> why not) for one pod and the candidate node names."""
-        virtual = self._virtual_nodes()
+        virtual = self.c.inputs.virtual_nodes()
         if not self._managed(pod):
             why = "armada-bridge: virtual nodes run only pods with a queue"
             return [n for n in names if n not in virtual], {n: why for n in names if n in virtual}

@@ -7,7 +7,7 @@ import argparse
 import asyncio
 
 from armada_bridge.dev.environment import Environment
-from bench.pipeline import main_async
+from bench import memory, pipeline
 
 
 def test_pipeline_benchmark_runs_small(dev_env: Environment) -> None:
@@ -22,7 +22,7 @@ def test_pipeline_benchmark_runs_small(dev_env: Environment) -> None:
         timeout=300,
         no_token=False,
     )
-    r = asyncio.run(main_async(args))
+    r = asyncio.run(pipeline.main_async(args))
     assert r["pods"] == 60 and r["gangs"] > 0
     for side in ("direct", "bridge"):
         assert {"wall_s", "pods_per_s", "pod_p50_s", "pod_p99_s", "gang_p50_s", "gang_p99_s"} <= set(r[side])
@@ -36,3 +36,14 @@ def test_pipeline_benchmark_runs_small(dev_env: Environment) -> None:
         "remote running -> running",
     ], r["bridge"]["stages"]
     assert [s["step"] for s in r["direct"]["stages"]] == ["created -> bound", "bound -> running"]
+
+
+def test_memory_benchmark_runs_small(dev_env: Environment) -> None:
+    args = argparse.Namespace(pods=40, step=20, cpu="10m", token=False, timeout=300, plot=None)
+    r = asyncio.run(memory.main_async(args))
+    assert [row["pods"] for row in r["rows"]] == [0, 20, 40]
+    names = set(r["peak_mb"])
+    assert "vkubelet" in names and "extender" in names, names
+    # RSS read for every process at every step, and the peak is at least each reading.
+    for row in r["rows"]:
+        assert all(0 < row[n] <= r["peak_mb"][n] + 1 for n in names), row

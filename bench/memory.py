@@ -1,0 +1,165 @@
+"""Benchmark: the extender's and the vkubelet's resident memory against the number of managed pods
+running across the remote clusters. Not a test: prints figures.
+
+    .venv/bin/armada-bridge dev up --workers 10 --nodes 500
+    .venv/bin/python bench/memory.py [--pods 20000] [--step 2000] [--plot docs/img/memory.png] [--json]
+
+Managed single pods (queue `default`, `--cpu` each, no ServiceAccount token unless `--token`) are
+created in the front in steps of `--step`, each step in a namespace of its own; once a step's pods
+are all Running (mirrored from their remote clusters), the RSS of every extender replica and of the
+vkubelet is read from /proc. The baseline, same run: each process's RSS before the first pod.
+Issue 12's goal at 20,000 pods over 10 remotes of 500 nodes: extender < 500 MB, vkubelet < 300 MB.
+The pods stay until the end (the curve is of pods alive), then their namespaces are deleted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from armada_bridge import keys
+from armada_bridge.dev import extender_setup, vkubelet_setup
+from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.names import FRONT
+from armada_bridge.kube import NODES, Kube, load_config
+from bench.pods import batch_times, bench_pod, cleanup, create_namespace, free_slots, memory_kib, run_cli
+
+MB = 1e6
+GOALS_MB = {"extender": 500, "vkubelet": 300}
+
+
+def processes(env: Environment) -> dict[str, int]:
+    """Component name -> pid: every extender replica, and the vkubelet."""
+    names = [*extender_setup.replica_names(env.extender_replicas()), vkubelet_setup.COMPONENT]
+    out = {}
+    for name in names:
+        pid = env.supervisor.pid(name)
+        if pid is None:
+            raise SystemExit(f"{name} is not running: `armada-bridge dev up` first")
+        out[name] = pid
+    return out
+
+
+def sample(pids: dict[str, int]) -> dict[str, float]:
+    """Component name -> RSS now, MB."""
+    return {name: memory_kib(pid)["VmRSS"] * 1024 / MB for name, pid in pids.items()}
+
+
+def pod(name: str, cpu: str, token: bool) -> dict[str, Any]:
+    labels = {"bench": "memory", keys.QUEUE_LABEL: "default"}
+    return bench_pod(name, cpu=cpu, memory="16Mi", labels=labels, automountServiceAccountToken=token)
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    env = Environment()
+    remotes = [c for c in env.cluster_names() if c != FRONT]
+    kubes = {c: Kube(load_config(env.kubeconfig(c))) for c in (FRONT, *remotes)}
+    front = kubes[FRONT]
+    run_id = uuid.uuid4().hex[:6]
+    namespaces: list[str] = []
+    pids = processes(env)
+    rows = [{"pods": 0, "seconds": 0.0, **sample(pids)}]
+    try:
+        slots = await free_slots(kubes[c] for c in remotes)
+        nodes = sum(len((await kubes[c].list(NODES))["items"]) for c in remotes)
+        if slots < args.pods:
+            raise SystemExit(
+                f"the {len(remotes)} remotes have {slots} free pod slots for {args.pods} pods: "
+                f"`armada-bridge dev up --workers W --nodes N` with W*N*110 above it"
+            )
+        print(
+            f"{len(remotes)} remotes of {nodes} nodes, {slots} free pod slots; idle {rows[0]}",
+            file=sys.stderr,
+        )
+        made = 0
+        while made < args.pods:
+            n = min(args.step, args.pods - made)
+            ns = f"bench-mem-{run_id}-{len(namespaces)}"
+            await create_namespace(front, ns)
+            namespaces.append(ns)
+            start = time.monotonic()
+            targets = [(front, "", pod(f"m-{made + i}", args.cpu, args.token)) for i in range(n)]
+            await batch_times(targets, [front], ns, timeout=args.timeout)
+            made += n
+            if processes(env) != pids:
+                raise SystemExit("an extender replica or the vkubelet restarted during the run")
+            rows.append({"pods": made, "seconds": time.monotonic() - start, **sample(pids)})
+            print(f"{made} pods Running: {rows[-1]}", file=sys.stderr)
+        peak = {name: memory_kib(pid)["VmHWM"] * 1024 / MB for name, pid in pids.items()}
+    finally:
+        await cleanup(kubes.values(), namespaces)
+    if args.plot:
+        plot(rows, list(pids), args.plot)
+    return {
+        "pods": args.pods,
+        "remotes": len(remotes),
+        "remote_nodes": nodes,
+        "rows": rows,
+        "peak_mb": peak,
+        "growth_per_1000_pods_mb": {
+            name: (rows[-1][name] - rows[0][name]) / (rows[-1]["pods"] / 1000) for name in pids
+        },
+        "cores": os.cpu_count(),
+        "load_average_1m": os.getloadavg()[0],
+    }
+
+
+def plot(rows: list[dict[str, Any]], names: list[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    pods = [r["pods"] for r in rows]
+    for name in names:
+        ax.plot(pods, [r[name] for r in rows], marker="o", label=name)
+    for name, goal in GOALS_MB.items():
+        ax.axhline(goal, linestyle="--", linewidth=0.8, color="grey")
+        ax.annotate(f"{name} goal", (0, goal), textcoords="offset points", xytext=(2, 2), fontsize=8)
+    ax.set_xlabel("managed pods Running")
+    ax.set_ylabel("RSS (MB)")
+    ax.set_title("armada-bridge memory against pods")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pods", type=int, default=20000)
+    p.add_argument("--step", type=int, default=2000, help="pods per step (RSS is read after each)")
+    p.add_argument("--cpu", default="10m", help="each pod's CPU request")
+    p.add_argument("--token", action="store_true", help="pods that mount a ServiceAccount token")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds for a step's pods to run")
+    p.add_argument("--plot", type=Path, help="write a PNG of RSS against pods here")
+    r = run_cli(p, main_async)
+    if r is None:
+        return
+    print(
+        f"{r['pods']} managed pods over {r['remotes']} remote clusters of {r['remote_nodes']} nodes "
+        f"({r['cores']} cores, load average {r['load_average_1m']:.1f})"
+    )
+    names = list(r["peak_mb"])
+    print("  pods    " + "".join(f"{n:>14}" for n in names))
+    for row in r["rows"]:
+        print(f"  {row['pods']:<8}" + "".join(f"{row[n]:>11.0f} MB" for n in names))
+    for n in names:
+        goal = GOALS_MB["extender" if n.startswith("extender") else "vkubelet"]
+        base = r["rows"][0][n]
+        print(
+            f"  {n}: {base:.0f} MB idle -> {r['rows'][-1][n]:.0f} MB ({r['rows'][-1][n] / base:.2f}x), "
+            f"peak {r['peak_mb'][n]:.0f} MB, {r['growth_per_1000_pods_mb'][n]:.1f} MB per 1,000 pods; "
+            f"goal < {goal} MB: {'met' if r['peak_mb'][n] < goal else 'not met'}"
+        )
+
+
+if __name__ == "__main__":
+    main()
