@@ -66,16 +66,35 @@ class SortedGroup:
         self.keys.insert(i, entry.key)
         self.entries.insert(i, entry)
 
-    def remove(self, entry: NodeEntry) -> None:
+    def _index(self, entry: NodeEntry) -> int:
         i = bisect_left(self.keys, entry.key)
         if i < len(self.keys) and self.entries[i] is entry:
-            del self.keys[i]
-            del self.entries[i]
-            return
-        # Fallback; keys are unique because they end with the node name.
-        j = self.entries.index(entry)
-        del self.keys[j]
-        del self.entries[j]
+            return i
+        return self.entries.index(entry)  # fallback; keys are unique: they end with the node name
+
+    def remove(self, entry: NodeEntry) -> None:
+        i = self._index(entry)
+        del self.keys[i]
+        del self.entries[i]
+
+    def rekey(self, entry: NodeEntry, key: NodeKey) -> None:
+        """Move `entry` (still under its old `entry.key`) to where `key` sorts. Only the entries
+        between its old and new place shift: a bind usually leaves a node where it was (best fit
+        fills the least free node first), so this is a search, not two shifts of the whole list."""
+        keys, entries = self.keys, self.entries
+        i = self._index(entry)
+        if key < entry.key:
+            j = bisect_left(keys, key, 0, i)
+            if j < i:
+                keys[j + 1 : i + 1] = keys[j:i]
+                entries[j + 1 : i + 1] = entries[j:i]
+        else:
+            j = bisect_left(keys, key, i + 1) - 1
+            if j > i:
+                keys[i:j] = keys[i + 1 : j + 1]
+                entries[i:j] = entries[i + 1 : j + 1]
+        keys[j] = key
+        entries[j] = entry
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -180,10 +199,6 @@ class NodeDb:
     # --------------------------------------------------------------- binding
     def bind(self, job_id: str, requests: Mapping[str, int], priority: int, node_name: str) -> None:
         entry = self.entries[node_name]
-        grouped = entry.schedulable
-        if grouped:
-            self.groups[entry.pool][entry.cluster].remove(entry)
-            self.pool_index[entry.pool].remove(entry)
         free = entry.free
         for k, v in requests.items():
             free[k] = free.get(k, 0) - v
@@ -191,10 +206,7 @@ class NodeDb:
         entry.bound[job_id] = (requests, priority, self._bind_seq)
         counts = self._bound_by_priority.setdefault(entry.pool, {})
         counts[priority] = counts.get(priority, 0) + 1
-        entry.key = self._key(entry.free, entry.name)
-        if grouped:
-            self.groups[entry.pool][entry.cluster].insert(entry)
-            self.pool_index[entry.pool].insert(entry)
+        self._rekey(entry)
         self.node_of_job[job_id] = node_name
 
     def unbind(self, job_id: str) -> str | None:
@@ -204,16 +216,17 @@ class NodeDb:
         entry = self.entries[node_name]
         req, prio, _seq = entry.bound.pop(job_id)
         self._bound_by_priority[entry.pool][prio] -= 1
-        grouped = entry.schedulable
-        if grouped:
-            self.groups[entry.pool][entry.cluster].remove(entry)
-            self.pool_index[entry.pool].remove(entry)
         rs.add_into(entry.free, req)
-        entry.key = self._key(entry.free, entry.name)
-        if grouped:
-            self.groups[entry.pool][entry.cluster].insert(entry)
-            self.pool_index[entry.pool].insert(entry)
+        self._rekey(entry)
         return node_name
+
+    def _rekey(self, entry: NodeEntry) -> None:
+        """The node's free resources changed: its key follows, and its place in its indexes."""
+        key = self._key(entry.free, entry.name)
+        if entry.schedulable:
+            self.groups[entry.pool][entry.cluster].rekey(entry, key)
+            self.pool_index[entry.pool].rekey(entry, key)
+        entry.key = key
 
     # ------------------------------------------------------------ matching
     def mismatch(self, job: Job, rkey: RequirementsKey, entry: NodeEntry) -> str | None:
