@@ -31,8 +31,8 @@ def _set_refusal(core: k8s.CoreV1Api, on: bool) -> None:
         taints = [t.to_dict() for t in node.spec.taints or [] if t.key != REFUSE["key"]]
         if on:
             taints.append(REFUSE)
-        body = {"metadata": {"resourceVersion": node.metadata.resource_version}, "spec": {"taints": taints}}
-        core.patch_node(node.metadata.name, body)
+        # The whole list is replaced; the vkubelet only ever adds its own taint, kept here.
+        core.patch_node(node.metadata.name, {"spec": {"taints": taints}})
 
 
 @pytest.fixture
