@@ -28,7 +28,11 @@ def _virtual_nodes(core: k8s.CoreV1Api) -> list[k8s.V1Node]:
 
 def _set_refusal(core: k8s.CoreV1Api, on: bool) -> None:
     for node in _virtual_nodes(core):
-        taints = [t.to_dict() for t in node.spec.taints or [] if t.key != REFUSE["key"]]
+        taints = [
+            {k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v}
+            for t in node.spec.taints or []
+            if t.key != REFUSE["key"]
+        ]
         if on:
             taints.append(REFUSE)
         # The whole list is replaced; the vkubelet only ever adds its own taint, kept here.
