@@ -68,7 +68,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     rows = [{"pods": 0, "seconds": 0.0, **sample(pids)}]
     try:
         slots = await free_slots(kubes[c] for c in remotes)
-        nodes = sum(len((await kubes[c].list(NODES))["items"]) for c in remotes)
+        nodes = sum([len((await kubes[c].list(NODES))["items"]) for c in remotes])
         if slots < args.pods:
             raise SystemExit(
                 f"the {len(remotes)} remotes have {slots} free pod slots for {args.pods} pods: "
