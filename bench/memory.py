@@ -7,7 +7,7 @@ running across the remote clusters. Not a test: prints figures.
 Managed single pods (queue `default`, `--cpu` each, no ServiceAccount token unless `--token`) are
 created in the front in steps of `--step`, each step in a namespace of its own; once a step's pods
 are all Running (mirrored from their remote clusters), the RSS of every extender replica and of the
-vkubelet is read from /proc. The baseline, same run: each process's RSS before the first pod.
+vkubelet is read from /proc (and, for the run, the CPU time each used). The baseline, same run: each process's RSS before the first pod.
 Issue 12's goal at 20,000 pods over 10 remotes of 500 nodes: extender < 500 MB, vkubelet < 300 MB.
 The pods stay until the end (the curve is of pods alive), then their namespaces are deleted.
 """
@@ -29,7 +29,16 @@ from armada_bridge.dev import extender_setup, vkubelet_setup
 from armada_bridge.dev.environment import Environment
 from armada_bridge.dev.names import FRONT
 from armada_bridge.kube import NODES, Kube, load_config
-from bench.pods import batch_times, bench_pod, cleanup, create_namespace, free_slots, memory_kib, run_cli
+from bench.pods import (
+    batch_times,
+    bench_pod,
+    cleanup,
+    cpu_seconds,
+    create_namespace,
+    free_slots,
+    memory_kib,
+    run_cli,
+)
 
 MB = 1e6
 GOALS_MB = {"extender": 500, "vkubelet": 300}
@@ -66,6 +75,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     namespaces: list[str] = []
     pids = processes(env)
     rows = [{"pods": 0, "seconds": 0.0, **sample(pids)}]
+    cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
     try:
         slots = await free_slots(kubes[c] for c in remotes)
         nodes = sum([len((await kubes[c].list(NODES))["items"]) for c in remotes])
@@ -93,6 +103,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             rows.append({"pods": made, "seconds": time.monotonic() - start, **sample(pids)})
             print(f"{made} pods Running: {rows[-1]}", file=sys.stderr)
         peak = {name: memory_kib(pid)["VmHWM"] * 1024 / MB for name, pid in pids.items()}
+        cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in pids.items()}
     finally:
         await cleanup(kubes.values(), namespaces)
     if args.plot:
@@ -106,6 +117,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "growth_per_1000_pods_mb": {
             name: (rows[-1][name] - rows[0][name]) / (rows[-1]["pods"] / 1000) for name in pids
         },
+        "cpu_seconds_per_1000_pods": {name: cpu[name] / (rows[-1]["pods"] / 1000) for name in pids},
         "cores": os.cpu_count(),
         "load_average_1m": os.getloadavg()[0],
     }
@@ -157,7 +169,8 @@ def main() -> None:
         print(
             f"  {n}: {base:.0f} MB idle -> {r['rows'][-1][n]:.0f} MB ({r['rows'][-1][n] / base:.2f}x), "
             f"peak {r['peak_mb'][n]:.0f} MB, {r['growth_per_1000_pods_mb'][n]:.1f} MB per 1,000 pods; "
-            f"goal < {goal} MB: {'met' if r['peak_mb'][n] < goal else 'not met'}"
+            f"goal < {goal} MB: {'met' if r['peak_mb'][n] < goal else 'not met'}; "
+            f"{r['cpu_seconds_per_1000_pods'][n]:.1f} CPU s per 1,000 pods"
         )
 
 

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -230,6 +231,13 @@ async def free_slots(remotes: Iterable[Kube]) -> int:
         pods = (await k.list(PODS, None))["items"]
         total -= sum(1 for p in pods if p["status"].get("phase") in ("Pending", "Running"))
     return total
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time a process has used so far (user + system), seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()  # after the command name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def memory_kib(pid: int) -> dict[str, int]:

@@ -22,6 +22,7 @@ from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import Informer, key_of
 from armada_bridge.kube.lifecycle import run_together
 from armada_bridge.kube.resources import QUEUES, REMOTECLUSTERS
+from armada_bridge.kube.shapes import Shape
 from extender import protocols
 from extender.remotes import Remotes
 
@@ -45,10 +46,32 @@ class Changes:
         return out
 
 
+_CONTAINER: Shape = {"name": True, "resources": True, "restartPolicy": True, "ports": True}
+#: What the extender keeps of a front pod: everything but what it never reads (containers' commands,
+#: environment, images and mounts, volumes, container statuses), which is most of a pod.
+FRONT_POD_SHAPE: Mapping[str, Shape] = {
+    "*": True,
+    "metadata": {"*": True, "managedFields": False},
+    "spec": {
+        "*": True,
+        "containers": [_CONTAINER],
+        "initContainers": [_CONTAINER],
+        "ephemeralContainers": False,
+        "volumes": False,
+    },
+    "status": {
+        "*": True,
+        "containerStatuses": False,
+        "initContainerStatuses": False,
+        "ephemeralContainerStatuses": False,
+    },
+}
+
+
 class Inputs:
     def __init__(self, front: Kube) -> None:
         self.changes = Changes()
-        self.pods = Informer(front, PODS, name="front/pods")
+        self.pods = Informer(front, PODS, shape=FRONT_POD_SHAPE, name="front/pods")
         self.namespaces = Informer(front, NAMESPACES, name="front/namespaces")
         self.queues = Informer(front, QUEUES, name="front/queues")
         #: protocol name -> its PodGroups (the protocols that describe gangs with objects).

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from armada_bridge.contract.pods import USAGE_SHAPE
 from armada_bridge.contract.remotecluster import RemoteClusterError, parse_spec, remote_client
 from armada_bridge.kube import NODES, PODS, Kube
 from armada_bridge.kube.client import Obj
@@ -78,6 +79,7 @@ class Remotes:
             kube,
             PODS,
             field_selector="status.phase!=Succeeded,status.phase!=Failed",
+            shape=USAGE_SHAPE,  # only what the pods take from their nodes is read
             name=f"{name}/pods",
         )
         nodes.add_handler(lambda kind, obj: self.on_event(name, "nodes", kind, obj))

@@ -12,6 +12,7 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.capacity import Capacity, cluster_capacity
+from armada_bridge.contract.pods import USAGE_SHAPE
 from armada_bridge.contract.remotecluster import RemoteClusterError, RemoteClusterSpec, remote_client
 from armada_bridge.kube import (
     CONFIGMAPS,
@@ -27,6 +28,7 @@ from armada_bridge.kube import (
 from armada_bridge.kube.events import pod_ref
 from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.resources import CORE_EVENTS
+from armada_bridge.kube.shapes import Shape
 from vkubelet import deps
 from vkubelet.events import Recorder
 from vkubelet.heartbeat import Heartbeat
@@ -40,6 +42,13 @@ from vkubelet.workqueue import WorkQueue
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
+#: What the vkubelet keeps of its remote pods: their metadata and status, and where they run; their
+#: spec (the front pod's, copied) it reads from the front pod.
+REMOTE_POD_SHAPE: dict[str, Shape] = {
+    "metadata": {"*": True, "managedFields": False},
+    "spec": {"nodeName": True},
+    "status": True,
+}
 MIRROR_RESYNC_SECONDS = 30.0
 FULL_RESYNC_SECONDS = 300.0
 EVENT_WORKERS = 2
@@ -138,12 +147,15 @@ class ClusterAgent:
         front_pods = Informer(
             self.front, PODS, field_selector=f"spec.nodeName={self.name}", name=f"{self.name}/front-pods"
         )
-        remote_pods = Informer(remote, PODS, label_selector=keys.FRONT_UID, name=f"{self.name}/pods")
+        remote_pods = Informer(
+            remote, PODS, label_selector=keys.FRONT_UID, shape=REMOTE_POD_SHAPE, name=f"{self.name}/pods"
+        )
         foreign_pods = Informer(
             remote,
             PODS,
             label_selector=f"!{keys.FRONT_UID}",
             field_selector="status.phase!=Succeeded,status.phase!=Failed",
+            shape=USAGE_SHAPE,  # only what they take from the nodes is read
             name=f"{self.name}/foreign-pods",
         )
         nodes = Informer(remote, NODES, name=f"{self.name}/nodes")

@@ -402,7 +402,7 @@ class PodController:
         self._warned.pop(uid, None)
         self._created[uid] = time.monotonic()
         self.remote_key[uid] = key_of(created)
-        self.remote_pods.cache.setdefault(key_of(created), created)
+        self.remote_pods.remember(created)
         # The front status (and its "remote pod exists" marker) follows from the remote informer's
         # events, one write per remote state rather than one more here.
 
@@ -416,7 +416,7 @@ class PodController:
         owner = _front_uid_label(existing)
         if owner == md["uid"]:
             self.remote_key[md["uid"]] = key_of(existing)
-            self.remote_pods.cache.setdefault(key_of(existing), existing)
+            self.remote_pods.remember(existing)
             await self._sync_status(front, existing)
             return
         if owner is not None and self.front_pod(owner) is None:

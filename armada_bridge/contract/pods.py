@@ -25,6 +25,7 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.core.quantities import MILLI, QuantityError, Resources, add_into, parse_quantity
+from armada_bridge.kube.shapes import Shape
 
 Obj = Mapping[str, Any]
 
@@ -140,6 +141,20 @@ def pod_requests(pod: Obj) -> Resources:
     add_into(result, quantities(spec.get("overhead"), "spec.overhead"))
     return {k: v for k, v in result.items() if v}
 
+
+#: What :func:`pod_requests` reads of a pod (and where it runs, and whether it still does): the
+#: informer shape of a cache that only counts what pods take from their nodes.
+USAGE_SHAPE: Mapping[str, Shape] = {
+    "metadata": {"labels": True, "deletionTimestamp": True},
+    "spec": {
+        "nodeName": True,
+        "containers": [{"name": True, "resources": True}],
+        "initContainers": [{"name": True, "resources": True, "restartPolicy": True}],
+        "resources": True,
+        "overhead": True,
+    },
+    "status": {"phase": True},
+}
 
 #: The node resource that counts pods (status.allocatable.pods): each pod takes one slot.
 POD_SLOTS = "pods"

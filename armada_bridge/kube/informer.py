@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
 
 from armada_bridge.kube.client import ApiError, Kube, Obj
 from armada_bridge.kube.resources import Resource
+from armada_bridge.kube.shapes import WHOLE, Shape, shaped
 
 log = logging.getLogger(__name__)
 
@@ -24,12 +25,6 @@ def _too_new(e: ApiError) -> bool:
     return any(c.get("reason") == "ResourceVersionTooLarge" for c in causes) or (
         "too large resource version" in e.message.lower()
     )
-
-
-def trimmed(obj: Obj) -> Obj:
-    """The object as the cache keeps it: without managedFields (often half its size, never read)."""
-    obj.get("metadata", {}).pop("managedFields", None)
-    return obj
 
 
 def key_of(obj: Obj) -> str:
@@ -49,14 +44,18 @@ class Informer:
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        shape: Mapping[str, Shape] = WHOLE,
         name: str = "",
     ) -> None:
+        """`shape`: what the cache keeps of each object and hands the handlers
+        (:mod:`armada_bridge.kube.shapes`; by default everything but managedFields)."""
         self.kube = kube
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
         self.name = name or resource.plural
+        self.transform = shaped(shape)
         self.cache: dict[str, Obj] = {}
         self.synced = asyncio.Event()
         self.handlers: list[Handler] = []
@@ -71,6 +70,11 @@ class Informer:
 
     def items(self) -> list[Obj]:
         return list(self.cache.values())
+
+    def remember(self, obj: Obj) -> Obj:
+        """Cache an object this process just created or read, before its watch event comes (which
+        then replaces it); what the cache holds under its key is returned."""
+        return self.cache.setdefault(key_of(obj), self.transform(obj))
 
     def _emit(self, kind: str, obj: Obj) -> None:
         for h in self.handlers:
@@ -88,7 +92,7 @@ class Informer:
         for item in listed.get("items", []):
             item.setdefault("apiVersion", self.resource.api_version)
             item.setdefault("kind", self.resource.kind)
-            fresh[key_of(item)] = trimmed(item)
+            fresh[key_of(item)] = self.transform(item)
         old = self.cache
         self.cache = fresh
         for k, obj in fresh.items():
@@ -119,7 +123,8 @@ class Informer:
                     rv = obj["metadata"].get("resourceVersion", rv)
                     if kind == "BOOKMARK":
                         continue
-                    k = key_of(trimmed(obj))
+                    obj = self.transform(obj)
+                    k = key_of(obj)
                     if kind == "DELETED":
                         self.cache.pop(k, None)
                     else:

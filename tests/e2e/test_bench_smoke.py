@@ -47,3 +47,5 @@ def test_memory_benchmark_runs_small(dev_env: Environment) -> None:
     # RSS read for every process at every step, and the peak is at least each reading.
     for row in r["rows"]:
         assert all(0 < row[n] <= r["peak_mb"][n] + 1 for n in names), row
+    assert set(r["cpu_seconds_per_1000_pods"]) == names
+    assert all(v > 0 for v in r["cpu_seconds_per_1000_pods"].values()), r["cpu_seconds_per_1000_pods"]
