@@ -8,7 +8,7 @@ says what to keep, and :func:`shaped` makes the transform an
 :class:`~armada_bridge.kube.informer.Informer` applies to each object before caching it, which keeps
 that part with its keys and short strings interned (the whole pod: about 8.6 kB):
 
-- ``True``: the value as it is;
+- ``True``: the whole value;
 - a dict: the listed keys, each with its own shape; the key ``"*"`` gives the shape of every key not
   listed (without it, keys not listed are dropped); ``False`` drops a key that ``"*"`` would keep;
 - a one-element list: that shape applied to every element of a list.
