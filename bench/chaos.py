@@ -90,7 +90,7 @@ class Report:
     jobs_created: int = 0
     operator_objects: Counter[str] = field(default_factory=Counter)
     shares: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: queues below their fair share at the last convergence check (violations if still so at the end)
+    #: queues below their fair share at the last convergence check (violations when required)
     below_fair_share: list[str] = field(default_factory=list)
     #: when a queue was below its fair share: what `armada-bridge queues` and `why` said then
     diagnosis: str = ""
@@ -215,6 +215,7 @@ class Soak:
         running = set(operators.enabled(env))
         self.operator_kinds = [k for k in OPERATOR_KINDS if k.operator in running]
         self.load = load
+        self.fair_share_required = True  # a queue below its fair share keeps the run unconverged
         self.cpu = "250m"  # sized to the remotes by size_to_capacity()
         self.partial_since: dict[str, float] = {}
         self.orphan_since: dict[str, float] = {}
@@ -540,7 +541,7 @@ class Soak:
         ]
         self.report.below_fair_share = below
         self.report.diagnosis = self._diagnose(shares) if below else ""
-        return problems + below
+        return problems + (below if self.fair_share_required else [])
 
     def _other_queues(self) -> dict[str, tuple[float, float]]:
         """queue -> (CPU asked, CPU placed) of the bridge's pods outside the soak's namespace: an
@@ -719,9 +720,11 @@ def run(
     gc_seconds: float = 90.0,
     outage_seconds: float = 60.0,
     converge_seconds: float = 180.0,
+    fair_share_required: bool = True,
 ) -> Report:
     ns = f"chaos-{uuid.uuid4().hex[:6]}"
     soak = Soak(env, seed, ns, load)
+    soak.fair_share_required = fair_share_required
     custom = soak.custom
     soak.size_to_capacity(live_units)
     soak.core["front"].create_namespace({"metadata": {"name": ns}})
