@@ -7,7 +7,8 @@ running across the remote clusters. Not a test: prints figures.
 Managed single pods (queue `default`, `--cpu` each, no ServiceAccount token unless `--token`) are
 created in the front in steps of `--step`, each step in a namespace of its own; once a step's pods
 are all Running (mirrored from their remote clusters), the RSS of every extender replica and of the
-vkubelet is read from /proc (and, for the run, the CPU time each used). The baseline, same run: each process's RSS before the first pod.
+vkubelet is read from /proc (and, for the run, the CPU time each used). The baseline, same run:
+each process's RSS before the first pod.
 Issue 12's goal at 20,000 pods over 10 remotes of 500 nodes: extender < 500 MB, vkubelet < 300 MB.
 The pods stay until the end (the curve is of pods alive), then their namespaces are deleted.
 """
