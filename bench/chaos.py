@@ -25,9 +25,10 @@ Invariants, each violation printed with the objects involved:
 - after the faults stop, each queue tops its work up to `--load`/3 of the remotes' CPU again, then
   everything converges within `--converge-seconds`: every live front pod
   placed in a remote cluster is Running there, every other waits with a reason (an ArmadaWaiting
-  Event), every Failed one says why; each queue holds at least its fair share of what it asks for
-  (its demand-capped share of the remotes' CPU, within one waiting unit); every control-plane
-  process is alive (`dev status` healthy).
+  Event), every Failed one says why; no queue stays below its fair share (its demand-capped share
+  of the remotes' CPU) by a waiting unit that could run: one that fits whole in one cluster, on
+  free room or on what fair-share preemption would give it in Armada's order (`fair_shares`);
+  every control-plane process is alive (`dev status` healthy).
 Exit status 1 when any invariant was violated.
 """
 
@@ -55,6 +56,9 @@ from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
 from armada_bridge import keys, views
+from armada_bridge.contract.capacity import allocatable, free, node_usable, running_on_node
+from armada_bridge.contract.pods import admitted_pod_usage, pod_requests, pod_usage, scheduling_gates
+from armada_bridge.core.quantities import Resources, add_into
 from armada_bridge.dev import binaries, extender_setup, operators, vkubelet_setup
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.environment import Environment
@@ -90,8 +94,6 @@ class Report:
     jobs_created: int = 0
     operator_objects: Counter[str] = field(default_factory=Counter)
     shares: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: queues below their fair share at the last convergence check (violations when required)
-    below_fair_share: list[str] = field(default_factory=list)
     #: when a queue was below its fair share: what `armada-bridge queues` and `why` said then
     diagnosis: str = ""
     violations: list[str] = field(default_factory=list)
@@ -215,7 +217,6 @@ class Soak:
         running = set(operators.enabled(env))
         self.operator_kinds = [k for k in OPERATOR_KINDS if k.operator in running]
         self.load = load
-        self.fair_share_required = True  # a queue below its fair share keeps the run unconverged
         self.cpu = "250m"  # sized to the remotes by size_to_capacity()
         self.partial_since: dict[str, float] = {}
         self.orphan_since: dict[str, float] = {}
@@ -277,17 +278,14 @@ class Soak:
         """After the faults: each queue submits more units (singles and gangs of 2-8, preemptible)
         until it asks for `load`/3 of the remotes' CPU again (preempted units are gone), so that
         fair share, not what the faults left, decides the end state the convergence check judges."""
-        pods = self.core["front"].list_namespaced_pod(self.ns).items
-        live = [
-            p
-            for p in pods
-            if p.status.phase not in ("Succeeded", "Failed") and not p.metadata.deletion_timestamp
-        ]
+        live = [p for p in self._raw("front", "list_namespaced_pod", self.ns) if _live(p)]
         capacity = self.capacity_cpu()
         target = self.load * capacity / len(QUEUES)
         cpu = float(parse_quantity(self.cpu))
         for q in QUEUES:
-            demand = sum(_cpu(p) for p in live if (p.metadata.labels or {}).get(keys.QUEUE_LABEL) == q)
+            demand = sum(
+                _cpu(p) for p in live if (p["metadata"].get("labels") or {}).get(keys.QUEUE_LABEL) == q
+            )
             added = 0
             while demand < target:
                 size = 1 if self.rng.random() < 0.5 else self.rng.randint(2, 8)
@@ -528,38 +526,72 @@ class Soak:
             elif placed:
                 state = pod_state(p, remote.get(p.metadata.uid))
                 problems.append(f"{p.metadata.name} placed but {p.status.phase}, not Running ({state})")
-        shares = fair_shares(pods, self._gangs(pods), self.capacity_cpu(), self._other_queues())
+        everywhere = self._raw_front_pods()
+        soak = [q for q in everywhere if q["metadata"]["namespace"] == self.ns]
+        members = {g: (size, [m.metadata.uid for m in ms]) for g, (size, ms) in self._gangs(pods).items()}
+        shares = fair_shares(
+            soak, members, self.capacity_cpu(), self._free(everywhere), self._other_queues(everywhere)
+        )
         self.report.shares = shares
         below = [
             f"queue {q} holds {s['allocated']:.1f} CPU, below its fair share {s['fair']:.1f} "
-            f"(asks {s['demand']:.1f}; its smallest waiting unit {s['smallest_waiting']:.1f}, "
-            f"free or preemptible above others' shares {s['room']:.1f})"
+            f"(asks {s['demand']:.1f}; a waiting unit of {s['fitting']:.1f} CPU fits in {s['fitting_cluster']}, "
+            f"free or preemptible above others' shares there: {s['room']:.1f} CPU)"
             for q, s in shares.items()
-            if s["smallest_waiting"]
-            and s["allocated"] + s["smallest_waiting"] <= s["fair"] + 1e-6
-            and s["smallest_waiting"] <= s["room"] + 1e-6
+            if s["fitting"] and s["allocated"] + s["fitting"] <= s["fair"] + 1e-6
         ]
-        self.report.below_fair_share = below
         self.report.diagnosis = self._diagnose(shares) if below else ""
-        return problems + (below if self.fair_share_required else [])
+        return problems + below
 
-    def _other_queues(self) -> dict[str, tuple[float, float]]:
+    def _raw(self, cluster: str, call: str, *args: Any) -> list[dict[str, Any]]:
+        """A list call's items as Kubernetes JSON (what armada_bridge.contract reads)."""
+        resp = getattr(self.core[cluster], call)(*args, _preload_content=False)
+        return list(json.loads(resp.data)["items"])
+
+    def _raw_front_pods(self) -> list[dict[str, Any]]:
+        return self._raw("front", "list_pod_for_all_namespaces")
+
+    def _free(self, front: list[dict[str, Any]]) -> dict[str, dict[str, Resources]]:
+        """cluster -> usable remote node -> what is free on it: its allocatable minus every pod
+        admitted there (the bridge's, orphans awaiting GC, anyone's) and the front pods the bridge
+        placed there whose remote pod is not created yet (their room is taken all the same)."""
+        out: dict[str, dict[str, Resources]] = {}
+        created: set[str] = set()
+        for c in REMOTES:
+            nodes = {n["metadata"]["name"]: n for n in self._raw(c, "list_node") if node_usable(n)}
+            used: dict[str, Resources] = defaultdict(dict)
+            for p in self._raw(c, "list_pod_for_all_namespaces"):
+                uid = (p["metadata"].get("labels") or {}).get(keys.FRONT_UID)
+                if uid:
+                    created.add(uid)
+                if running_on_node(p) and p["spec"]["nodeName"] in nodes:
+                    add_into(used[p["spec"]["nodeName"]], admitted_pod_usage(p))
+            out[c] = {name: free(allocatable(n), used[name]) for name, n in nodes.items()}
+        for p in front:
+            where = placement(p)
+            if where and p["metadata"]["uid"] not in created and _live(p, deleting=True):
+                cluster, node = where
+                if node in out.get(cluster, {}):
+                    out[cluster][node] = free(out[cluster][node], pod_usage(p))
+        return out
+
+    def _other_queues(self, front: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
         """queue -> (CPU asked, CPU placed) of the bridge's pods outside the soak's namespace: an
         environment reused from the demo or other tests holds remote room the soak's queues do not
         get (the demo's gang alone holds 32 CPU), and those queues have fair shares of their own."""
         ns_labels = {
-            n.metadata.name: n.metadata.labels or {} for n in self.core["front"].list_namespace().items
+            n["metadata"]["name"]: n["metadata"].get("labels") or {}
+            for n in self._raw("front", "list_namespace")
         }
         out: dict[str, tuple[float, float]] = {}
-        for p in self.core["front"].list_pod_for_all_namespaces().items:
-            md = p.metadata
-            if md.namespace == self.ns or md.deletion_timestamp or p.status.phase in ("Succeeded", "Failed"):
+        for p in front:
+            md = p["metadata"]
+            if md["namespace"] == self.ns or not _live(p):
                 continue
-            placed = bool((md.annotations or {}).get(keys.ASSIGNED_CLUSTER))
-            gated = any(g.name == keys.SCHEDULING_GATE for g in p.spec.scheduling_gates or [])
-            if not (placed or gated):
+            placed = placement(p) is not None
+            if not (placed or keys.SCHEDULING_GATE in scheduling_gates(p)):
                 continue  # not the bridge's
-            q = (md.labels or {}).get(keys.QUEUE_LABEL) or ns_labels.get(md.namespace, {}).get(
+            q = (md.get("labels") or {}).get(keys.QUEUE_LABEL) or ns_labels.get(md["namespace"], {}).get(
                 keys.QUEUE_LABEL, "(other)"
             )
             asked, held = out.get(q, (0.0, 0.0))
@@ -573,9 +605,10 @@ class Soak:
         try:
             out = [views.queues(api)]
             for q, s in shares.items():
-                if s.get("smallest_waiting_pod"):
-                    out.append(f"{q}: armada-bridge why {s['smallest_waiting_pod']}")
-                    out.append(views.why(api, s["smallest_waiting_pod"], self.ns))
+                pod = s.get("fitting_pod") or s.get("smallest_waiting_pod")
+                if pod:
+                    out.append(f"{q}: armada-bridge why {pod}")
+                    out.append(views.why(api, pod, self.ns))
             return "\n".join(out)
         except Exception as e:  # a diagnosis must not end the soak
             return f"diagnosis failed: {type(e).__name__}: {e}"
@@ -610,69 +643,178 @@ def pod_state(p: Any, remote: Any | None = None) -> str:
     return ", ".join(parts)
 
 
-def _cpu(pod: Any) -> float:
-    return sum(
-        float(parse_quantity(((c.resources and c.resources.requests) or {}).get("cpu", "0")))
-        for c in pod.spec.containers
-    )
+def _cpu(pod: dict[str, Any]) -> float:
+    return pod_requests(pod).get("cpu", 0) / 1000
+
+
+def _live(pod: dict[str, Any], deleting: bool = False) -> bool:
+    """Not finished, and not being deleted (unless `deleting`: a pod being deleted keeps its room)."""
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return False
+    return deleting or not pod["metadata"].get("deletionTimestamp")
+
+
+def placement(pod: dict[str, Any]) -> tuple[str, str] | None:
+    """(remote cluster, remote node) the bridge placed a front pod on, None while it waits."""
+    ann = pod["metadata"].get("annotations") or {}
+    cluster = ann.get(keys.ASSIGNED_CLUSTER)
+    return (cluster, ann.get(keys.ASSIGNED_REMOTE_NODE) or "") if cluster else None
+
+
+def fits(pods: list[Resources], nodes: list[Resources], victims: list[Resources] | None = None) -> bool:
+    """Every pod's usage on some node, each node's room shared by the pods put there (first fit,
+    the largest CPU first: a judge that may miss a packing, never one that overfills a node). A pod
+    that fits on no node's free room may also take the room of that node's `victims` (what pods
+    that may be preempted for it hold there; same order as `nodes`)."""
+    left = [dict(n) for n in nodes]
+    prey = [dict(v) for v in victims] if victims is not None else [{} for _ in nodes]
+    for usage in sorted(pods, key=lambda u: -u.get("cpu", 0)):
+        spot = next((n for n in left if all(n.get(k, 0) >= x for k, x in usage.items())), None)
+        if spot is not None:
+            for k, x in usage.items():
+                spot[k] -= x
+            continue
+        for n, v in zip(left, prey, strict=True):
+            short = {k: max(0, x - n.get(k, 0)) for k, x in usage.items()}
+            if all(v.get(k, 0) >= x for k, x in short.items()):
+                for k, x in usage.items():
+                    n[k] = n.get(k, 0) - x + short[k]
+                    v[k] = v.get(k, 0) - short[k]
+                break
+        else:
+            return False
+    return True
+
+
+def _bound_at(pod: dict[str, Any]) -> str:
+    """When the pod was bound (its PodScheduled condition), else created."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "True" and c.get("lastTransitionTime"):
+            return str(c["lastTransitionTime"])
+    return str(pod["metadata"].get("creationTimestamp") or "")
+
+
+@dataclass
+class _Evicted:
+    """A unit (gang or single pod) of preemptible placed pods, as fair-share eviction takes it."""
+
+    bound: tuple[str, str]  # (when its first member was bound, that member's name)
+    cpu: float = 0.0
+    pods: list[tuple[str, str, Resources]] = field(default_factory=list)  # (cluster, node, usage)
 
 
 def fair_shares(
-    pods: list[Any],
-    gangs: dict[str, tuple[int, list[Any]]],
+    pods: list[dict[str, Any]],
+    gangs: dict[str, tuple[int, list[str]]],
     capacity: float,
+    free_nodes: dict[str, dict[str, Resources]],
     others: dict[str, tuple[float, float]] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Per queue of the soak: CPU asked (live pods), allocated (placed), its fair share of
+    """Per queue of the soak (`pods`: its front pods, Kubernetes JSON; `gangs`: name ->
+    (cardinality, member uids)): CPU asked (live pods), allocated (placed), its fair share of
     `capacity` (equal weights, capped by demand, the rest shared out again: Armada's adjusted fair
     share, among the soak's queues and the `others`: queue -> (asked, placed) outside the soak), the
-    CPU of its smallest waiting unit (a single pod, or a whole gang), and the room it could have:
-    what is free plus what other soak queues hold above their fair share in preemptible pods
-    (fair-share preemption never takes a pod of a class that is not preemptible)."""
+    CPU of its smallest waiting unit (a single pod, or a whole gang), and of its smallest waiting
+    unit that fits in one remote cluster now (`fitting`, 0 if none), with `room`: that cluster's
+    free CPU plus what fair-share preemption may take there.
+
+    A unit fits on the nodes' free room (`free_nodes`: cluster -> node -> resources free), or on
+    that and the room of pods fair-share preemption would give it, as the core (and Armada) does
+    it: the preemptible pods of queues above their fair share are evicted, and each such queue
+    takes its units back (longest bound first) while its cost with the next one stays below the
+    cost of the queue the unit belongs to with that unit, or with any unit ahead of it in its queue
+    (oldest first) that was tried before it and did not fit; the unit may take the room of what
+    is not taken back by then."""
     demand: dict[str, float] = defaultdict(float)
     allocated: dict[str, float] = defaultdict(float)
     for q, (asked, held) in (others or {}).items():
         if q not in QUEUES:
             demand[q], allocated[q] = asked, held
-    preemptible: dict[str, float] = defaultdict(float)
-    waiting: dict[str, dict[str, float]] = defaultdict(dict)  # queue -> unit -> CPU
-    named: dict[str, str] = {}  # unit -> a waiting pod of it
-    member_of = {m.metadata.uid: g for g, (_, members) in gangs.items() for m in members}
+    evictable: dict[str, dict[str, _Evicted]] = defaultdict(dict)  # queue -> unit -> its placed pods
+    waiting: dict[str, dict[str, list[Resources]]] = defaultdict(lambda: defaultdict(list))  # queue -> unit
+    order: dict[str, tuple[str, str]] = {}  # unit -> (its oldest member's creation, that member's name)
+    member_of = {uid: g for g, (_, uids) in gangs.items() for uid in uids}
+    complete = {g for g, (size, uids) in gangs.items() if len(uids) >= size}
     for p in pods:
-        if p.metadata.deletion_timestamp or p.status.phase in ("Succeeded", "Failed"):
-            continue
-        q = (p.metadata.labels or {}).get(keys.QUEUE_LABEL)
-        if q not in QUEUES:
+        q = str((p["metadata"].get("labels") or {}).get(keys.QUEUE_LABEL) or "")
+        if q not in QUEUES or not _live(p):
             continue
         demand[q] += _cpu(p)
-        if (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER):
+        where = placement(p)
+        u = member_of.get(p["metadata"]["uid"], p["metadata"]["uid"])
+        if where:
             allocated[q] += _cpu(p)
-            if p.spec.priority_class_name == PREEMPTIBLE:
-                preemptible[q] += _cpu(p)
+            if (p.get("spec") or {}).get("priorityClassName") == PREEMPTIBLE:
+                bound = (_bound_at(p), p["metadata"]["name"])
+                e = evictable[q].setdefault(u, _Evicted(bound))
+                e.bound = min(e.bound, bound)
+                e.cpu += _cpu(p)
+                e.pods.append((*where, pod_usage(p)))
         else:
-            u = member_of.get(p.metadata.uid, p.metadata.uid)
-            waiting[q][u] = waiting[q].get(u, 0.0) + _cpu(p)
-            named.setdefault(u, p.metadata.name)
+            if u in gangs and u not in complete:
+                continue  # a gang not whole yet is not schedulable
+            waiting[q][u].append(pod_usage(p))
+            seen = (str(p["metadata"].get("creationTimestamp") or ""), p["metadata"]["name"])
+            order[u] = min(order.get(u, seen), seen)
     fair: dict[str, float] = {}
     left, open_queues = capacity, sorted(demand, key=lambda q: demand[q])
     while open_queues:  # water-filling: the smallest demand first
         q = open_queues.pop(0)
         fair[q] = min(demand[q], left / (len(open_queues) + 1))
         left -= fair[q]
-    free = capacity - sum(allocated.values())
-    over = {q: max(0.0, min(preemptible[q], allocated[q] - fair[q])) for q in QUEUES if q in demand}
-    return {
-        q: {
+    evicted = [q for q in QUEUES if q in demand and allocated[q] > fair[q] + 1e-6]
+
+    def victims(q: str, turn: float) -> dict[tuple[str, str], Resources]:
+        """(cluster, node) -> what the evicted pods not taken back yet hold there when a unit of
+        `q` is tried at `turn` (the CPU its queue would hold with it)."""
+        out: dict[tuple[str, str], Resources] = defaultdict(dict)
+        for r in evicted:
+            if r == q:
+                continue
+            tally = allocated[r] - sum(e.cpu for e in evictable[r].values())
+            back = True
+            for e in sorted(evictable[r].values(), key=lambda e: e.bound):
+                # the lower cost goes first; on a tie, the queue name
+                back = back and (tally + e.cpu < turn - 1e-9 or (abs(tally + e.cpu - turn) <= 1e-9 and r < q))
+                if back:
+                    tally += e.cpu
+                    continue
+                for cluster, node, usage in e.pods:
+                    add_into(out[cluster, node], usage)
+        return out
+
+    out: dict[str, dict[str, Any]] = {}
+    for q in sorted(demand):
+        if q not in QUEUES:
+            continue
+        fitting: tuple[float, str, str, float] | None = None  # CPU, a pod of it, cluster, room
+        turn = allocated[q]  # the highest cost at which a unit of q was tried so far
+        for u in sorted(waiting[q], key=order.__getitem__):
+            usages = waiting[q][u]
+            cpu = sum(x.get("cpu", 0) for x in usages) / 1000
+            turn = max(turn, allocated[q] + cpu)
+            prey = victims(q, turn)
+            for c in sorted(free_nodes):
+                nodes = free_nodes[c]
+                theirs = [prey.get((c, n), {}) for n in nodes]
+                if fits(usages, list(nodes.values()), theirs):
+                    if fitting is None or cpu < fitting[0]:
+                        room = sum(x.get("cpu", 0) for x in [*nodes.values(), *theirs]) / 1000
+                        fitting = (cpu, order[u][1], c, room)
+                    break
+        units = sorted(waiting[q].items(), key=lambda kv: (sum(x.get("cpu", 0) for x in kv[1]), order[kv[0]]))
+        out[q] = {
             "demand": demand[q],
             "allocated": allocated[q],
             "fair": fair[q],
-            "smallest_waiting": min(waiting[q].values(), default=0.0),
-            "smallest_waiting_pod": named[min(waiting[q], key=waiting[q].__getitem__)] if waiting[q] else "",
-            "room": free + sum(v for r, v in over.items() if r != q),
+            "smallest_waiting": sum(x.get("cpu", 0) for x in units[0][1]) / 1000 if units else 0.0,
+            "smallest_waiting_pod": order[units[0][0]][1] if units else "",
+            "fitting": fitting[0] if fitting else 0.0,
+            "fitting_pod": fitting[1] if fitting else "",
+            "fitting_cluster": fitting[2] if fitting else "",
+            "room": fitting[3] if fitting else 0.0,
         }
-        for q in sorted(demand)
-        if q in QUEUES
-    }
+    return out
 
 
 class _Kept(Exception):
@@ -720,11 +862,9 @@ def run(
     gc_seconds: float = 90.0,
     outage_seconds: float = 60.0,
     converge_seconds: float = 180.0,
-    fair_share_required: bool = True,
 ) -> Report:
     ns = f"chaos-{uuid.uuid4().hex[:6]}"
     soak = Soak(env, seed, ns, load)
-    soak.fair_share_required = fair_share_required
     custom = soak.custom
     soak.size_to_capacity(live_units)
     soak.core["front"].create_namespace({"metadata": {"name": ns}})

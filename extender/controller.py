@@ -320,7 +320,9 @@ class Controller:
             elif old is not None and old.job != info.job:
                 self.core.update_job(info.job)
             if info.placed is not None:
-                self.core.mark_running(uid, core_node_name(*info.placed))
+                # Bound before (a restart, another replica's round): as long ago as it says, so
+                # that fair-share eviction keeps taking the latest bound last.
+                self.core.mark_running(uid, core_node_name(*info.placed), info.bound_at or time.time())
         except SchedulerError as e:
             # e.g. placed on a node the core does not know (yet): keep the pod out of the core
             # rather than schedule it twice; it is re-derived when the node appears.
@@ -426,7 +428,7 @@ class Controller:
             node = core_node_name(*info.placed)
             self.managed[uid] = info
             try:
-                self.core.restore(info.job, node)
+                self.core.restore(info.job, node, info.bound_at or time.time())
             except SchedulerError:
                 self.changes.pods.add(info.key)  # its node went meanwhile: re-derived next round
             return node

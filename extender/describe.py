@@ -32,6 +32,14 @@ def _timestamp(value: str | None) -> float:
         return 0.0
 
 
+def _bound_at(pod: Obj) -> float | None:
+    """When the pod was bound (its PodScheduled condition turned True), if it says."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "True":
+            return _timestamp(c.get("lastTransitionTime")) or None
+    return None
+
+
 def _stuck(uid: str, queue: str, created: float) -> model.Job:
     """The job of a pod that waits for a fix: nothing to place, but since when it waits."""
     return model.Job(uid, queue, {}, submit_time=created)
@@ -126,5 +134,14 @@ class Describer:
             # virtual node), on a node that has not refused it.
             job = translate.pinned_to_cluster(job, cluster, avoid_nodes=refused.nodes)
         return PodInfo(
-            key, uid, queue, gang, root, job, placed, bound=bool(node_name), gates=pods.scheduling_gates(pod)
+            key,
+            uid,
+            queue,
+            gang,
+            root,
+            job,
+            placed,
+            bound=bool(node_name),
+            bound_at=_bound_at(pod),
+            gates=pods.scheduling_gates(pod),
         )

@@ -183,7 +183,7 @@ class Mirrors:
             }
             try:
                 created = await self.remote.create(NAMESPACES, body)
-                self.namespaces.cache[namespace] = created
+                self.namespaces.remember(created)
             except ApiError as e:
                 if not e.conflict:
                     raise
@@ -211,7 +211,7 @@ class Mirrors:
             if have is None:
                 try:
                     created = await self.remote.create(r, want)
-                    self.managed[kind].cache[f"{md['namespace']}/{md['name']}"] = created
+                    self.managed[kind].remember(created)
                     METRICS.mirror_ops.labels(self.cluster, kind, "create").inc()
                     return None
                 except ApiError as e:

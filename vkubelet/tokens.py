@@ -217,7 +217,7 @@ class FrontTokens:
                 ) from e
             try:
                 created = await self.remote.create(SECRETS, secret)
-                self.secrets.cache[f"{md['namespace']}/{name}"] = created
+                self.secrets.remember(created)
             except ApiError as e:
                 if not e.conflict:
                     raise

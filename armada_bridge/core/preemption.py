@@ -84,7 +84,7 @@ def select_evictions(
             gangs[key] = members or [rec]
         if gangs:
             ordered = sorted(
-                gangs.values(), key=lambda g: min((-r.pc.priority, r.job.priority, r.bound_seq) for r in g)
+                gangs.values(), key=lambda g: min((-r.pc.priority, r.job.priority, r.bound) for r in g)
             )
             out[q] = ordered
     return out

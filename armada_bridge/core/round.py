@@ -645,7 +645,7 @@ class PoolRound:
                 self._preempt(victim, reason)
         self._alloc_version[queue] = self._alloc_version.get(queue, 0) + 1
         for rec, entry in plan.assignments:
-            s.bind(rec, entry.name)
+            s.bind(rec, entry.name, self.now)
             rs.add_into(self.alloc[queue], rec.requests)
             rs.add_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
             rs.add_into(self.scheduled_new, rec.requests)

@@ -50,6 +50,7 @@ class Scheduler:
         self.queued_count: dict[str, int] = {}
         self.reasons: dict[str, str] = {}
         self.round_no = 0
+        self.clock = 0.0  # the last round's `now`
         self.pool_rounds = 0
         self._bind_seq = 0
         #: bumped whenever capacity may have grown (node added/changed, job left a node).
@@ -94,7 +95,7 @@ class Scheduler:
         nodes = [e.node for _n, e in sorted(self.nodedb.entries.items())]
         queues = [self.queues[q] for q in sorted(self.queues)]
         recs = sorted(self.jobs.values(), key=lambda r: r.job.id)
-        running = sorted((r for r in recs if r.state is JobState.RUNNING), key=lambda r: r.bound_seq)
+        running = sorted((r for r in recs if r.state is JobState.RUNNING), key=lambda r: r.bound)
         return nodes, queues, [r.job for r in recs], [(r.id, r.node or "") for r in running]
 
     # ================================================================ nodes
@@ -171,8 +172,9 @@ class Scheduler:
     def mark_finished(self, job_id: str) -> None:
         self.remove_job(job_id)
 
-    def mark_running(self, job_id: str, node: str) -> None:
-        """Record a binding made outside a round (e.g. state rebuilt after a restart)."""
+    def mark_running(self, job_id: str, node: str, bound_at: float | None = None) -> None:
+        """Record a binding made outside a round (e.g. state rebuilt after a restart), made at
+        `bound_at` (wall time, as a round's `now`; unknown: the last round's)."""
         rec = self._get(job_id)
         entry = self.nodedb.entries.get(node)
         if entry is None:
@@ -182,7 +184,7 @@ class Scheduler:
                 return
             self._unbind(rec)
             self._enqueue(rec)
-        self.bind(rec, node)
+        self.bind(rec, node, self.clock if bound_at is None else bound_at)
 
     def revert(self, job_id: str) -> None:
         """Undo a binding the caller could not write: the job is queued again, its room freed."""
@@ -192,11 +194,11 @@ class Scheduler:
         self._unbind(rec)
         self._enqueue(rec)
 
-    def restore(self, job: Job, node: str) -> None:
+    def restore(self, job: Job, node: str, bound_at: float | None = None) -> None:
         """Undo a preemption the caller could not write: the job runs on ``node`` again."""
         if job.id not in self.jobs:
             self.add_job(job)
-        self.mark_running(job.id, node)
+        self.mark_running(job.id, node, bound_at)
 
     def state_of(self, job_id: str) -> JobState:
         rec = self.jobs.get(job_id)
@@ -214,6 +216,7 @@ class Scheduler:
     # =============================================================== rounds
     def schedule_round(self, now: float) -> RoundResult:
         self.round_no += 1
+        self.clock = now
         result = RoundResult(time=now)
         pools = self.nodedb.pools()
         for qj in self.queue_jobs.values():
@@ -298,15 +301,15 @@ class Scheduler:
         if g is not None:
             g.queued -= 1
 
-    def bind(self, rec: JobRecord, node_name: str) -> None:
-        """Queued -> running on ``node_name`` (nodes, allocations, gang domain)."""
+    def bind(self, rec: JobRecord, node_name: str, at: float) -> None:
+        """Queued -> running on ``node_name`` (nodes, allocations, gang domain), bound at `at`."""
         entry = self.nodedb.entries[node_name]
         self._dequeue(rec)
         self.nodedb.bind(rec.id, rec.requests, rec.pc.priority, node_name)
         rec.state = JobState.RUNNING
         rec.node, rec.cluster, rec.pool = node_name, entry.cluster, entry.pool
         self._bind_seq += 1
-        rec.bound_seq = self._bind_seq
+        rec.bound = (at, self._bind_seq)
         self.alloc.add(rec, entry.pool)
         self.reasons.pop(rec.id, None)
         if rec.pc.priority < self._max_priority:

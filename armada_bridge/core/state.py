@@ -38,8 +38,9 @@ class JobRecord:
     node: str | None = None
     cluster: str | None = None
     pool: str | None = None
-    #: global bind sequence; evicted jobs are rescheduled in this order.
-    bound_seq: int = 0
+    #: (when it was bound, global bind sequence): evicted jobs are rescheduled in this order, the
+    #: longest bound first, as Armada orders them by their run's start.
+    bound: tuple[float, int] = (0.0, 0)
     #: stamp of the last pool round that examined this job.
     seen_round: int = -1
 

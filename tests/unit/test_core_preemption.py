@@ -60,6 +60,22 @@ def test_fair_share_preemption_armada_simulator_case() -> None:
     assert (report.evicted, report.preempted, report.running) == (2, 1, 1)
 
 
+def test_state_rebuilt_after_a_restart_keeps_the_latest_bound_last() -> None:
+    """The same case, the core rebuilt (an extender restart or failover) from pods it learns in any
+    order: their bind times, not the order it learns them in, say which is rescheduled last and
+    so preempted (a1 was bound at 1, a0 at 0)."""
+    s = cluster(2)
+    s.add_job(job("a1", "A", FULL, priority_class="priority-0", submit_time=1))
+    s.add_job(job("a0", "A", FULL, priority_class="priority-0"))
+    s.mark_running("a1", "n1", bound_at=1.0)
+    s.mark_running("a0", "n0", bound_at=0.0)
+    s.add_job(job("b0", "B", FULL, priority_class="priority-0", submit_time=30))
+    result = s.schedule_round(30)
+    assert set(result.scheduled) == {"b0"}
+    assert list(result.preempted) == ["a1"]
+    assert s.state_of("a0") is JobState.RUNNING
+
+
 def test_reschedule_keeps_what_fits_and_preempts_the_rest() -> None:
     s = cluster(2)
     for i in range(64):
