@@ -527,7 +527,7 @@ class Soak:
                 state = pod_state(p, remote.get(p.metadata.uid))
                 problems.append(f"{p.metadata.name} placed but {p.status.phase}, not Running ({state})")
         everywhere = self._raw_front_pods()
-        soak = [q for q in everywhere if q["metadata"]["namespace"] == self.ns]
+        soak = [p for p in everywhere if p["metadata"]["namespace"] == self.ns]
         members = {g: (size, [m.metadata.uid for m in ms]) for g, (size, ms) in self._gangs(pods).items()}
         shares = fair_shares(
             soak, members, self.capacity_cpu(), self._free(everywhere), self._other_queues(everywhere)
@@ -536,7 +536,7 @@ class Soak:
         below = [
             f"queue {q} holds {s['allocated']:.1f} CPU, below its fair share {s['fair']:.1f} "
             f"(asks {s['demand']:.1f}; a waiting unit of {s['fitting']:.1f} CPU fits in {s['fitting_cluster']}, "
-            f"free or preemptible above others' shares there: {s['room']:.1f} CPU)"
+            f"where {s['room']:.1f} CPU is free or held by pods fair-share preemption gives it)"
             for q, s in shares.items()
             if s["fitting"] and s["allocated"] + s["fitting"] <= s["fair"] + 1e-6
         ]
@@ -920,15 +920,21 @@ def run(
         t0 = time.monotonic()
         problems = ["not checked yet"]
         while time.monotonic() - t0 < converge_seconds:
+            began = time.monotonic()
             try:
                 soak.check(split_seconds, gc_seconds, outage_seconds)
                 problems = soak.converged()
                 problems += [f"{s.name}: {s.detail}" for s in env.status() if not s.healthy]
             except Exception as e:
                 problems = [f"{type(e).__name__}: {e}"]
+            took = time.monotonic() - began
             if not problems:
                 soak.report.converge_seconds = time.monotonic() - t0
+                log(
+                    f"converged {soak.report.converge_seconds:.0f}s after the top-up (that check took {took:.0f}s)"
+                )
                 break
+            log(f"not converged yet ({len(problems)} problems, check took {took:.0f}s): {problems[0][:300]}")
             time.sleep(3)
         for p in problems[:20]:
             soak.report.violation(f"not converged after {converge_seconds:.0f}s: {p}")
