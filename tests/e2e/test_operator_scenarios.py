@@ -171,8 +171,10 @@ def test_objects_of_two_operators_in_two_queues_share_the_remotes_by_fair_share(
     finally:
         cordon(cluster_api, nodes, False)
 
-    # Gangs each queue got: RayClusters run until deleted; an MPIJob ends when its launcher does.
-    def gangs() -> tuple[int, int]:
+    # Gangs each queue got: RayClusters run until deleted; an MPIJob ends when its launcher (a Job)
+    # does, and its room goes to whoever waits, a as well once b waits no more.
+    def gangs() -> tuple[int, int, int]:
+        """a's RayClusters placed, b's MPIJobs placed or ended, b's MPIJobs still waiting."""
         pods = front_pods(cluster_api, namespace)
         ray_placed = sum(
             len(
@@ -185,22 +187,27 @@ def test_objects_of_two_operators_in_two_queues_share_the_remotes_by_fair_share(
             == MEMBERS
             for r in rays
         )
-        mpi_placed = sum(
+        mpi_served = sum(
             conditions(get(j)).get("Succeeded") == "True"
             or len(placed([p for p in pods if p.metadata.name.startswith(f"{j['metadata']['name']}-")]))
             == MEMBERS
             for j in mpijobs
         )
-        return ray_placed, mpi_placed
+        return ray_placed, mpi_served, len(mpijobs) - mpi_served
 
     half = rooms // 2
+    over: list[tuple[int, int, int]] = []  # a above its share while b waited, as seen
 
     def both_served() -> tuple[int, int] | None:
-        g = gangs()
-        return g if min(g) >= half else None
+        ray_placed, mpi_served, mpi_waiting = gangs()
+        if ray_placed > rooms - half and mpi_waiting:
+            over.append((ray_placed, mpi_served, mpi_waiting))
+        return (ray_placed, mpi_served) if min(ray_placed, mpi_served) >= half else None
 
-    got = wait_for(f"each queue with {half} gang(s) placed", both_served, timeout=180)
-    assert got[0] <= rooms - half, f"queue a took more than its share: {got}"
+    wait_for(f"each queue with {half} gang(s) placed", both_served, timeout=180)
+    assert not over, (
+        f"queue a took more than its share while b waited (a placed, b served, b waiting): {over}"
+    )
     for kind in ("raycluster", "mpijob"):
         kubectl("delete", kind, "--all", "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace, timeout=180)
