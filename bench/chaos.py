@@ -57,7 +57,13 @@ from kubernetes.utils import parse_quantity
 
 from armada_bridge import keys, views
 from armada_bridge.contract.capacity import allocatable, free, node_usable, running_on_node
-from armada_bridge.contract.pods import admitted_pod_usage, pod_requests, pod_usage, scheduling_gates
+from armada_bridge.contract.pods import (
+    admitted_pod_usage,
+    pod_requests,
+    pod_usage,
+    scheduled_at,
+    scheduling_gates,
+)
 from armada_bridge.core.quantities import Resources, add_into
 from armada_bridge.dev import binaries, extender_setup, operators, vkubelet_setup
 from armada_bridge.dev.clients import api_client
@@ -526,7 +532,7 @@ class Soak:
             elif placed:
                 state = pod_state(p, remote.get(p.metadata.uid))
                 problems.append(f"{p.metadata.name} placed but {p.status.phase}, not Running ({state})")
-        everywhere = self._raw_front_pods()
+        everywhere = self._raw("front", "list_pod_for_all_namespaces")
         soak = [p for p in everywhere if p["metadata"]["namespace"] == self.ns]
         members = {g: (size, [m.metadata.uid for m in ms]) for g, (size, ms) in self._gangs(pods).items()}
         shares = fair_shares(
@@ -547,9 +553,6 @@ class Soak:
         """A list call's items as Kubernetes JSON (what armada_bridge.contract reads)."""
         resp = getattr(self.core[cluster], call)(*args, _preload_content=False)
         return list(json.loads(resp.data)["items"])
-
-    def _raw_front_pods(self) -> list[dict[str, Any]]:
-        return self._raw("front", "list_pod_for_all_namespaces")
 
     def _free(self, front: list[dict[str, Any]]) -> dict[str, dict[str, Resources]]:
         """cluster -> usable remote node -> what is free on it: its allocatable minus every pod
@@ -686,14 +689,6 @@ def fits(pods: list[Resources], nodes: list[Resources], victims: list[Resources]
     return True
 
 
-def _bound_at(pod: dict[str, Any]) -> str:
-    """When the pod was bound (its PodScheduled condition), else created."""
-    for c in (pod.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodScheduled" and c.get("status") == "True" and c.get("lastTransitionTime"):
-            return str(c["lastTransitionTime"])
-    return str(pod["metadata"].get("creationTimestamp") or "")
-
-
 @dataclass
 class _Evicted:
     """A unit (gang or single pod) of preemptible placed pods, as fair-share eviction takes it."""
@@ -745,7 +740,8 @@ def fair_shares(
         if where:
             allocated[q] += _cpu(p)
             if (p.get("spec") or {}).get("priorityClassName") == PREEMPTIBLE:
-                bound = (_bound_at(p), p["metadata"]["name"])
+                when = scheduled_at(p) or str(p["metadata"].get("creationTimestamp") or "")
+                bound = (when, p["metadata"]["name"])
                 e = evictable[q].setdefault(u, _Evicted(bound))
                 e.bound = min(e.bound, bound)
                 e.cpu += _cpu(p)

@@ -32,14 +32,6 @@ def _timestamp(value: str | None) -> float:
         return 0.0
 
 
-def _bound_at(pod: Obj) -> float | None:
-    """When the pod was bound (its PodScheduled condition turned True), if it says."""
-    for c in (pod.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodScheduled" and c.get("status") == "True":
-            return _timestamp(c.get("lastTransitionTime")) or None
-    return None
-
-
 def _stuck(uid: str, queue: str, created: float) -> model.Job:
     """The job of a pod that waits for a fix: nothing to place, but since when it waits."""
     return model.Job(uid, queue, {}, submit_time=created)
@@ -142,6 +134,6 @@ class Describer:
             job,
             placed,
             bound=bool(node_name),
-            bound_at=_bound_at(pod),
+            bound_at=_timestamp(pods.scheduled_at(pod)) or None,
             gates=pods.scheduling_gates(pod),
         )

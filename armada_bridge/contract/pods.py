@@ -30,6 +30,14 @@ from armada_bridge.kube.shapes import Shape
 Obj = Mapping[str, Any]
 
 
+def scheduled_at(pod: Obj) -> str | None:
+    """When the pod was bound: its PodScheduled condition's lastTransitionTime, if True."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "True" and c.get("lastTransitionTime"):
+            return str(c["lastTransitionTime"])
+    return None
+
+
 def scheduling_gates(pod: Obj) -> tuple[str, ...]:
     """The names of the pod's scheduling gates, in order."""
     gates = (pod.get("spec") or {}).get("schedulingGates")
