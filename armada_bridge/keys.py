@@ -22,6 +22,19 @@ ASSIGNED_REMOTE_NODE = f"{GROUP}/remote-node"
 # too long (JSON: {"node": remote node, "reason": ...}); while it names the assigned node, the pod
 # waits for the extender to place it again in the same cluster (see armada_bridge.rejection).
 REMOTE_REJECTION = f"{GROUP}/remote-rejection"
+# The extender's signature of its decision (cluster, remote node) for that pod UID: HMAC-SHA256 with
+# the key in Secret DECISION_KEY_SECRET (armada_bridge.contract.decisions). The vkubelet runs, and the
+# extender trusts, only decisions whose signature verifies: nobody without the key can forge one.
+DECISION_SIGNATURE = f"{GROUP}/decision-signature"
+DECISION_KEY_SECRET = "armada-bridge-decision-key"
+DECISION_KEY_FIELD = "key"
+# A virtual RBAC resource (nothing serves it) checked by the admission policy
+# manifests/extender/admission-policy.yaml: verb `write` may set or change BRIDGE_ONLY_ANNOTATIONS and
+# lift SCHEDULING_GATE (the extender, the vkubelet); verb `bind` may put a pod on a virtual node by
+# spec.nodeName or pods/binding (the extender, the front kube-scheduler).
+DECISIONS_RESOURCE = "decisions"
+DECISIONS_WRITE = "write"
+DECISIONS_BIND = "bind"
 # Bumped by the extender on an admitted pod the front scheduler has not bound yet: a pod update is
 # what makes kube-scheduler retry a pod it had set aside (see reference: extender requeueing).
 NUDGE = f"{GROUP}/nudge"
@@ -47,6 +60,18 @@ ASSIGNED_CLUSTER = CLUSTER_LABEL  # the extender's decision on a front pod: the 
 VIRTUAL_NODE_TAINT_KEY = "virtual-kubelet.io/provider"
 VIRTUAL_NODE_TAINT_VALUE = "armada-bridge"
 VIRTUAL_NODE_TAINT_EFFECT = "NoSchedule"
+
+# Pod annotations only the bridge may set or change (the admission policy; docs/security.md). The
+# constraints annotation is set at creation by the bridge's webhook on the creator's behalf (what
+# it holds is the pod's own constraints), so it is only immutable afterwards.
+BRIDGE_ONLY_ANNOTATIONS = (
+    ASSIGNED_CLUSTER,
+    ASSIGNED_REMOTE_NODE,
+    DECISION_SIGNATURE,
+    REMOTE_REJECTION,
+    NUDGE,
+)
+IMMUTABLE_ANNOTATIONS = (SCHEDULING_CONSTRAINTS,)
 
 # Local development environment (KWOK-simulated nodes).
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"

@@ -15,7 +15,8 @@ from pathlib import Path
 from aiohttp import web
 
 from armada_bridge import keys
-from armada_bridge.kube import Kube, auth, load_config
+from armada_bridge.contract.decisions import DecisionKey, ensure_key
+from armada_bridge.kube import ApiError, Kube, auth, load_config
 from armada_bridge.kube.leader import LeaderElector
 from armada_bridge.kube.lifecycle import run_until_stopped
 from extender.config import load_scheduling_config
@@ -84,6 +85,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+async def decision_key(front: Kube, namespace: str) -> DecisionKey:
+    """The key that signs decisions, made by the first replica (armada_bridge.contract.decisions);
+    retried while the front cluster does not answer."""
+    delay = 1.0
+    while True:
+        try:
+            return await ensure_key(front, namespace)
+        except (ApiError, OSError, TimeoutError) as e:
+            log.warning("decision key not read (%s: %s); retrying in %.0fs", type(e).__name__, e, delay)
+            await asyncio.sleep(delay)
+            delay = min(30.0, delay * 2)
+
+
 async def serve(args: argparse.Namespace) -> int:
     warnings: list[str] = []
     scheduling = load_scheduling_config(args.scheduling_config, warnings) if args.scheduling_config else None
@@ -96,7 +110,7 @@ async def serve(args: argparse.Namespace) -> int:
     )
     if scheduling is not None:
         settings.scheduling = scheduling
-    controller = Controller(front, settings, metrics)
+    controller = Controller(front, settings, metrics, await decision_key(front, args.namespace))
     dashboard = Dashboard(controller)
     api = Api(controller, scheduler_name=args.scheduler_name, dashboard=dashboard)
     runner = web.AppRunner(make_app(api), access_log=None)

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.contract.decisions import DecisionKey
 from armada_bridge.contract.pods import PodSpecError, gates_without, scheduling_gates
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.client import Obj
@@ -30,18 +31,18 @@ class Written(enum.Enum):
 
 
 class Actions:
-    def __init__(self, front: Kube, events: EventRecorder, metrics: Metrics) -> None:
+    def __init__(self, front: Kube, events: EventRecorder, metrics: Metrics, key: DecisionKey) -> None:
         self.front = front
         self.events = events
         self.metrics = metrics
+        self.key = key
 
     async def admit(self, info: PodInfo, cluster: str, node: str) -> bool:
-        """Write the decision on the pod (the annotations naming its cluster and remote node), and
-        lift the bridge's scheduling gate in the same write: the front scheduler then binds it."""
+        """Write the decision on the pod (the annotations naming its cluster and remote node, signed
+        for this pod: armada_bridge.contract.decisions), and lift the bridge's scheduling gate in the
+        same write: the front scheduler then binds it."""
         ns, _, name = info.key.partition("/")
-        patch: dict[str, Any] = {
-            "metadata": {"annotations": {keys.ASSIGNED_CLUSTER: cluster, keys.ASSIGNED_REMOTE_NODE: node}}
-        }
+        patch: dict[str, Any] = {"metadata": {"annotations": self.key.annotations(info.uid, cluster, node)}}
         if keys.SCHEDULING_GATE in info.gates:
             patch["spec"] = {"schedulingGates": gates_without(info.gates)}
         try:

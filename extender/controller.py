@@ -19,6 +19,7 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract import pods
+from armada_bridge.contract.decisions import DecisionKey
 from armada_bridge.core import model
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.model import JobState
@@ -107,7 +108,7 @@ class Settings:
 
 
 class Controller:
-    def __init__(self, front: Kube, settings: Settings, metrics: Metrics) -> None:
+    def __init__(self, front: Kube, settings: Settings, metrics: Metrics, key: DecisionKey) -> None:
         self.front = front
         self.settings = settings
         self.metrics = metrics
@@ -115,8 +116,8 @@ class Controller:
         self.inputs = Inputs(front)
         self.changes = self.inputs.changes
         self.events = EventRecorder(front)
-        self.describer = Describer(self.inputs, OwnerResolver(front))
-        self.actions = Actions(front, self.events, metrics)
+        self.describer = Describer(self.inputs, OwnerResolver(front), key)
+        self.actions = Actions(front, self.events, metrics, key)
         self._core_nodes: dict[str, set[str]] = defaultdict(set)  # cluster -> core node names
         #: managed pods in the core, by uid; and reasons the shell (not the core) keeps pods waiting.
         self.managed: dict[str, PodInfo] = {}
@@ -124,6 +125,10 @@ class Controller:
         self.shell_reasons: dict[str, str] = {}
         self._posted: dict[str, str] = {}  # uid -> waiting reason last posted as an Event
         self._refused: dict[str, float] = {}  # uid -> since when the front scheduler refuses it (admitted)
+        #: uid -> core node: gang members the core placed whose decision could not be written while
+        #: others of their gang's were; the core keeps them placed and their write is retried, so a
+        #: gang is never left partly admitted (see _apply)
+        self._unwritten: dict[str, str] = {}
         self.last_result: RoundResult | None = None
         #: gangs, keyed (namespace, gang key), admitted one member short (see relax_stalled_gangs).
         self.stall: StallRule[tuple[str, str]] = StallRule(settings.gang_stall_seconds)
@@ -311,7 +316,7 @@ class Controller:
             return
         self.managed[uid] = info
         state = self.core.state_of(uid)
-        if state is JobState.RUNNING and info.placed is None:
+        if state is JobState.RUNNING and info.placed is None and uid not in self._unwritten:
             self.core.revert(uid)  # its remote cluster refused it: it is placed again
             state = JobState.QUEUED
         try:
@@ -339,19 +344,31 @@ class Controller:
         self.shell_reasons.pop(uid, None)
         self._posted.pop(uid, None)
         self._refused.pop(uid, None)
+        self._unwritten.pop(uid, None)
         self.events.forget(uid)
 
     # ------------------------------------------------------------------ outputs
     async def _apply(self, result: RoundResult) -> None:
         """Write the round's decisions. Each is provisional until written: preemptions first (a
         victim that could not be marked keeps running, so whatever was placed on its node this
-        round, with its whole gang, is reverted), then admissions (any that cannot be written is
-        reverted: the job is queued again and the next round reconsiders it)."""
+        round, with its whole gang, is reverted), then admissions. An admission that cannot be
+        written is reverted (the job is queued again and the next round reconsiders it), unless
+        another member of its gang was written: then the core keeps it placed and its write is
+        retried until it lands or the pod is gone, so a gang is admitted whole, in one cluster."""
         sem = asyncio.Semaphore(32)
 
         async def bounded(coro: Any) -> Any:
             async with sem:
                 return await coro
+
+        for uid in [u for u in self._unwritten if u not in self.managed]:
+            del self._unwritten[uid]  # let go meanwhile (deleted, preempted, its node gone)
+        if self._unwritten:
+            retried = list(self._unwritten.items())
+            landed = await asyncio.gather(*(bounded(self._admit(uid, node)) for uid, node in retried))
+            for (uid, _), ok in zip(retried, landed, strict=True):
+                if ok:
+                    del self._unwritten[uid]
 
         outcomes = await asyncio.gather(
             *(bounded(self._preempt(uid, why)) for uid, why in result.preempted.items())
@@ -364,7 +381,18 @@ class Controller:
         written = await asyncio.gather(
             *(bounded(self._admit(uid, result.scheduled[uid].node)) for uid in admitted)
         )
-        self.unwritten = len(kept_nodes) + len(blocked) + written.count(False)
+        whole = {self._gang_id(uid) for uid, ok in zip(admitted, written, strict=True) if ok} - {None}
+        for uid, ok in zip(admitted, written, strict=True):
+            if ok:
+                continue
+            info = self.managed.get(uid)
+            if info is not None and self._gang_id(uid) in whole:
+                self._unwritten[uid] = result.scheduled[uid].node  # its gang runs: it must follow
+            else:
+                self.core.revert(uid)
+                if info is not None:
+                    self.changes.pods.add(info.key)
+        self.unwritten = len(kept_nodes) + len(blocked) + written.count(False) + len(self._unwritten)
         if self.unwritten:
             self.changes.wake.set()
         work = []
@@ -392,15 +420,13 @@ class Controller:
         return info.job.gang_id if info is not None and info.gang is not None else None
 
     async def _admit(self, uid: str, core_node: str) -> bool:
-        """Write the decision on the pod; False (and the binding reverted) when it could not be."""
+        """Write the decision on the pod; False when it could not be (the caller reverts it or
+        retries it)."""
         info = self.managed.get(uid)
         if info is None:
-            self.core.revert(uid)
             return False
         cluster, node = split_core_node(core_node)
         if not await self.actions.admit(info, cluster, node):
-            self.core.revert(uid)
-            self.changes.pods.add(info.key)
             return False
         info.placed = (cluster, node)
         info.placed_at = time.monotonic()

@@ -10,6 +10,7 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract import pods
+from armada_bridge.contract.decisions import Decision, DecisionKey
 from armada_bridge.core import model
 from armada_bridge.kube.client import Obj
 from armada_bridge.rejection import rejection_of, rejections_of
@@ -38,9 +39,15 @@ def _stuck(uid: str, queue: str, created: float) -> model.Job:
 
 
 class Describer:
-    def __init__(self, inputs: Inputs, owners: OwnerResolver) -> None:
+    def __init__(self, inputs: Inputs, owners: OwnerResolver, key: DecisionKey) -> None:
         self.inputs = inputs
         self.owners = owners
+        self.key = key
+
+    def decision_of(self, pod: Mapping[str, Any]) -> Decision | None:
+        """The pod's decision if this extender made it (its signature verifies): a decision written
+        by anyone else is no decision."""
+        return self.key.verified(pod)
 
     def queue_of(
         self, pod: Mapping[str, Any], podgroups: Mapping[str, Obj | None] | None = None
@@ -62,13 +69,16 @@ class Describer:
         annotations = md.get("annotations") or {}
         if status.get("phase") in TERMINAL:
             return None
-        if md.get("deletionTimestamp") and keys.ASSIGNED_CLUSTER not in annotations:
+        decision = self.decision_of(pod)
+        if md.get("deletionTimestamp") and decision is None:
             return None
         # A placed pod being deleted keeps its room until it is gone: its remote pod still runs, and
         # the front scheduler still counts it on the virtual node.
         node_name = spec.get("nodeName")
-        if node_name and keys.ASSIGNED_CLUSTER not in annotations:
-            return None  # bound by someone else (or to a real front node): not ours to account
+        if node_name and decision is None:
+            # Bound by someone else (to a real front node, or to a virtual node without a decision
+            # of ours, which its vkubelet refuses): not ours to account.
+            return None
         pgs = self.inputs.podgroups_of(pod)
         queue = self.queue_of(pod, pgs)
         if queue is None:
@@ -117,8 +127,7 @@ class Describer:
                 key, uid, queue, gang, root, _stuck(uid, queue, created), None, invalid=why, set_up=False
             )
         placed = None
-        cluster = annotations.get(keys.ASSIGNED_CLUSTER)
-        node = annotations.get(keys.ASSIGNED_REMOTE_NODE)
+        cluster, node = (decision.cluster, decision.node) if decision is not None else (None, None)
         if cluster and node and rejection_of(pod) is None:
             placed = (cluster, node)
         elif cluster and (refused := rejections_of(pod)) is not None:

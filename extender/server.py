@@ -19,7 +19,6 @@ from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from armada_bridge import keys
 from armada_bridge.kube import Kube
 from armada_bridge.kube.auth import Auth, authenticated
 from armada_bridge.kube.client import Obj
@@ -137,9 +136,9 @@ class Api:
         if not self._managed(pod):
             why = "armada-bridge: virtual nodes run only pods with a queue"
             return [n for n in names if n not in virtual], {n: why for n in names if n in virtual}
-        annotations = pod["metadata"].get("annotations") or {}
-        cluster = annotations.get(keys.ASSIGNED_CLUSTER)
-        if cluster:
+        decision = self.c.describer.decision_of(pod)
+        if decision is not None:
+            cluster = decision.cluster
             target = [n for n, c in virtual.items() if c == cluster]
             passing = [n for n in names if n in target]
             why = f"armada-bridge admitted this pod to remote cluster {cluster}"

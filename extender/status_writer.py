@@ -7,7 +7,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from armada_bridge import keys
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.result import RoundResult
 from armada_bridge.core.scheduler import Scheduler
@@ -17,6 +16,7 @@ from armada_bridge.kube.resources import QUEUES
 from armada_bridge.kube.times import now as utc_now
 from armada_bridge.kube.times import rfc3339
 from extender import protocols
+from extender.describe import Describer
 from extender.inputs import Inputs
 from extender.metrics import Metrics
 from extender.pod_info import PodInfo
@@ -30,6 +30,7 @@ class StatusSource(Protocol):
     inputs: Inputs
     core: Scheduler
     metrics: Metrics
+    describer: Describer
     last_result: RoundResult | None
 
     @property
@@ -152,7 +153,7 @@ def _members(controller: StatusSource) -> dict[tuple[str, str, str], list[Obj]]:
 
 
 def _gang_state(controller: StatusSource, members: Sequence[Mapping[str, Any]]) -> tuple[GangState, str]:
-    placed = [m for m in members if (m["metadata"].get("annotations") or {}).get(keys.ASSIGNED_CLUSTER)]
+    placed = [m for m in members if controller.describer.decision_of(m) is not None]
     if placed:
         running = all(
             (m.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed") for m in placed

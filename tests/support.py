@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+import secrets
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from kubernetes.client.rest import ApiException
+
+from armada_bridge import keys
+from armada_bridge.contract.decisions import DecisionKey, key_of, key_secret
 
 T = TypeVar("T")
 
@@ -20,3 +27,47 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 60, inte
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
         time.sleep(interval)
+
+
+#: A scheduler nobody runs: a pod created for it stays unbound until a test binds it.
+HOLD_SCHEDULER = "armada-bridge-test-hold"
+
+
+def decision_key(core: Any) -> DecisionKey:
+    """The environment's decision key (made by its extender; made here when it has not run yet,
+    as the extender would: create-if-absent)."""
+    try:
+        secret = core.read_namespaced_secret(keys.DECISION_KEY_SECRET, keys.SYSTEM_NAMESPACE)
+    except ApiException as e:
+        if e.status != 404:
+            raise
+        try:
+            core.create_namespaced_secret(keys.SYSTEM_NAMESPACE, key_secret(secrets.token_bytes(32)))
+        except ApiException as conflict:
+            if conflict.status != 409:
+                raise
+        secret = core.read_namespaced_secret(keys.DECISION_KEY_SECRET, keys.SYSTEM_NAMESPACE)
+    return key_of({"data": secret.data})
+
+
+def create_bound(core: Any, namespace: str, body: dict[str, Any]) -> Any:
+    """Create a pod bound to the virtual node its spec.nodeName names, as the bridge's path leaves
+    it: the extender's decision for that cluster (signed; the node in its ASSIGNED_REMOTE_NODE
+    annotation, if any), then a binding, as the front kube-scheduler makes. The test stands in for
+    both; the vkubelet refuses a pod bound without such a decision."""
+    body = copy.deepcopy(body)
+    cluster = body["spec"].pop("nodeName")
+    body["spec"]["schedulerName"] = HOLD_SCHEDULER
+    created = core.create_namespaced_pod(namespace, body)
+    name, uid = created.metadata.name, created.metadata.uid
+    node = ((body["metadata"].get("annotations") or {}).get(keys.ASSIGNED_REMOTE_NODE)) or ""
+    decision = decision_key(core).annotations(uid, cluster, node)
+    core.patch_namespaced_pod(name, namespace, {"metadata": {"annotations": decision, "uid": uid}})
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": cluster},
+    }
+    core.create_namespaced_pod_binding(name, namespace, binding, _preload_content=False)
+    return core.read_namespaced_pod(name, namespace)

@@ -77,7 +77,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="run the controllers only while holding a Lease (replicas)",
     )
-    p.add_argument("--leader-election-namespace", default=keys.SYSTEM_NAMESPACE)
+    p.add_argument(
+        "--leader-election-namespace",
+        default=keys.SYSTEM_NAMESPACE,
+        help="the bridge's namespace: the leader Lease, and the extender's decision key [%(default)s]",
+    )
     p.add_argument(
         "--identity", default=f"{socket.gethostname()}-{os.getpid()}", help="leader election identity"
     )
@@ -100,7 +104,12 @@ async def run(args: argparse.Namespace) -> int:
     front = Kube(load_config(args.kubeconfig), timeout=30, user_agent="armada-bridge-vkubelet")
     host, port = _host_port(args.listen)
     address = args.node_address or default_node_address()
-    manager = Manager(front, NodeEndpoint(address, port), workers=args.workers)
+    manager = Manager(
+        front,
+        NodeEndpoint(address, port),
+        workers=args.workers,
+        bridge_namespace=args.leader_election_namespace,
+    )
 
     def serving_certificate() -> tuple[Path, Path]:
         """The given files (read again when renewed), else a self-signed pair kept in cert_dir."""

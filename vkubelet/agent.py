@@ -30,6 +30,7 @@ from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.resources import CORE_EVENTS
 from armada_bridge.kube.shapes import Shape
 from vkubelet import deps
+from vkubelet.admission import PodAdmission
 from vkubelet.events import Recorder
 from vkubelet.heartbeat import Heartbeat
 from vkubelet.metrics import METRICS
@@ -70,8 +71,10 @@ class ClusterAgent:
         front_objects: FrontObjects,
         endpoint: NodeEndpoint,
         workers: int,
+        admission: PodAdmission,
     ) -> None:
         self.name = name
+        self.admission = admission
         self.spec = spec
         self.generation = generation
         # A client (connection pool) of its own for the front cluster: one busy cluster never
@@ -184,6 +187,7 @@ class ClusterAgent:
             mirrors,
             self.recorder,
             self.on_remote_error,
+            self.admission,
         )
         token_secrets = Informer(
             remote, SECRETS, label_selector=keys.FRONT_UID, name=f"{self.name}/front-api-tokens"

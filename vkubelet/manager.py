@@ -29,6 +29,7 @@ from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.resources import REMOTECLUSTERS
 from armada_bridge.kube.times import now, rfc3339
 from vkubelet import deps
+from vkubelet.admission import PodAdmission
 from vkubelet.agent import ClusterAgent, NodeEndpoint
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import RESOURCES, FrontObjects
@@ -55,6 +56,8 @@ class Manager:
     endpoint: NodeEndpoint
     workers: int = 32
     agents: dict[str, Running] = field(default_factory=dict)
+    #: the bridge's namespace: where the extender keeps the decision key
+    bridge_namespace: str = keys.SYSTEM_NAMESPACE
 
     def __post_init__(self) -> None:
         self.clusters = Informer(self.front, REMOTECLUSTERS, name="remoteclusters")
@@ -67,6 +70,7 @@ class Manager:
             },
             Informer(self.front, NAMESPACES, name="front-namespaces"),
         )
+        self.admission = PodAdmission(self.front_objects.by_kind[deps.SECRET], self.bridge_namespace)
         self._dirty = asyncio.Event()
         self.clusters.add_handler(lambda kind, obj: self._dirty.set())
         for informer in self.front_objects.informers:
@@ -159,6 +163,7 @@ class Manager:
                 self.front_objects,
                 self.endpoint,
                 self.workers,
+                self.admission,
             )
             self.agents[name] = Running(
                 agent, asyncio.create_task(agent.run(), name=f"agent/{name}"), fingerprint

@@ -21,6 +21,7 @@ from armada_bridge.kube.times import now, rfc3339
 from armada_bridge.rejection import Rejection, rejection_of, rejections_of
 from vkubelet import remote_pod
 from vkubelet import status as pod_status
+from vkubelet.admission import NOT_ADMITTED, PodAdmission, Verdict
 from vkubelet.events import Recorder
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import Mirrors
@@ -72,8 +73,10 @@ class PodController:
         mirrors: Mirrors,
         recorder: Recorder,
         on_error: Callable[[str], None],
+        admission: PodAdmission,
     ) -> None:
         self.cluster = cluster
+        self.admission = admission
         self.spec = spec
         self.front = front
         self.remote = remote
@@ -362,6 +365,13 @@ class PodController:
             await self._wait(
                 front, "DaemonSetPodNotRun", f"DaemonSet pods are not run in remote cluster {self.cluster}"
             )
+            return
+        check = self.admission.check(front, self.cluster)
+        if check.verdict is Verdict.WAIT:
+            await self._wait(front, "DecisionKeyWaiting", check.message)
+            return
+        if check.verdict is Verdict.REFUSE:
+            await self._fail(front, NOT_ADMITTED, check.message)
             return
         asks = remote_pod.host_access(front)
         if asks and self.spec.host_access == HostAccess.DENY:

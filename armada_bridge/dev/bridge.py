@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 CRDS_DIR = versions.REPO_ROOT / "manifests" / "crds"
 DEV_MANIFESTS_DIR = versions.REPO_ROOT / "manifests" / "dev"
 PRIORITY_CLASSES = versions.REPO_ROOT / "manifests" / "extender" / "priorityclasses.yaml"
+# Only the core's decisions run: the API server refuses the rest (docs/security.md).
+ADMISSION_POLICY = versions.REPO_ROOT / "manifests" / "extender" / "admission-policy.yaml"
 
 
 def apply_dir(bins: Binaries, kubeconfig: Path, directory: Path) -> None:
@@ -37,6 +39,7 @@ def install(env: BaseEnvironment, bins: Binaries) -> None:
     front = env.kubeconfig(FRONT)
     install_crds(bins, front)
     apply_dir(bins, front, DEV_MANIFESTS_DIR)
+    kubectl(bins, front, "apply", "--server-side", "--force-conflicts", "-f", str(ADMISSION_POLICY))
     vkubelet_setup.setup(env, bins)
     kubectl(bins, front, "apply", "--server-side", "--force-conflicts", "-f", str(PRIORITY_CLASSES))
     extender_setup.setup(env, bins)

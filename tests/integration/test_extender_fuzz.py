@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from armada_bridge.contract.decisions import ensure_key
 from armada_bridge.dev.environment import Environment
 from armada_bridge.dev.names import FRONT
 from armada_bridge.kube import PODS, Kube, load_config
@@ -96,7 +97,7 @@ def garbage(rng: random.Random) -> bytes:
 @pytest.fixture
 async def client(dev_env: Environment) -> AsyncIterator[TestClient[Any, Any]]:
     front = Kube(load_config(dev_env.kubeconfig(FRONT)))
-    controller = Controller(front, Settings(identity="fuzz"), Metrics())
+    controller = Controller(front, Settings(identity="fuzz"), Metrics(), await ensure_key(front))
     informers = asyncio.create_task(controller.inputs.run())
     await controller.inputs.wait_synced()
     async with TestClient(TestServer(make_app(Api(controller)))) as c:

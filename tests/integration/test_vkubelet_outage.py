@@ -16,7 +16,7 @@ from armada_bridge.dev import binaries
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.environment import Environment
 from tests.integration.test_vkubelet_pods import bound_pod, node_ready, phases, remote_pods
-from tests.support import wait_for
+from tests.support import create_bound, wait_for
 
 NS = "vk-private"
 
@@ -54,7 +54,7 @@ def kubectl(env: Environment, *args: str, timeout: float = 20) -> subprocess.Com
 
 def test_kubectl_logs_on_a_front_pod(env: Environment, clients: dict[str, k8s.CoreV1Api]) -> None:
     front = clients["front"]
-    front.create_namespaced_pod(NS, bound_pod("talker", "remote-1"))
+    create_bound(front, NS, bound_pod("talker", "remote-1"))
     wait_for("pod Running", lambda: phases(front, NS).get("talker") == "Running", timeout=30)
 
     logs = kubectl(env, "logs", "-n", NS, "talker")
@@ -98,8 +98,8 @@ def test_remote_outage_turns_node_not_ready_and_back(
     env: Environment, clients: dict[str, k8s.CoreV1Api]
 ) -> None:
     front, remote1 = clients["front"], clients["remote-1"]
-    front.create_namespaced_pod(NS, bound_pod("survivor", "remote-1"))
-    front.create_namespaced_pod(NS, bound_pod("bystander", "remote-2"))
+    create_bound(front, NS, bound_pod("survivor", "remote-1"))
+    create_bound(front, NS, bound_pod("bystander", "remote-2"))
     wait_for(
         "pods Running",
         lambda: (
@@ -182,7 +182,7 @@ def test_runs_with_the_shipped_front_rbac(env: Environment, clients: dict[str, k
     try:
         env.supervisor.ensure(as_sa)
         env.supervisor.wait_ready(as_sa)
-        front.create_namespaced_pod(NS, bound_pod("least-privilege", "remote-2"))
+        create_bound(front, NS, bound_pod("least-privilege", "remote-2"))
         wait_for("pod Running", lambda: phases(front, NS).get("least-privilege") == "Running", timeout=60)
         logs = kubectl(env, "logs", "-n", NS, "least-privilege")
         assert logs.returncode == 0, logs.stderr
@@ -221,12 +221,12 @@ def test_standby_replica_takes_over(env: Environment, clients: dict[str, k8s.Cor
             procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ}))
             if i == 0:
                 wait_for("replica-0 leads", lambda: _node_port(front, "remote-2") == ports[0], timeout=30)
-        front.create_namespaced_pod(NS, bound_pod("before-failover", "remote-2"))
+        create_bound(front, NS, bound_pod("before-failover", "remote-2"))
         wait_for("pod Running", lambda: phases(front, NS).get("before-failover") == "Running", timeout=30)
         procs[0].send_signal(signal.SIGTERM)  # a clean stop releases the Lease at once
         procs[0].wait(20)
         wait_for("replica-1 leads", lambda: _node_port(front, "remote-2") == ports[1], timeout=30)
-        front.create_namespaced_pod(NS, bound_pod("after-failover", "remote-2"))
+        create_bound(front, NS, bound_pod("after-failover", "remote-2"))
         wait_for("pod Running", lambda: phases(front, NS).get("after-failover") == "Running", timeout=30)
         for name in ("remote-1", "remote-2"):
             ready = next(c for c in front.read_node(name).status.conditions if c.type == "Ready")

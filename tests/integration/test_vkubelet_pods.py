@@ -20,7 +20,7 @@ from kubernetes.client.rest import ApiException
 from armada_bridge import keys
 from armada_bridge.dev import binaries, bridge, vkubelet_setup
 from armada_bridge.dev.environment import Environment
-from tests.support import wait_for
+from tests.support import create_bound, wait_for
 
 
 def bound_pod(name: str, node: str, **spec: Any) -> dict[str, Any]:
@@ -136,7 +136,7 @@ def test_pod_runs_remotely_with_constraints_restored(
         "remote-1",
         annotations={keys.SCHEDULING_CONSTRAINTS: constraints, keys.ASSIGNED_REMOTE_NODE: "remote-1-node-1"},
     )
-    front.create_namespaced_pod(namespace, pod)
+    create_bound(front, namespace, pod)
     wait_for("front pod Running", lambda: phases(front, namespace).get("pinned") == "Running", timeout=30)
     remote = remote1.read_namespaced_pod("pinned", namespace)
     fp = front.read_namespaced_pod("pinned", namespace)
@@ -167,7 +167,7 @@ def test_many_pods_across_two_virtual_nodes(
 ) -> None:
     n = 200
     for i in range(n):
-        front.create_namespaced_pod(namespace, bound_pod(f"p-{i}", "remote-1" if i % 2 else "remote-2"))
+        create_bound(front, namespace, bound_pod(f"p-{i}", "remote-1" if i % 2 else "remote-2"))
 
     def all_running() -> bool:
         ph = phases(front, namespace)
@@ -215,7 +215,7 @@ def test_dependencies_mirrored_synced_and_removed(
                 }
             ],
         )
-        front.create_namespaced_pod(namespace, pod)
+        create_bound(front, namespace, pod)
     wait_for("3 pods Running", lambda: list(phases(front, namespace).values()) == ["Running"] * 3, timeout=60)
     cm = remote1.read_namespaced_config_map("settings", namespace)
     assert cm.data == {"mode": "one"}
@@ -281,7 +281,7 @@ def test_unmanaged_remote_objects_are_left_alone(
         "remote-1",
         containers=[{"name": "main", "image": "busybox", "envFrom": [{"configMapRef": {"name": "theirs"}}]}],
     )
-    front.create_namespaced_pod(namespace, pod)
+    create_bound(front, namespace, pod)
     wait_for("pod Running", lambda: phases(front, namespace).get("reader") == "Running", timeout=30)
     front.delete_namespaced_pod("reader", namespace)
     wait_for("pod gone", lambda: not phases(front, namespace), timeout=30)
@@ -291,7 +291,7 @@ def test_unmanaged_remote_objects_are_left_alone(
 def test_remote_pod_deleted_by_hand_fails_front_pod(
     front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
 ) -> None:
-    front.create_namespaced_pod(namespace, bound_pod("victim", "remote-1"))
+    create_bound(front, namespace, bound_pod("victim", "remote-1"))
     wait_for("pod Running", lambda: phases(front, namespace).get("victim") == "Running", timeout=30)
     remote1.delete_namespaced_pod("victim", namespace)
     pod = wait_for(
@@ -318,7 +318,7 @@ def test_remote_pod_deleted_by_hand_fails_front_pod(
 def test_front_deletion_deletes_remote_pod_first(
     front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
 ) -> None:
-    front.create_namespaced_pod(namespace, bound_pod("gone", "remote-1"))
+    create_bound(front, namespace, bound_pod("gone", "remote-1"))
     wait_for("pod Running", lambda: phases(front, namespace).get("gone") == "Running", timeout=30)
     front.delete_namespaced_pod("gone", namespace, grace_period_seconds=20)
     wait_for(
@@ -328,7 +328,7 @@ def test_front_deletion_deletes_remote_pod_first(
 
 
 def test_host_access_refused_by_default(front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str) -> None:
-    front.create_namespaced_pod(namespace, bound_pod("hosty", "remote-1", hostNetwork=True))
+    create_bound(front, namespace, bound_pod("hosty", "remote-1", hostNetwork=True))
     pod = wait_for(
         "front pod Failed",
         lambda: (p := front.read_namespaced_pod("hosty", namespace)).status.phase == "Failed" and p,
@@ -369,7 +369,7 @@ def test_kubelet_api_refuses_anonymous_and_unauthorized(
         403,
         404,
     )
-    front.create_namespaced_pod(namespace, bound_pod("logged", "remote-1"))
+    create_bound(front, namespace, bound_pod("logged", "remote-1"))
     wait_for("pod Running", lambda: phases(front, namespace).get("logged") == "Running", timeout=30)
     assert (
         _kubelet_get(
@@ -478,7 +478,7 @@ def test_sigkill_during_churn_loses_and_duplicates_nothing(
     n = 200
     deleted: set[str] = set()
     for i in range(n):
-        front.create_namespaced_pod(namespace, bound_pod(f"c-{i}", "remote-1" if i % 2 else "remote-2"))
+        create_bound(front, namespace, bound_pod(f"c-{i}", "remote-1" if i % 2 else "remote-2"))
         if i == 80:
             _kill_vkubelet(vkubelet)
         if i >= 40 and i % 3 == 0:
@@ -510,7 +510,7 @@ def test_sigkill_during_churn_loses_and_duplicates_nothing(
 def test_completed_pod_is_never_started_again(
     front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
 ) -> None:
-    front.create_namespaced_pod(namespace, bound_pod("done", "remote-1"))
+    create_bound(front, namespace, bound_pod("done", "remote-1"))
     wait_for("pod Running", lambda: phases(front, namespace).get("done") == "Running", timeout=30)
     # The remote container exits 0 (KWOK runs no containers: say so through the status).
     remote = remote1.read_namespaced_pod("done", namespace)
@@ -546,7 +546,7 @@ def test_completed_pod_is_never_started_again(
 def test_front_label_changes_reach_the_remote_pod(
     front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
 ) -> None:
-    front.create_namespaced_pod(namespace, bound_pod("relabel", "remote-1"))
+    create_bound(front, namespace, bound_pod("relabel", "remote-1"))
     wait_for("pod Running", lambda: phases(front, namespace).get("relabel") == "Running", timeout=30)
     front.patch_namespaced_pod("relabel", namespace, {"metadata": {"labels": {"role": "leader"}}})
     wait_for(
@@ -560,7 +560,7 @@ def test_front_pod_declared_failed_stops_its_remote_pod(
     front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
 ) -> None:
     """The extender preempts by marking the front pod Failed/Preempted: the remote pod goes."""
-    front.create_namespaced_pod(namespace, bound_pod("preempted", "remote-1"))
+    create_bound(front, namespace, bound_pod("preempted", "remote-1"))
     wait_for("pod Running", lambda: phases(front, namespace).get("preempted") == "Running", timeout=30)
     front.patch_namespaced_pod_status(
         "preempted", namespace, {"status": {"phase": "Failed", "reason": "Preempted", "message": "by a test"}}

@@ -36,7 +36,7 @@ from tests.integration.test_vkubelet_pods import (  # noqa: F401  (fixtures)
     remote1,
     vkubelet,
 )
-from tests.support import wait_for
+from tests.support import create_bound, wait_for
 
 
 def kubectl(
@@ -58,7 +58,7 @@ def kubectl(
 
 @pytest.fixture
 def running(vkubelet: Environment, front: k8s.CoreV1Api, namespace: str) -> Iterator[str]:  # noqa: F811
-    front.create_namespaced_pod(namespace, bound_pod("shell", "remote-1"))
+    create_bound(front, namespace, bound_pod("shell", "remote-1"))
     wait_for("pod Running", lambda: phases(front, namespace).get("shell") == "Running", timeout=30)
     yield "shell"
 

@@ -24,7 +24,7 @@ from tests.integration.test_vkubelet_pods import (  # noqa: F401  (fixtures)
     remote2,
     vkubelet,
 )
-from tests.support import wait_for
+from tests.support import create_bound, wait_for
 from vkubelet import tokens
 
 Api = Callable[[str], k8s.ApiClient]
@@ -78,7 +78,7 @@ def test_remote_pod_sees_the_front_api(
     worker_sa: str,
     tmp_path: Path,
 ) -> None:
-    front.create_namespaced_pod(namespace, bound_pod("driver", "remote-1", serviceAccountName=worker_sa))
+    create_bound(front, namespace, bound_pod("driver", "remote-1", serviceAccountName=worker_sa))
     wait_for("pod Running", lambda: phases(front, namespace).get("driver") == "Running", timeout=30)
     fpod = front.read_namespaced_pod("driver", namespace)
     uid = fpod.metadata.uid
@@ -184,7 +184,8 @@ def test_opted_out_pod_gets_no_token(
     namespace: str,
     worker_sa: str,
 ) -> None:
-    front.create_namespaced_pod(
+    create_bound(
+        front,
         namespace,
         bound_pod("quiet", "remote-1", serviceAccountName=worker_sa, automountServiceAccountToken=False),
     )
@@ -226,7 +227,7 @@ def test_remote_cluster_can_turn_it_off(
     worker_sa: str,
     front_api_off: None,
 ) -> None:
-    front.create_namespaced_pod(namespace, bound_pod("local", "remote-2", serviceAccountName=worker_sa))
+    create_bound(front, namespace, bound_pod("local", "remote-2", serviceAccountName=worker_sa))
     wait_for("pod Running", lambda: phases(front, namespace).get("local") == "Running", timeout=30)
     uid = front.read_namespaced_pod("local", namespace).metadata.uid
     rpod = remote2.read_namespaced_pod("local", namespace)

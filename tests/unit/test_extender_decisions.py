@@ -12,6 +12,7 @@ import socket
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.contract.decisions import DecisionKey
 from armada_bridge.core.model import JobState
 from armada_bridge.core.result import Placement, RoundResult
 from armada_bridge.kube.client import Kube, KubeConfig, with_uid_precondition
@@ -25,6 +26,7 @@ from extender.status_writer import merge_patch
 
 Obj = dict[str, Any]
 CLUSTER = "remote-1"
+KEY = DecisionKey(b"unit-test-decision-key-0123456789")
 
 
 def _closed_port() -> int:
@@ -78,7 +80,7 @@ def _remote_pod(name: str, node: str, *, front_uid: str | None = None, cpu: str 
 
 def _controller(nodes: list[Obj]) -> Controller:
     kube = Kube(KubeConfig(server=f"http://127.0.0.1:{_closed_port()}"), timeout=2)
-    c = Controller(kube, Settings(), Metrics())
+    c = Controller(kube, Settings(), Metrics(), KEY)
     _feed(c.inputs.namespaces, {"metadata": {"name": "team-a", "labels": {keys.QUEUE_LABEL: "default"}}})
     _feed(c.inputs.queues, {"metadata": {"name": "default", "uid": "q"}, "spec": {}})
     c.changes.clusters = False  # the remote cluster's watcher is made by hand below
@@ -118,8 +120,7 @@ def test_a_decision_that_cannot_be_written_is_reverted_and_retried() -> None:
 def test_a_preemption_that_cannot_be_written_keeps_the_victim_and_blocks_its_room() -> None:
     async def scenario() -> None:
         c = _controller([_node("n0"), _node("n1")])
-        placed = {keys.ASSIGNED_CLUSTER: CLUSTER, keys.ASSIGNED_REMOTE_NODE: "n0"}
-        _feed(c.inputs.pods, _pod("victim", annotations=placed))
+        _feed(c.inputs.pods, _pod("victim", annotations=KEY.annotations("uid-victim", CLUSTER, "n0")))
         _feed(c.inputs.pods, _pod("taker"))
         _feed(c.inputs.pods, _pod("elsewhere"))
         await c._sync()
@@ -149,7 +150,9 @@ def test_a_preemption_that_cannot_be_written_keeps_the_victim_and_blocks_its_roo
 
 
 def test_rounds_back_off_after_failures() -> None:
-    c = Controller(Kube(KubeConfig(server="http://127.0.0.1:1")), Settings(coalesce_seconds=0.05), Metrics())
+    c = Controller(
+        Kube(KubeConfig(server="http://127.0.0.1:1")), Settings(coalesce_seconds=0.05), Metrics(), KEY
+    )
     assert c.backoff() == 0.05
     c.failed_rounds = 3
     assert c.backoff() == 0.4
@@ -177,8 +180,7 @@ def test_pod_slots_are_counted() -> None:
 def test_remote_pods_the_core_does_not_account_take_room() -> None:
     async def scenario() -> None:
         c = _controller([_node("n0", cpu="8", pods="10")])
-        placed = {keys.ASSIGNED_CLUSTER: CLUSTER, keys.ASSIGNED_REMOTE_NODE: "n0"}
-        _feed(c.inputs.pods, _pod("running", annotations=placed))
+        _feed(c.inputs.pods, _pod("running", annotations=KEY.annotations("uid-running", CLUSTER, "n0")))
         await c._sync()
         pods = c.inputs.remotes.watchers[CLUSTER].pods
         _feed(pods, _remote_pod("running", "n0", front_uid="uid-running"))  # accounted by the core
@@ -201,15 +203,9 @@ def test_a_pod_its_remote_cluster_refused_is_placed_again_on_another_node() -> N
     async def scenario() -> None:
         c = _controller([_node("n0"), _node("n1", cpu="64"), _node("n2")])
         refused = Rejection(("n0", "n2"), "Too many pods").encode()
-        annotations = {
-            keys.ASSIGNED_CLUSTER: CLUSTER,
-            keys.ASSIGNED_REMOTE_NODE: "n0",
-            keys.REMOTE_REJECTION: refused,
-        }
-        placed = _pod(
-            "refused",
-            annotations={k: annotations[k] for k in (keys.ASSIGNED_CLUSTER, keys.ASSIGNED_REMOTE_NODE)},
-        )
+        decision = KEY.annotations("uid-refused", CLUSTER, "n0")
+        annotations = {**decision, keys.REMOTE_REJECTION: refused}
+        placed = _pod("refused", annotations=decision)
         placed["spec"]["nodeName"] = CLUSTER  # bound to its virtual node
         _feed(c.inputs.pods, placed)
         await c._sync()
