@@ -10,7 +10,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,8 +131,10 @@ async def batch_times(
     ns: str,
     timeout: float = 600,
     stages: Sequence[tuple[Kube, Mapping[str, Predicate]]] = (),
+    create_pod: Callable[[Kube, dict[str, Any], str], Awaitable[Any]] | None = None,
 ) -> Times:
-    """Create the pods (bounded concurrency); when each was created and seen Running (by any of
+    """Create the pods (bounded concurrency; with `create_pod(kube, body, ns)` instead of a plain
+    create, timed from when it returns); when each was created and seen Running (by any of
     `watchers`), and when each met the predicates of `stages` (watched in `ns` of their cluster)."""
     times = Times()
     done = asyncio.Event()
@@ -146,6 +148,10 @@ async def batch_times(
 
     async def create(kube: Kube, body: dict[str, Any]) -> None:
         async with sem:
+            if create_pod is not None:
+                await create_pod(kube, body, ns)
+                times.created[body["metadata"]["name"]] = time.monotonic()
+                return
             times.created[body["metadata"]["name"]] = time.monotonic()
             await kube.create(PODS, body, ns)
 

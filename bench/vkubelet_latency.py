@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import os
 import signal
 import statistics
 import sys
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge import keys
+from armada_bridge.contract.decisions import DecisionKey, ensure_key
 from armada_bridge.dev import binaries, bridge, vkubelet_setup
 from armada_bridge.dev.environment import Environment
-from armada_bridge.kube import Kube, load_config
+from armada_bridge.kube import PODS, Kube, load_config
 from bench.pods import (
     CREATED,
     RUNNING,
@@ -46,6 +49,9 @@ VKUBELET_STAGES = (CREATED, REMOTE_CREATED, REMOTE_BOUND, REMOTE_RUNNING, RUNNIN
 DIRECT_STAGES = (CREATED, REMOTE_BOUND, RUNNING)
 
 
+HOLD_SCHEDULER = "armada-bridge-bench-hold"  # nobody runs it: the bench binds the pods itself
+
+
 def pod(name: str, node: str | None, token: bool = True) -> dict[str, Any]:
     spec: dict[str, Any] = {"automountServiceAccountToken": token}
     if node:
@@ -54,6 +60,30 @@ def pod(name: str, node: str | None, token: bool = True) -> dict[str, Any]:
             {"key": keys.VIRTUAL_NODE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
         ]
     return bench_pod(name, cpu="10m", memory="16Mi", labels={"bench": "vk"}, **spec)
+
+
+def bound_as_admitted(key: DecisionKey) -> Callable[[Kube, dict[str, Any], str], Awaitable[None]]:
+    """Create a front pod as the extender and the front scheduler leave it: held, the extender's
+    signed decision for the cluster of its spec.nodeName written, then bound there. The vkubelet's
+    time starts at the binding (it runs nothing without such a decision)."""
+
+    async def create(front: Kube, body: dict[str, Any], ns: str) -> None:
+        body = copy.deepcopy(body)
+        cluster = body["spec"].pop("nodeName")
+        body["spec"]["schedulerName"] = HOLD_SCHEDULER
+        created = await front.create(PODS, body, ns)
+        name, uid = created["metadata"]["name"], created["metadata"]["uid"]
+        patch = {"metadata": {"annotations": key.annotations(uid, cluster, "")}}
+        await front.patch(PODS, name, patch, ns, uid=uid)
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": ns, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": cluster},
+        }
+        await front.request("POST", PODS.path(ns, name, "binding"), body=binding)
+
+    return create
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
@@ -94,6 +124,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             [front],
             ns_vk,
             stages=[(r1, remote_stages), (r2, remote_stages)],
+            create_pod=bound_as_admitted(await ensure_key(front)),
         )
         direct, via = direct_times.between(CREATED, RUNNING), via_times.between(CREATED, RUNNING)
         peak = memory_kib(pid)
