@@ -382,17 +382,19 @@ class Controller:
             *(bounded(self._admit(uid, result.scheduled[uid].node)) for uid in admitted)
         )
         whole = {self._gang_id(uid) for uid, ok in zip(admitted, written, strict=True) if ok} - {None}
+        reverted = 0
         for uid, ok in zip(admitted, written, strict=True):
             if ok:
                 continue
             info = self.managed.get(uid)
             if info is not None and self._gang_id(uid) in whole:
                 self._unwritten[uid] = result.scheduled[uid].node  # its gang runs: it must follow
-            else:
-                self.core.revert(uid)
-                if info is not None:
-                    self.changes.pods.add(info.key)
-        self.unwritten = len(kept_nodes) + len(blocked) + written.count(False) + len(self._unwritten)
+                continue
+            reverted += 1
+            self.core.revert(uid)
+            if info is not None:
+                self.changes.pods.add(info.key)
+        self.unwritten = len(kept_nodes) + len(blocked) + reverted + len(self._unwritten)
         if self.unwritten:
             self.changes.wake.set()
         work = []
