@@ -1,7 +1,9 @@
 """The extender's view of each remote cluster: its real nodes and the pods running there.
 
 One watcher per RemoteCluster, each with its own client and informers, so a broken cluster only
-marks itself unhealthy; adding or removing a RemoteCluster starts or stops its watcher.
+marks itself unhealthy; adding or removing a RemoteCluster starts or stops its watcher. A stopped
+watcher's pods and nodes are forgotten (DELETED), so one started again (its kubeconfig Secret
+rotated, its RemoteCluster recreated) counts exactly what its own informers list.
 """
 
 from __future__ import annotations
@@ -94,6 +96,9 @@ class Remotes:
         if w is None:
             return
         await w.stop()
+        # What ended while no watcher runs is never seen: the next watcher lists afresh.
+        for pod in list(w.pods.cache.values()):
+            self.on_event(name, "pods", "DELETED", pod)
         for node in list(w.nodes.cache.values()):
             self.on_event(name, "nodes", "DELETED", node)
         log.info("remote cluster %s: stopped watching", name)
