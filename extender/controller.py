@@ -32,7 +32,7 @@ from armada_bridge.kube.resources import VOLCANO_PODGROUPS
 from extender import translate
 from extender.actions import Actions, Written
 from extender.describe import Describer
-from extender.events import EventRecorder
+from extender.events import WAITING, EventRecorder
 from extender.inputs import Inputs
 from extender.metrics import Metrics
 from extender.owners import OwnerResolver
@@ -114,7 +114,7 @@ class Controller:
         self.core = Scheduler(settings.scheduling)
         self.inputs = Inputs(front)
         self.changes = self.inputs.changes
-        self.events = EventRecorder(front)
+        self.events = EventRecorder(front, metrics, on_lost=self._event_lost)
         self.describer = Describer(self.inputs, OwnerResolver(front))
         self.actions = Actions(front, self.events, metrics)
         self._core_nodes: dict[str, set[str]] = defaultdict(set)  # cluster -> core node names
@@ -415,6 +415,11 @@ class Controller:
         pod = self.inputs.pods.get(name, ns)
         if pod is not None:
             await self.actions.explain(pod, reason)
+
+    def _event_lost(self, uid: str, reason: str, message: str) -> None:
+        """An Event the recorder could not write: a waiting reason is posted again next round."""
+        if reason == WAITING and self._posted.get(uid) == message:
+            del self._posted[uid]
 
     async def _preempt(self, uid: str, why: str) -> str | None:
         """Preempt a victim (:meth:`Actions.preempt`). Returns the core node of a victim that could

@@ -66,6 +66,13 @@ class Metrics:
             "armada_bridge_queue_actual_share", "Actual share of a queue", ["queue"], registry=r
         )
         self.leader = Gauge("armada_bridge_extender_leader", "1 while this replica leads", registry=r)
+        self.events_lost = Counter(
+            "armada_bridge_extender_events_lost_total",
+            "Events on pods not written: dropped (too many waiting to be written) or failed (the write "
+            "failed); a pod's waiting reason is posted again by the next round",
+            ["cause"],
+            registry=r,
+        )
 
     def observe_round(self, result: RoundResult) -> None:
         for report in result.queue_shares().values():

@@ -1,4 +1,5 @@
-"""The extender's shell around the core: a decision counts only once written, pod slots, status.
+"""The extender's shell around the core: a decision counts only once written, pod slots, status;
+an Event not written is posted again.
 
 The controller runs here against an API server that is not there (a closed loopback port), with
 its caches filled by hand: every write fails the way a dropped connection does.
@@ -10,6 +11,8 @@ import asyncio
 import json
 import socket
 from typing import Any
+
+import pytest
 
 from armada_bridge import keys
 from armada_bridge.core.model import JobState
@@ -155,6 +158,27 @@ def test_rounds_back_off_after_failures() -> None:
     assert c.backoff() == 0.4
     c.failed_rounds = 1000
     assert c.backoff() == Settings().max_backoff_seconds
+
+
+def _count(c: Controller, name: str, **labels: str) -> float:
+    return c.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+@pytest.mark.parametrize("cause", ["failed", "dropped"])
+def test_a_waiting_reason_whose_event_was_not_written_is_posted_again(cause: str) -> None:
+    async def scenario() -> None:
+        c = _controller([])  # no nodes: the pod waits
+        if cause == "dropped":
+            c.events.max_queued = 0  # too many Events wait already
+        _feed(c.inputs.pods, _pod("a"))
+        for attempt in (1, 2):
+            await c.round()
+            await c.events._queue.join()  # written, or not (nothing answers)
+            assert "uid-a" not in c._posted  # not marked posted: the next round posts it again
+            assert _count(c, "armada_bridge_extender_events_lost_total", cause=cause) == attempt
+        await c.front.close()
+
+    _run(scenario())
 
 
 def test_pod_slots_are_counted() -> None:
