@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +123,7 @@ class Controller:
         self._uid_by_key: dict[str, str] = {}
         self.shell_reasons: dict[str, str] = {}
         self._posted: dict[str, str] = {}  # uid -> waiting reason last posted as an Event
+        self._status_errors: dict[str, str] = {}  # status step -> its last error, while it fails
         self._refused: dict[str, float] = {}  # uid -> since when the front scheduler refuses it (admitted)
         self.last_result: RoundResult | None = None
         #: gangs, keyed (namespace, gang key), admitted one member short (see relax_stalled_gangs).
@@ -134,7 +135,9 @@ class Controller:
 
     # ------------------------------------------------------------------ loop
     async def run_rounds(self) -> None:
-        """The leader's loop: a round whenever something changed (coalesced), statuses periodically."""
+        """The leader's loop: a round whenever something changed (coalesced), statuses periodically.
+        Nothing that fails in a round or the status pass ends it: the error is logged and counted
+        (`armada_bridge_extender_round_errors_total`), and the loop backs off and carries on."""
         self.leading = True
         await self.inputs.wait_synced()
         self.changes.pods.update(key_of(p) for p in self.inputs.pods.items())
@@ -148,16 +151,17 @@ class Controller:
                 try:
                     await self.round()
                     self.failed_rounds = self.failed_rounds + 1 if self.unwritten else 0
-                except (ApiError, OSError, TimeoutError) as e:
+                except Exception as e:  # an API error, or a bug: never the end of the leader
                     self.failed_rounds += 1
-                    log.warning("round failed, retrying in %.2fs: %s", self.backoff(), e)
+                    self.metrics.round_errors.labels(stage="round").inc()
+                    if isinstance(e, (ApiError, OSError, TimeoutError)):
+                        log.warning("round failed, retrying in %.2fs: %s", self.backoff(), e)
+                    else:
+                        log.exception("round failed, retrying in %.2fs", self.backoff())
                     self.changes.wake.set()
                 if time.monotonic() - last_status >= self.settings.status_interval:
                     last_status = time.monotonic()
-                    try:
-                        await self.write_statuses()
-                    except Exception:  # status is best effort, written again next interval
-                        log.exception("writing statuses failed")
+                    await self.write_statuses()
         finally:
             self.leading = False
             await self.inputs.remotes.close()
@@ -183,7 +187,11 @@ class Controller:
         changes, remotes = self.changes, self.inputs.remotes
         if changes.clusters:
             changes.clusters = False
-            await remotes.sync(self.inputs.remote_clusters.items())
+            try:
+                await remotes.sync(self.inputs.remote_clusters.items())
+            except BaseException:
+                changes.clusters = True  # the round failed: tried again next round
+                raise
             for cluster, watcher in remotes.watchers.items():  # cordon may have changed
                 changes.nodes.update((cluster, n) for n in watcher.nodes.cache)
             for cluster in list(self._core_nodes):
@@ -213,8 +221,13 @@ class Controller:
                 if self.core.queues.get(q.name) != q:
                     self.core.upsert_queue(q)
         if changes.pods:
-            for k in sorted(changes.take_pods()):
-                await self._sync_pod(k)
+            todo = sorted(changes.take_pods())
+            for i, k in enumerate(todo):
+                try:
+                    await self._sync_pod(k)
+                except BaseException:
+                    changes.pods.update(todo[i:])  # the round failed: the rest are not lost
+                    raise
             # Pods the core let go free their room only once their remote pods are gone.
             for cluster, name in changes.take_nodes():
                 self._sync_node(cluster, name)
@@ -509,10 +522,30 @@ class Controller:
             self.changes.wake.set()
 
     async def write_statuses(self) -> None:
-        self.relax_stalled_gangs()
-        await self.touch_unbound()
-        await write_queue_statuses(self)
-        await write_podgroup_statuses(self)
+        """The periodic pass: stalled gangs, admitted pods still unbound (nudged, or bound by the
+        bridge), Queue and PodGroup status. Each step on its own: one that fails (logged, counted as
+        stage status) stops none of the others, and runs again next interval."""
+
+        async def relax() -> None:
+            self.relax_stalled_gangs()
+
+        steps: dict[str, Callable[[], Awaitable[None]]] = {
+            "stalled gangs": relax,
+            "unbound pods": self.touch_unbound,
+            "queue status": lambda: write_queue_statuses(self),
+            "podgroup status": lambda: write_podgroup_statuses(self),
+        }
+        for step, run in steps.items():
+            try:
+                await run()
+                self._status_errors.pop(step, None)
+            except Exception as e:
+                self.metrics.round_errors.labels(stage="status").inc()
+                if self._status_errors.get(step) == repr(e):  # the same again: no traceback
+                    log.warning("status pass: %s failed again: %s: %s", step, type(e).__name__, e)
+                else:
+                    log.exception("status pass: %s failed; the other steps go on", step)
+                self._status_errors[step] = repr(e)
 
     # ------------------------------------------------------------------ queries (filter, CLI)
     def look_at(self, pod: Obj) -> None:

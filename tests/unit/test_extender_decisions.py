@@ -1,5 +1,5 @@
 """The extender's shell around the core: a decision counts only once written, pod slots, status;
-an Event not written is posted again.
+an Event not written is posted again; the loop survives failures.
 
 The controller runs here against an API server that is not there (a closed loopback port), with
 its caches filled by hand: every write fails the way a dropped connection does.
@@ -8,8 +8,11 @@ its caches filled by hand: every write fails the way a dropped connection does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
+import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -25,6 +28,7 @@ from extender.controller import Controller, Settings, core_node_name
 from extender.metrics import Metrics
 from extender.remotes import RemoteWatcher
 from extender.status_writer import merge_patch
+from tests.support import wait_for_async
 
 Obj = dict[str, Any]
 CLUSTER = "remote-1"
@@ -162,6 +166,76 @@ def test_rounds_back_off_after_failures() -> None:
 
 def _count(c: Controller, name: str, **labels: str) -> float:
     return c.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+@contextlib.asynccontextmanager
+async def _leading(c: Controller) -> AsyncIterator[asyncio.Task[None]]:
+    """The leader's loop (run_rounds) on caches filled by hand, stopped on exit; it never ends by
+    itself."""
+    for informer in (c.inputs.pods, c.inputs.namespaces, c.inputs.remote_clusters, c.inputs.vnodes):
+        informer.synced.set()
+    loop = asyncio.create_task(c.run_rounds())
+    try:
+        yield loop
+        assert not loop.done(), loop.exception()
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+
+def test_an_unexpected_error_in_a_round_does_not_end_the_loop() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        _feed(c.inputs.pods, _pod("a"))
+        schedule_round, calls = c.core.schedule_round, []
+
+        def a_bug_once(now: float) -> RoundResult:
+            calls.append(now)
+            if len(calls) == 1:
+                raise RuntimeError("a bug")
+            return schedule_round(now)
+
+        c.core.schedule_round = a_bug_once  # type: ignore[method-assign]
+        async with _leading(c) as loop:
+            await wait_for_async("a round after the failed one", lambda: c.rounds >= 1 or loop.done())
+        assert _count(c, "armada_bridge_extender_round_errors_total", stage="round") == 1
+        assert c.last_result is not None and "uid-a" in c.last_result.scheduled
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_a_failed_round_loses_none_of_the_pods_it_had_to_look_at() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        owned = _pod("a-owned")  # its owner is looked up on the API server, which does not answer
+        owned["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "uid-j", "controller": True}
+        ]
+        _feed(c.inputs.pods, owned)
+        _feed(c.inputs.pods, _pod("b"))
+        with pytest.raises(OSError):
+            await c.round()
+        assert c.changes.pods == {"team-a/a-owned", "team-a/b"}  # both looked at again next round
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_a_failing_status_step_stops_none_of_the_others() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        placed = {keys.ASSIGNED_CLUSTER: CLUSTER, keys.ASSIGNED_REMOTE_NODE: "n0"}
+        _feed(c.inputs.pods, _pod("admitted", annotations=placed))  # admitted, not bound yet
+        await c.round()
+        c.managed["uid-admitted"].placed_at = time.monotonic() - 60
+        # Its nudge cannot be written (nothing answers): the queue status step runs all the same.
+        await c.write_statuses()
+        assert _count(c, "armada_bridge_gangs_running", queue="default") == 1
+        assert _count(c, "armada_bridge_extender_round_errors_total", stage="status") >= 1
+        await c.front.close()
+
+    _run(scenario())
 
 
 @pytest.mark.parametrize("cause", ["failed", "dropped"])
