@@ -98,6 +98,9 @@ class Settings:
     #: coalesce_seconds doubled per failure in a row, up to this.
     max_backoff_seconds: float = 5.0
     status_interval: float = 2.0
+    #: every this often, whatever differs from what the loop last synced is looked at again (an
+    #: event a handler failed on is not lost; see Controller.resync).
+    resync_interval: float = 60.0
     #: A gang one member short for this long, whose PodGroup's minResources covers the missing one,
     #: is admitted with what is present (see Controller.relax_stalled_gangs).
     gang_stall_seconds: float = 30.0
@@ -112,7 +115,7 @@ class Controller:
         self.settings = settings
         self.metrics = metrics
         self.core = Scheduler(settings.scheduling)
-        self.inputs = Inputs(front)
+        self.inputs = Inputs(front, on_handler_error=self._handler_failed)
         self.changes = self.inputs.changes
         self.events = EventRecorder(front, metrics, on_lost=self._event_lost)
         self.describer = Describer(self.inputs, OwnerResolver(front))
@@ -123,6 +126,7 @@ class Controller:
         self._uid_by_key: dict[str, str] = {}
         self.shell_reasons: dict[str, str] = {}
         self._posted: dict[str, str] = {}  # uid -> waiting reason last posted as an Event
+        self._synced_rv: dict[str, str] = {}  # pod key -> its resourceVersion when last synced
         self._status_errors: dict[str, str] = {}  # status step -> its last error, while it fails
         self._refused: dict[str, float] = {}  # uid -> since when the front scheduler refuses it (admitted)
         self.last_result: RoundResult | None = None
@@ -135,19 +139,23 @@ class Controller:
 
     # ------------------------------------------------------------------ loop
     async def run_rounds(self) -> None:
-        """The leader's loop: a round whenever something changed (coalesced), statuses periodically.
-        Nothing that fails in a round or the status pass ends it: the error is logged and counted
-        (`armada_bridge_extender_round_errors_total`), and the loop backs off and carries on."""
+        """The leader's loop: a round whenever something changed (coalesced), statuses periodically,
+        a resync every `resync_interval`. Nothing that fails in a round or the status pass ends it:
+        the error is logged and counted (`armada_bridge_extender_round_errors_total`), and the loop
+        backs off and carries on."""
         self.leading = True
         await self.inputs.wait_synced()
         self.changes.pods.update(key_of(p) for p in self.inputs.pods.items())
-        last_status = 0.0
+        last_status, last_resync = 0.0, time.monotonic()
         try:
             while True:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.changes.wake.wait(), timeout=self.settings.status_interval)
                 await asyncio.sleep(self.backoff())
                 self.changes.wake.clear()
+                if time.monotonic() - last_resync >= self.settings.resync_interval:
+                    last_resync = time.monotonic()
+                    self.resync()
                 try:
                     await self.round()
                     self.failed_rounds = self.failed_rounds + 1 if self.unwritten else 0
@@ -165,6 +173,27 @@ class Controller:
         finally:
             self.leading = False
             await self.inputs.remotes.close()
+
+    def resync(self) -> None:
+        """Level-triggered safety net: what differs from what the loop last synced is looked at
+        again, so an event a handler failed on is recovered within `resync_interval`. Cheap when
+        nothing changed: a pod whose cached resourceVersion is the one last synced stays clean, and
+        remote nodes and queues reach the core only where they differ, so that its incremental
+        round keeps what it knows (what fits nowhere)."""
+        cache = self.inputs.pods.cache
+        self.changes.pods.update(
+            k
+            for k, pod in cache.items()
+            if self._synced_rv.get(k) != pod["metadata"].get("resourceVersion", "")
+        )
+        self.changes.pods.update(self._synced_rv.keys() - cache.keys())
+        for cluster, watcher in self.inputs.remotes.watchers.items():
+            self.changes.nodes.update((cluster, n) for n in watcher.nodes.cache)
+        self.changes.queues = True
+        self.changes.wake.set()
+
+    def _handler_failed(self, informer: str) -> None:
+        self.metrics.informer_handler_errors.labels(informer=informer).inc()
 
     def backoff(self) -> float:
         """How long the next round waits to coalesce changes: longer after failures in a row."""
@@ -223,11 +252,16 @@ class Controller:
         if changes.pods:
             todo = sorted(changes.take_pods())
             for i, k in enumerate(todo):
+                pod = self.inputs.pods.cache.get(k)
                 try:
                     await self._sync_pod(k)
                 except BaseException:
                     changes.pods.update(todo[i:])  # the round failed: the rest are not lost
                     raise
+                if pod is None:
+                    self._synced_rv.pop(k, None)
+                else:
+                    self._synced_rv[k] = pod["metadata"].get("resourceVersion", "")
             # Pods the core let go free their room only once their remote pods are gone.
             for cluster, name in changes.take_nodes():
                 self._sync_node(cluster, name)
@@ -258,6 +292,9 @@ class Controller:
         rc = self.inputs.remote_clusters.get(cluster)
         if rc is not None and rc.get("spec", {}).get("cordoned"):
             core_node.unschedulable = True
+        known = self.core.nodedb.entries.get(core_name)
+        if known is not None and known.node == core_node:
+            return  # unchanged (a resync, a RemoteCluster's status): what fits nowhere stays known
         self.core.upsert_node(core_node)
         if core_name not in self._core_nodes[cluster]:
             self._core_nodes[cluster].add(core_name)

@@ -80,6 +80,12 @@ class Metrics:
             ["cause"],
             registry=r,
         )
+        self.informer_handler_errors = Counter(
+            "armada_bridge_extender_informer_handler_errors_total",
+            "Informer events a handler failed on (what they changed is picked up by the periodic resync)",
+            ["informer"],
+            registry=r,
+        )
 
     def observe_round(self, result: RoundResult) -> None:
         for report in result.queue_shares().values():

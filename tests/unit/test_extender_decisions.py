@@ -1,5 +1,5 @@
 """The extender's shell around the core: a decision counts only once written, pod slots, status;
-an Event not written is posted again; the loop survives failures.
+its loop survives failures, and its resync recovers lost events.
 
 The controller runs here against an API server that is not there (a closed loopback port), with
 its caches filled by hand: every write fails the way a dropped connection does.
@@ -250,6 +250,84 @@ def test_a_waiting_reason_whose_event_was_not_written_is_posted_again(cause: str
             await c.events._queue.join()  # written, or not (nothing answers)
             assert "uid-a" not in c._posted  # not marked posted: the next round posts it again
             assert _count(c, "armada_bridge_extender_events_lost_total", cause=cause) == attempt
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_informer_handler_errors_are_counted() -> None:
+    async def scenario() -> None:
+        c = _controller([])
+
+        def broken(_kind: str, _obj: Obj) -> None:
+            raise KeyError("a bug")
+
+        c.inputs.namespaces.add_handler(broken)
+        _feed(c.inputs.namespaces, {"metadata": {"name": "team-b"}})
+        assert (
+            _count(c, "armada_bridge_extender_informer_handler_errors_total", informer="front/namespaces")
+            == 1
+        )
+        await c.front.close()
+
+    _run(scenario())
+
+
+def _at(obj: Obj, resource_version: str) -> Obj:
+    obj["metadata"]["resourceVersion"] = resource_version
+    return obj
+
+
+def test_the_resync_recovers_pod_events_that_were_lost() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        await c.round()
+        # Cached by the informer, but its event never reached the loop (a handler that raised).
+        pods = c.inputs.pods
+        pods.cache["team-a/a"] = _at(_pod("a", cpu="64"), "1")
+        await c.round()
+        assert "uid-a" not in c.managed
+        c.resync()
+        result = await c.round()
+        assert "uid-a" in result.waiting and "uid-a" in c.managed  # too big for n0: it waits
+        # A change whose MODIFIED event was lost: it fits now.
+        pods.cache["team-a/a"] = _at(_pod("a", cpu="1"), "2")
+        c.resync()
+        assert "uid-a" in (await c.round()).scheduled
+        # And a pod whose DELETED event was lost is forgotten.
+        del pods.cache["team-a/a"]
+        c.resync()
+        await c.round()
+        assert "uid-a" not in c.managed and c.core.state_of("uid-a") is JobState.GONE
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_the_loop_resyncs_every_resync_interval() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        c.settings.resync_interval = 0.0  # every round
+        async with _leading(c) as loop:
+            await wait_for_async("the first round", lambda: c.rounds >= 1 or loop.done())
+            c.inputs.pods.cache["team-a/a"] = _at(_pod("a"), "1")  # its event lost
+            await wait_for_async("the pod synced", lambda: "uid-a" in c.managed or loop.done(), timeout=20)
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_a_resync_with_nothing_changed_keeps_the_round_incremental() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0"), _node("n1")])
+        for i in range(3):
+            _feed(c.inputs.pods, _pod(f"big{i}", cpu="64"))  # fits nowhere: the core remembers that
+        await c.round()
+        epochs = c.core.epochs()
+        c.resync()
+        assert not c.changes.pods  # every pod is as it was last synced
+        await c.round()
+        assert c.core.epochs() == epochs  # nor did any node change for the core
         await c.front.close()
 
     _run(scenario())
