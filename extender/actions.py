@@ -15,7 +15,7 @@ from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.resources import VOLCANO_PODGROUPS
 from extender import admission
-from extender.events import EventRecorder
+from extender.events import WAITING, EventRecorder
 from extender.metrics import Metrics
 from extender.owners import controlling_job
 from extender.pod_info import PodInfo
@@ -151,7 +151,7 @@ class Actions:
 
     async def explain(self, pod: Obj, reason: str) -> None:
         """Why the pod waits, as an Event (deduplicated by the recorder)."""
-        await self.events.emit(pod, "ArmadaWaiting", reason)
+        await self.events.emit(pod, WAITING, reason)
 
     async def release(self, pod: Obj) -> None:
         """Lift the bridge's scheduling gate from a pod the bridge does not manage (any more): the

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,7 @@ from armada_bridge.kube.resources import VOLCANO_PODGROUPS
 from extender import translate
 from extender.actions import Actions, Written
 from extender.describe import Describer
-from extender.events import EventRecorder
+from extender.events import WAITING, EventRecorder
 from extender.inputs import Inputs
 from extender.metrics import Metrics
 from extender.owners import OwnerResolver
@@ -99,6 +99,9 @@ class Settings:
     #: coalesce_seconds doubled per failure in a row, up to this.
     max_backoff_seconds: float = 5.0
     status_interval: float = 2.0
+    #: every this often, whatever differs from what the loop last synced is looked at again (an
+    #: event a handler failed on is not lost; see Controller.resync).
+    resync_interval: float = 60.0
     #: A gang one member short for this long, whose PodGroup's minResources covers the missing one,
     #: is admitted with what is present (see Controller.relax_stalled_gangs).
     gang_stall_seconds: float = 30.0
@@ -113,9 +116,9 @@ class Controller:
         self.settings = settings
         self.metrics = metrics
         self.core = Scheduler(settings.scheduling)
-        self.inputs = Inputs(front)
+        self.inputs = Inputs(front, on_handler_error=self._handler_failed)
         self.changes = self.inputs.changes
-        self.events = EventRecorder(front)
+        self.events = EventRecorder(front, metrics, on_lost=self._event_lost)
         self.describer = Describer(self.inputs, OwnerResolver(front), key)
         self.actions = Actions(front, self.events, metrics, key)
         self._core_nodes: dict[str, set[str]] = defaultdict(set)  # cluster -> core node names
@@ -124,6 +127,8 @@ class Controller:
         self._uid_by_key: dict[str, str] = {}
         self.shell_reasons: dict[str, str] = {}
         self._posted: dict[str, str] = {}  # uid -> waiting reason last posted as an Event
+        self._synced_rv: dict[str, str] = {}  # pod key -> its resourceVersion when last synced
+        self._status_errors: dict[str, str] = {}  # status step -> its last error, while it fails
         self._refused: dict[str, float] = {}  # uid -> since when the front scheduler refuses it (admitted)
         #: uid -> core node: gang members the core placed whose decision could not be written while
         #: others of their gang's were; the core keeps them placed and their write is retried, so a
@@ -139,33 +144,61 @@ class Controller:
 
     # ------------------------------------------------------------------ loop
     async def run_rounds(self) -> None:
-        """The leader's loop: a round whenever something changed (coalesced), statuses periodically."""
+        """The leader's loop: a round whenever something changed (coalesced), statuses periodically,
+        a resync every `resync_interval`. Nothing that fails in a round or the status pass ends it:
+        the error is logged and counted (`armada_bridge_extender_round_errors_total`), and the loop
+        backs off and carries on."""
         self.leading = True
         await self.inputs.wait_synced()
         self.changes.pods.update(key_of(p) for p in self.inputs.pods.items())
-        last_status = 0.0
+        last_status, last_resync = 0.0, time.monotonic()
         try:
             while True:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.changes.wake.wait(), timeout=self.settings.status_interval)
                 await asyncio.sleep(self.backoff())
                 self.changes.wake.clear()
+                if time.monotonic() - last_resync >= self.settings.resync_interval:
+                    last_resync = time.monotonic()
+                    self.resync()
                 try:
                     await self.round()
                     self.failed_rounds = self.failed_rounds + 1 if self.unwritten else 0
-                except (ApiError, OSError, TimeoutError) as e:
+                except Exception as e:  # an API error, or a bug: never the end of the leader
                     self.failed_rounds += 1
-                    log.warning("round failed, retrying in %.2fs: %s", self.backoff(), e)
+                    self.metrics.round_errors.labels(stage="round").inc()
+                    if isinstance(e, (ApiError, OSError, TimeoutError)):
+                        log.warning("round failed, retrying in %.2fs: %s", self.backoff(), e)
+                    else:
+                        log.exception("round failed, retrying in %.2fs", self.backoff())
                     self.changes.wake.set()
                 if time.monotonic() - last_status >= self.settings.status_interval:
                     last_status = time.monotonic()
-                    try:
-                        await self.write_statuses()
-                    except Exception:  # status is best effort, written again next interval
-                        log.exception("writing statuses failed")
+                    await self.write_statuses()
         finally:
             self.leading = False
             await self.inputs.remotes.close()
+
+    def resync(self) -> None:
+        """Level-triggered safety net: what differs from what the loop last synced is looked at
+        again, so an event a handler failed on is recovered within `resync_interval`. Cheap when
+        nothing changed: a pod whose cached resourceVersion is the one last synced stays clean, and
+        remote nodes and queues reach the core only where they differ, so that its incremental
+        round keeps what it knows (what fits nowhere)."""
+        cache = self.inputs.pods.cache
+        self.changes.pods.update(
+            k
+            for k, pod in cache.items()
+            if self._synced_rv.get(k) != pod["metadata"].get("resourceVersion", "")
+        )
+        self.changes.pods.update(self._synced_rv.keys() - cache.keys())
+        for cluster, watcher in self.inputs.remotes.watchers.items():
+            self.changes.nodes.update((cluster, n) for n in watcher.nodes.cache)
+        self.changes.queues = True
+        self.changes.wake.set()
+
+    def _handler_failed(self, informer: str) -> None:
+        self.metrics.informer_handler_errors.labels(informer=informer).inc()
 
     def backoff(self) -> float:
         """How long the next round waits to coalesce changes: longer after failures in a row."""
@@ -188,7 +221,11 @@ class Controller:
         changes, remotes = self.changes, self.inputs.remotes
         if changes.clusters:
             changes.clusters = False
-            await remotes.sync(self.inputs.remote_clusters.items())
+            try:
+                await remotes.sync(self.inputs.remote_clusters.items())
+            except BaseException:
+                changes.clusters = True  # the round failed: tried again next round
+                raise
             for cluster, watcher in remotes.watchers.items():  # cordon may have changed
                 changes.nodes.update((cluster, n) for n in watcher.nodes.cache)
             for cluster in list(self._core_nodes):
@@ -218,8 +255,18 @@ class Controller:
                 if self.core.queues.get(q.name) != q:
                     self.core.upsert_queue(q)
         if changes.pods:
-            for k in sorted(changes.take_pods()):
-                await self._sync_pod(k)
+            todo = sorted(changes.take_pods())
+            for i, k in enumerate(todo):
+                pod = self.inputs.pods.cache.get(k)
+                try:
+                    await self._sync_pod(k)
+                except BaseException:
+                    changes.pods.update(todo[i:])  # the round failed: the rest are not lost
+                    raise
+                if pod is None:
+                    self._synced_rv.pop(k, None)
+                else:
+                    self._synced_rv[k] = pod["metadata"].get("resourceVersion", "")
             # Pods the core let go free their room only once their remote pods are gone.
             for cluster, name in changes.take_nodes():
                 self._sync_node(cluster, name)
@@ -250,6 +297,9 @@ class Controller:
         rc = self.inputs.remote_clusters.get(cluster)
         if rc is not None and rc.get("spec", {}).get("cordoned"):
             core_node.unschedulable = True
+        known = self.core.nodedb.entries.get(core_name)
+        if known is not None and known.node == core_node:
+            return  # unchanged (a resync, a RemoteCluster's status): what fits nowhere stays known
         self.core.upsert_node(core_node)
         if core_name not in self._core_nodes[cluster]:
             self._core_nodes[cluster].add(core_name)
@@ -444,6 +494,11 @@ class Controller:
         if pod is not None:
             await self.actions.explain(pod, reason)
 
+    def _event_lost(self, uid: str, reason: str, message: str) -> None:
+        """An Event the recorder could not write: a waiting reason is posted again next round."""
+        if reason == WAITING and self._posted.get(uid) == message:
+            del self._posted[uid]
+
     async def _preempt(self, uid: str, why: str) -> str | None:
         """Preempt a victim (:meth:`Actions.preempt`). Returns the core node of a victim that could
         not be marked: it keeps running there (the core is told so), and nothing may take its room
@@ -532,10 +587,30 @@ class Controller:
             self.changes.wake.set()
 
     async def write_statuses(self) -> None:
-        self.relax_stalled_gangs()
-        await self.touch_unbound()
-        await write_queue_statuses(self)
-        await write_podgroup_statuses(self)
+        """The periodic pass: stalled gangs, admitted pods still unbound (nudged, or bound by the
+        bridge), Queue and PodGroup status. Each step on its own: one that fails (logged, counted as
+        stage status) stops none of the others, and runs again next interval."""
+
+        async def relax() -> None:
+            self.relax_stalled_gangs()
+
+        steps: dict[str, Callable[[], Awaitable[None]]] = {
+            "stalled gangs": relax,
+            "unbound pods": self.touch_unbound,
+            "queue status": lambda: write_queue_statuses(self),
+            "podgroup status": lambda: write_podgroup_statuses(self),
+        }
+        for step, run in steps.items():
+            try:
+                await run()
+                self._status_errors.pop(step, None)
+            except Exception as e:
+                self.metrics.round_errors.labels(stage="status").inc()
+                if self._status_errors.get(step) == repr(e):  # the same again: no traceback
+                    log.warning("status pass: %s failed again: %s: %s", step, type(e).__name__, e)
+                else:
+                    log.exception("status pass: %s failed; the other steps go on", step)
+                self._status_errors[step] = repr(e)
 
     # ------------------------------------------------------------------ queries (filter, CLI)
     def look_at(self, pod: Obj) -> None:

@@ -19,7 +19,7 @@ from armada_bridge.contract.pods import admitted_pod_usage
 from armada_bridge.core import quantities as rs
 from armada_bridge.kube import NAMESPACES, NODES, PODS, Kube
 from armada_bridge.kube.client import Obj
-from armada_bridge.kube.informer import Informer, key_of
+from armada_bridge.kube.informer import HandlerErrorHook, Informer, key_of
 from armada_bridge.kube.lifecycle import run_together
 from armada_bridge.kube.resources import QUEUES, REMOTECLUSTERS
 from armada_bridge.kube.shapes import Shape
@@ -69,7 +69,7 @@ FRONT_POD_SHAPE: Mapping[str, Shape] = {
 
 
 class Inputs:
-    def __init__(self, front: Kube) -> None:
+    def __init__(self, front: Kube, *, on_handler_error: HandlerErrorHook | None = None) -> None:
         self.changes = Changes()
         self.pods = Informer(front, PODS, shape=FRONT_POD_SHAPE, name="front/pods")
         self.namespaces = Informer(front, NAMESPACES, name="front/namespaces")
@@ -87,7 +87,9 @@ class Inputs:
             label_selector=f"{keys.NODE_TYPE_LABEL}={keys.NODE_TYPE_VIRTUAL}",
             name="front/virtual-nodes",
         )
-        self.remotes = Remotes(front, self.on_remote_event)
+        self.remotes = Remotes(front, self.on_remote_event, on_handler_error=on_handler_error)
+        for informer in self.informers:
+            informer.on_handler_error = on_handler_error
         self._pods_by_ns: dict[str, set[str]] = defaultdict(set)
         #: (cluster, node) -> remote pod key -> (front pod UID or "" for the remote cluster's own
         #: pods, what it takes: requests and a pod slot), for every live pod on the remote node.

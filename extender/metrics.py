@@ -66,6 +66,26 @@ class Metrics:
             "armada_bridge_queue_actual_share", "Actual share of a queue", ["queue"], registry=r
         )
         self.leader = Gauge("armada_bridge_extender_leader", "1 while this replica leads", registry=r)
+        self.round_errors = Counter(
+            "armada_bridge_extender_round_errors_total",
+            "Scheduling rounds (stage round) and steps of the periodic status pass (stage status) that "
+            "failed; the loop backs off and carries on",
+            ["stage"],
+            registry=r,
+        )
+        self.events_lost = Counter(
+            "armada_bridge_extender_events_lost_total",
+            "Events on pods not written: dropped (too many waiting to be written) or failed (the write "
+            "failed); a pod's waiting reason is posted again by the next round",
+            ["cause"],
+            registry=r,
+        )
+        self.informer_handler_errors = Counter(
+            "armada_bridge_extender_informer_handler_errors_total",
+            "Informer events a handler failed on (what they changed is picked up by the periodic resync)",
+            ["informer"],
+            registry=r,
+        )
 
     def observe_round(self, result: RoundResult) -> None:
         for report in result.queue_shares().values():

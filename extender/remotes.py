@@ -1,7 +1,9 @@
 """The extender's view of each remote cluster: its real nodes and the pods running there.
 
 One watcher per RemoteCluster, each with its own client and informers, so a broken cluster only
-marks itself unhealthy; adding or removing a RemoteCluster starts or stops its watcher.
+marks itself unhealthy; adding or removing a RemoteCluster starts or stops its watcher. A stopped
+watcher's pods and nodes are forgotten (DELETED), so one started again (its kubeconfig Secret
+rotated, its RemoteCluster recreated) counts exactly what its own informers list.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from armada_bridge.contract.pods import USAGE_SHAPE
 from armada_bridge.contract.remotecluster import RemoteClusterError, parse_spec, remote_client
 from armada_bridge.kube import NODES, PODS, Kube
 from armada_bridge.kube.client import Obj
-from armada_bridge.kube.informer import Informer
+from armada_bridge.kube.informer import HandlerErrorHook, Informer
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +48,12 @@ class RemoteWatcher:
 class Remotes:
     """Starts, replaces and stops one RemoteWatcher per RemoteCluster object."""
 
-    def __init__(self, front: Kube, on_event: RemoteHandler) -> None:
+    def __init__(
+        self, front: Kube, on_event: RemoteHandler, *, on_handler_error: HandlerErrorHook | None = None
+    ) -> None:
         self.front = front
         self.on_event = on_event
+        self.on_handler_error = on_handler_error
         self.watchers: dict[str, RemoteWatcher] = {}
         self.errors: dict[str, str] = {}
 
@@ -74,13 +79,14 @@ class Remotes:
             return
         if current is not None:
             await self._stop(name)
-        nodes = Informer(kube, NODES, name=f"{name}/nodes")
+        nodes = Informer(kube, NODES, name=f"{name}/nodes", on_handler_error=self.on_handler_error)
         pods = Informer(
             kube,
             PODS,
             field_selector="status.phase!=Succeeded,status.phase!=Failed",
             shape=USAGE_SHAPE,  # only what the pods take from their nodes is read
             name=f"{name}/pods",
+            on_handler_error=self.on_handler_error,
         )
         nodes.add_handler(lambda kind, obj: self.on_event(name, "nodes", kind, obj))
         pods.add_handler(lambda kind, obj: self.on_event(name, "pods", kind, obj))
@@ -94,6 +100,9 @@ class Remotes:
         if w is None:
             return
         await w.stop()
+        # What ended while no watcher runs is never seen: the next watcher lists afresh.
+        for pod in list(w.pods.cache.values()):
+            self.on_event(name, "pods", "DELETED", pod)
         for node in list(w.nodes.cache.values()):
             self.on_event(name, "nodes", "DELETED", node)
         log.info("remote cluster %s: stopped watching", name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import secrets
 import time
@@ -71,3 +72,17 @@ def create_bound(core: Any, namespace: str, body: dict[str, Any]) -> Any:
     }
     core.create_namespaced_pod_binding(name, namespace, binding, _preload_content=False)
     return core.read_namespaced_pod(name, namespace)
+
+
+async def wait_for_async(
+    what: str, probe: Callable[[], T | None], timeout: float = 60, interval: float = 0.1
+) -> T:
+    """:func:`wait_for` inside an event loop: `probe` (not a coroutine) is called between sleeps
+    that let the loop's tasks (informers, workers) run."""
+    deadline = time.monotonic() + timeout
+    while not (last := probe()):
+        assert time.monotonic() <= deadline, (
+            f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})"
+        )
+        await asyncio.sleep(interval)
+    return last

@@ -18,6 +18,8 @@ log = logging.getLogger(__name__)
 
 # (event type "ADDED" | "MODIFIED" | "DELETED", the object; for DELETED its last known state)
 Handler = Callable[[str, Obj], None]
+# told the informer's name whenever one of its handlers raised (a component counts these)
+HandlerErrorHook = Callable[[str], None]
 
 
 def _too_new(e: ApiError) -> bool:
@@ -46,9 +48,12 @@ class Informer:
         field_selector: str | None = None,
         shape: Mapping[str, Shape] = WHOLE,
         name: str = "",
+        on_handler_error: HandlerErrorHook | None = None,
     ) -> None:
         """`shape`: what the cache keeps of each object and hands the handlers
-        (:mod:`armada_bridge.kube.shapes`; by default everything but managedFields)."""
+        (:mod:`armada_bridge.kube.shapes`; by default everything but managedFields).
+        `on_handler_error`: told of every event a handler raised on (the cache has the object all
+        the same; the event is lost to that handler, which a periodic resync makes up for)."""
         self.kube = kube
         self.resource = resource
         self.namespace = namespace
@@ -59,6 +64,7 @@ class Informer:
         self.cache: dict[str, Obj] = {}
         self.synced = asyncio.Event()
         self.handlers: list[Handler] = []
+        self.on_handler_error = on_handler_error
         self.healthy = False
         self.last_error = ""
 
@@ -82,6 +88,8 @@ class Informer:
                 h(kind, obj)
             except Exception:  # one broken handler must not stop the informer
                 log.exception("%s informer handler failed on %s %s", self.name, kind, key_of(obj))
+                if self.on_handler_error is not None:
+                    self.on_handler_error(self.name)
 
     def _selectors(self) -> dict[str, Any]:
         return {"labelSelector": self.label_selector, "fieldSelector": self.field_selector}

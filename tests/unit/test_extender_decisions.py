@@ -1,4 +1,5 @@
-"""The extender's shell around the core: a decision counts only once written, pod slots, status.
+"""The extender's shell around the core: a decision counts only once written, pod slots, status;
+its loop survives failures, and its resync recovers lost events.
 
 The controller runs here against an API server that is not there (a closed loopback port), with
 its caches filled by hand: every write fails the way a dropped connection does.
@@ -7,9 +8,14 @@ its caches filled by hand: every write fails the way a dropped connection does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
+import time
+from collections.abc import AsyncIterator
 from typing import Any
+
+import pytest
 
 from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey
@@ -23,6 +29,7 @@ from extender.controller import Controller, Settings, core_node_name
 from extender.metrics import Metrics
 from extender.remotes import RemoteWatcher
 from extender.status_writer import merge_patch
+from tests.support import wait_for_async
 
 Obj = dict[str, Any]
 CLUSTER = "remote-1"
@@ -158,6 +165,175 @@ def test_rounds_back_off_after_failures() -> None:
     assert c.backoff() == 0.4
     c.failed_rounds = 1000
     assert c.backoff() == Settings().max_backoff_seconds
+
+
+def _count(c: Controller, name: str, **labels: str) -> float:
+    return c.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+@contextlib.asynccontextmanager
+async def _leading(c: Controller) -> AsyncIterator[asyncio.Task[None]]:
+    """The leader's loop (run_rounds) on caches filled by hand, stopped on exit; it never ends by
+    itself."""
+    for informer in (c.inputs.pods, c.inputs.namespaces, c.inputs.remote_clusters, c.inputs.vnodes):
+        informer.synced.set()
+    loop = asyncio.create_task(c.run_rounds())
+    try:
+        yield loop
+        assert not loop.done(), loop.exception()
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+
+def test_an_unexpected_error_in_a_round_does_not_end_the_loop() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        _feed(c.inputs.pods, _pod("a"))
+        schedule_round, calls = c.core.schedule_round, []
+
+        def a_bug_once(now: float) -> RoundResult:
+            calls.append(now)
+            if len(calls) == 1:
+                raise RuntimeError("a bug")
+            return schedule_round(now)
+
+        c.core.schedule_round = a_bug_once  # type: ignore[method-assign]
+        async with _leading(c) as loop:
+            await wait_for_async("a round after the failed one", lambda: c.rounds >= 1 or loop.done())
+        assert _count(c, "armada_bridge_extender_round_errors_total", stage="round") == 1
+        assert c.last_result is not None and "uid-a" in c.last_result.scheduled
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_a_failed_round_loses_none_of_the_pods_it_had_to_look_at() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        owned = _pod("a-owned")  # its owner is looked up on the API server, which does not answer
+        owned["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "uid-j", "controller": True}
+        ]
+        _feed(c.inputs.pods, owned)
+        _feed(c.inputs.pods, _pod("b"))
+        with pytest.raises(OSError):
+            await c.round()
+        assert c.changes.pods == {"team-a/a-owned", "team-a/b"}  # both looked at again next round
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_a_failing_status_step_stops_none_of_the_others() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        placed = {keys.ASSIGNED_CLUSTER: CLUSTER, keys.ASSIGNED_REMOTE_NODE: "n0"}
+        _feed(c.inputs.pods, _pod("admitted", annotations=placed))  # admitted, not bound yet
+        await c.round()
+        c.managed["uid-admitted"].placed_at = time.monotonic() - 60
+        # Its nudge cannot be written (nothing answers): the queue status step runs all the same.
+        await c.write_statuses()
+        assert _count(c, "armada_bridge_gangs_running", queue="default") == 1
+        assert _count(c, "armada_bridge_extender_round_errors_total", stage="status") >= 1
+        await c.front.close()
+
+    _run(scenario())
+
+
+@pytest.mark.parametrize("cause", ["failed", "dropped"])
+def test_a_waiting_reason_whose_event_was_not_written_is_posted_again(cause: str) -> None:
+    async def scenario() -> None:
+        c = _controller([])  # no nodes: the pod waits
+        if cause == "dropped":
+            c.events.max_queued = 0  # too many Events wait already
+        _feed(c.inputs.pods, _pod("a"))
+        for attempt in (1, 2):
+            await c.round()
+            await c.events._queue.join()  # written, or not (nothing answers)
+            assert "uid-a" not in c._posted  # not marked posted: the next round posts it again
+            assert _count(c, "armada_bridge_extender_events_lost_total", cause=cause) == attempt
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_informer_handler_errors_are_counted() -> None:
+    async def scenario() -> None:
+        c = _controller([])
+
+        def broken(_kind: str, _obj: Obj) -> None:
+            raise KeyError("a bug")
+
+        c.inputs.namespaces.add_handler(broken)
+        _feed(c.inputs.namespaces, {"metadata": {"name": "team-b"}})
+        assert (
+            _count(c, "armada_bridge_extender_informer_handler_errors_total", informer="front/namespaces")
+            == 1
+        )
+        await c.front.close()
+
+    _run(scenario())
+
+
+def _at(obj: Obj, resource_version: str) -> Obj:
+    obj["metadata"]["resourceVersion"] = resource_version
+    return obj
+
+
+def test_the_resync_recovers_pod_events_that_were_lost() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        await c.round()
+        # Cached by the informer, but its event never reached the loop (a handler that raised).
+        pods = c.inputs.pods
+        pods.cache["team-a/a"] = _at(_pod("a", cpu="64"), "1")
+        await c.round()
+        assert "uid-a" not in c.managed
+        c.resync()
+        result = await c.round()
+        assert "uid-a" in result.waiting and "uid-a" in c.managed  # too big for n0: it waits
+        # A change whose MODIFIED event was lost: it fits now.
+        pods.cache["team-a/a"] = _at(_pod("a", cpu="1"), "2")
+        c.resync()
+        assert "uid-a" in (await c.round()).scheduled
+        # And a pod whose DELETED event was lost is forgotten.
+        del pods.cache["team-a/a"]
+        c.resync()
+        await c.round()
+        assert "uid-a" not in c.managed and c.core.state_of("uid-a") is JobState.GONE
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_the_loop_resyncs_every_resync_interval() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        c.settings.resync_interval = 0.0  # every round
+        async with _leading(c) as loop:
+            await wait_for_async("the first round", lambda: c.rounds >= 1 or loop.done())
+            c.inputs.pods.cache["team-a/a"] = _at(_pod("a"), "1")  # its event lost
+            await wait_for_async("the pod synced", lambda: "uid-a" in c.managed or loop.done(), timeout=20)
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_a_resync_with_nothing_changed_keeps_the_round_incremental() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0"), _node("n1")])
+        for i in range(3):
+            _feed(c.inputs.pods, _pod(f"big{i}", cpu="64"))  # fits nowhere: the core remembers that
+        await c.round()
+        epochs = c.core.epochs()
+        c.resync()
+        assert not c.changes.pods  # every pod is as it was last synced
+        await c.round()
+        assert c.core.epochs() == epochs  # nor did any node change for the core
+        await c.front.close()
+
+    _run(scenario())
 
 
 def test_pod_slots_are_counted() -> None:
