@@ -228,7 +228,7 @@ def test_a_failed_round_loses_none_of_the_pods_it_had_to_look_at() -> None:
 def test_a_failing_status_step_stops_none_of_the_others() -> None:
     async def scenario() -> None:
         c = _controller([_node("n0")])
-        placed = {keys.ASSIGNED_CLUSTER: CLUSTER, keys.ASSIGNED_REMOTE_NODE: "n0"}
+        placed = KEY.annotations("uid-admitted", CLUSTER, "n0")
         _feed(c.inputs.pods, _pod("admitted", annotations=placed))  # admitted, not bound yet
         await c.round()
         c.managed["uid-admitted"].placed_at = time.monotonic() - 60
