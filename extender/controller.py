@@ -53,6 +53,8 @@ def _gated_unmanaged(pod: Obj) -> bool:
     )
 
 
+# A waiting reason whose Event could not be written is posted again after this long.
+EVENT_RETRY_SECONDS = 10.0
 # How long the front kube-scheduler may refuse the node the core admitted a pod to before the bridge
 # binds the pod there itself (the nudges every 5 s failed to change its mind meanwhile).
 BIND_REFUSED_AFTER = 30.0
@@ -127,6 +129,7 @@ class Controller:
         self._uid_by_key: dict[str, str] = {}
         self.shell_reasons: dict[str, str] = {}
         self._posted: dict[str, str] = {}  # uid -> waiting reason last posted as an Event
+        self._post_again_at: dict[str, float] = {}  # uid -> not before (monotonic): its Event was lost
         self._synced_rv: dict[str, str] = {}  # pod key -> its resourceVersion when last synced
         self._status_errors: dict[str, str] = {}  # status step -> its last error, while it fails
         self._refused: dict[str, float] = {}  # uid -> since when the front scheduler refuses it (admitted)
@@ -395,6 +398,7 @@ class Controller:
         self._posted.pop(uid, None)
         self._refused.pop(uid, None)
         self._unwritten.pop(uid, None)
+        self._post_again_at.pop(uid, None)
         self.events.forget(uid)
 
     # ------------------------------------------------------------------ outputs
@@ -449,8 +453,9 @@ class Controller:
             self.changes.wake.set()
         work = []
         posted = 0
+        now = time.monotonic()
         for uid, reason in [*result.waiting.items(), *self.shell_reasons.items()]:
-            if self._posted.get(uid) != reason and posted < 200:
+            if self._posted.get(uid) != reason and posted < 200 and self._post_again_at.get(uid, 0) <= now:
                 posted += 1
                 self._posted[uid] = reason
                 work.append(bounded(self._explain(uid, reason)))
@@ -498,6 +503,9 @@ class Controller:
         """An Event the recorder could not write: a waiting reason is posted again next round."""
         if reason == WAITING and self._posted.get(uid) == message:
             del self._posted[uid]
+            # Not at once: what refused it (a namespace being deleted, an API server in trouble)
+            # would refuse it again in every round until then.
+            self._post_again_at[uid] = time.monotonic() + EVENT_RETRY_SECONDS
 
     async def _preempt(self, uid: str, why: str) -> str | None:
         """Preempt a victim (:meth:`Actions.preempt`). Returns the core node of a victim that could

@@ -251,8 +251,12 @@ def test_a_waiting_reason_whose_event_was_not_written_is_posted_again(cause: str
         for attempt in (1, 2):
             await c.round()
             await c.events._queue.join()  # written, or not (nothing answers)
-            assert "uid-a" not in c._posted  # not marked posted: the next round posts it again
+            assert "uid-a" not in c._posted  # not marked posted: it is posted again, ...
             assert _count(c, "armada_bridge_extender_events_lost_total", cause=cause) == attempt
+            await c.round()  # ... not at once (what refused it would refuse it again) ...
+            await c.events._queue.join()
+            assert _count(c, "armada_bridge_extender_events_lost_total", cause=cause) == attempt
+            c._post_again_at["uid-a"] = 0.0  # ... but once EVENT_RETRY_SECONDS have passed
         await c.front.close()
 
     _run(scenario())
