@@ -29,7 +29,10 @@ Invariants, each violation printed with the objects involved:
   of the remotes' CPU) by a waiting unit that could run: one that fits whole in one cluster, on
   free room or on what fair-share preemption would give it in Armada's order (`fair_shares`);
   every control-plane process is alive (`dev status` healthy).
-Exit status 1 when any invariant was violated.
+Each invariant's runs (judged on a full look at the clusters) and errors (an API answer lost to a
+fault, a remote cluster that did not answer, a check that broke) are counted and printed (in
+`--json`: `invariants`); an invariant that never ran is a violation: a check that never ran proves
+nothing. Exit status 1 when any invariant was violated.
 """
 
 from __future__ import annotations
@@ -45,9 +48,10 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -85,10 +89,65 @@ FAULT_KINDS = (
     "kill-remote-etcd",
 )
 HA_FAULT_KINDS = (*FAULT_KINDS, "extenders")
+#: The invariants: the first four judged all along (Soak.check), the last at the end.
+ONE_REMOTE_POD = "one remote pod per front pod"
+GANG_WHOLE = "gangs whole, in one cluster"
+REMOTE_GC = "no remote pod outlives its front pod"
+FRONT_TRUTH = "no front pod Running without its remote pod"
+CONVERGED = "converged"
+CHECKED_ALONG = (ONE_REMOTE_POD, GANG_WHOLE, REMOTE_GC, FRONT_TRUTH)
+INVARIANTS = (*CHECKED_ALONG, CONVERGED)
+T = TypeVar("T")
 
 
 def fault_kinds(extender_replicas: int) -> tuple[str, ...]:
     return HA_FAULT_KINDS if extender_replicas > 1 else FAULT_KINDS
+
+
+class NotAnswered(Exception):
+    """A remote cluster did not answer: an invariant over every cluster was judged only in part."""
+
+
+@dataclass
+class Tally:
+    """How many times each invariant was judged (runs) and could not be (errors: an API answer lost
+    to a fault, a remote cluster that did not answer, a check that broke). Pure. An invariant that
+    never ran is a violation: a check that never ran proves nothing."""
+
+    names: tuple[str, ...] = INVARIANTS
+    runs: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    last_error: dict[str, str] = field(default_factory=dict)
+
+    def run(self, name: str, check: Callable[[], T]) -> T | None:
+        """`check()`, counted: its result, or None when it raised (an error, judged again next time)."""
+        try:
+            result = check()
+        except Exception as e:
+            self.failed(name, e)
+            return None
+        self.runs[name] += 1
+        return result
+
+    def failed(self, name: str, e: BaseException) -> None:
+        self.errors[name] += 1
+        error = f"{type(e).__name__}: {e}"[:300]
+        if self.last_error.get(name) != error:
+            log(f"check {name!r}: {error}")
+        self.last_error[name] = error
+
+    def counts(self) -> dict[str, dict[str, Any]]:
+        return {
+            n: {"runs": self.runs[n], "errors": self.errors[n], "last_error": self.last_error.get(n)}
+            for n in self.names
+        }
+
+    def never_ran(self) -> list[str]:
+        return [
+            f"invariant {n!r} never ran ({self.errors[n]} errors, the last: {self.last_error.get(n)})"
+            for n in self.names
+            if not self.runs[n]
+        ]
 
 
 @dataclass
@@ -104,11 +163,17 @@ class Report:
     diagnosis: str = ""
     violations: list[str] = field(default_factory=list)
     converge_seconds: float | None = None
+    tally: Tally = field(default_factory=Tally)
 
     def violation(self, what: str) -> None:
         if what not in self.violations:
             self.violations.append(what)
             print(f"[chaos] VIOLATION {what}", file=sys.stderr, flush=True)
+
+    def judge(self) -> None:
+        """The end of the soak: an invariant that never ran is a violation too."""
+        for what in self.tally.never_ran():
+            self.violation(what)
 
 
 def log(msg: str) -> None:
@@ -450,33 +515,63 @@ class Soak:
         return gangs
 
     def check(self, split_seconds: float, gc_seconds: float, outage_seconds: float) -> None:
+        """One look at the clusters, every invariant judged on it and counted in the tally."""
         now = time.monotonic()
-        pods = self.core["front"].list_namespaced_pod(self.ns).items
-        front = {p.metadata.uid: p for p in pods}
-        remote_by_uid: dict[str, list[str]] = defaultdict(list)
-        answered = set()
+        tally = self.report.tally
+        try:
+            pods = self.core["front"].list_namespaced_pod(self.ns).items
+        except Exception as e:  # an API answer lost to a fault: nothing judged this time
+            for name in CHECKED_ALONG:
+                tally.failed(name, e)
+            return
+        remote: dict[str, list[Any]] = {}
+        silent: list[str] = []
         for c in REMOTES:
             try:
-                remote = self.core[c].list_namespaced_pod(self.ns, label_selector=keys.FRONT_UID).items
-            except Exception:  # a paused remote: nothing to check there now
-                continue
-            answered.add(c)
-            for r in remote:
+                remote[c] = self.core[c].list_namespaced_pod(self.ns, label_selector=keys.FRONT_UID).items
+            except Exception:  # a paused remote: judged without it (not a full run)
+                silent.append(c)
+        tally.run(ONE_REMOTE_POD, lambda: self._one_remote_pod(pods, remote, silent))
+        tally.run(REMOTE_GC, lambda: self._remote_gc(now, pods, remote, silent, gc_seconds))
+        tally.run(FRONT_TRUTH, lambda: self._front_truth(now, pods, remote, silent, outage_seconds))
+        tally.run(GANG_WHOLE, lambda: self._gangs_whole(now, pods, split_seconds))
+
+    def _one_remote_pod(self, pods: list[Any], remote: dict[str, list[Any]], silent: list[str]) -> None:
+        front = {p.metadata.uid: p for p in pods}
+        for uid, where in _by_front_uid(remote).items():
+            if len(where) > 1:
+                name = front[uid].metadata.name if uid in front else uid
+                self.report.violation(f"front pod {name} has {len(where)} remote pods: {where}")
+        _answered(silent)
+
+    def _remote_gc(
+        self, now: float, pods: list[Any], remote: dict[str, list[Any]], silent: list[str], gc_seconds: float
+    ) -> None:
+        front = {p.metadata.uid: p for p in pods}
+        for c, items in remote.items():
+            for r in items:
                 uid = r.metadata.labels[keys.FRONT_UID]
-                remote_by_uid[uid].append(f"{c}/{r.metadata.name}")
                 live = uid in front and not front[uid].metadata.deletion_timestamp
                 key = f"{c}/{r.metadata.name}/{uid}"
                 if live:
                     self.orphan_since.pop(key, None)
                 elif now - self.orphan_since.setdefault(key, now) > gc_seconds:
                     self.report.violation(f"remote pod {key} outlived its front pod by > {gc_seconds:.0f}s")
-        for uid, where in remote_by_uid.items():
-            if len(where) > 1:
-                name = front[uid].metadata.name if uid in front else uid
-                self.report.violation(f"front pod {name} has {len(where)} remote pods: {where}")
-        for p in pods:  # Running in the front, nothing in the (answering) remote
+        _answered(silent)
+
+    def _front_truth(
+        self,
+        now: float,
+        pods: list[Any],
+        remote: dict[str, list[Any]],
+        silent: list[str],
+        outage_seconds: float,
+    ) -> None:
+        """Running in the front, nothing in the (answering) remote."""
+        remote_by_uid = _by_front_uid(remote)
+        for p in pods:
             cluster = (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER)
-            if p.status.phase == "Running" and cluster in answered and p.metadata.uid not in remote_by_uid:
+            if p.status.phase == "Running" and cluster in remote and p.metadata.uid not in remote_by_uid:
                 if now - self.lost_since.setdefault(p.metadata.uid, now) > outage_seconds:
                     self.report.violation(
                         f"front pod {p.metadata.name} Running, its remote pod in {cluster} gone "
@@ -484,6 +579,9 @@ class Soak:
                     )
             else:
                 self.lost_since.pop(p.metadata.uid, None)
+        _answered(silent)
+
+    def _gangs_whole(self, now: float, pods: list[Any], split_seconds: float) -> None:
         for gang, (size, members) in self._gangs(pods).items():
             clusters = {(m.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) for m in members}
             placed = clusters - {None}
@@ -615,6 +713,21 @@ class Soak:
             return "\n".join(out)
         except Exception as e:  # a diagnosis must not end the soak
             return f"diagnosis failed: {type(e).__name__}: {e}"
+
+
+def _by_front_uid(remote: dict[str, list[Any]]) -> dict[str, list[str]]:
+    """front pod UID -> its remote pods ("cluster/name"), over the clusters that answered."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for c, items in remote.items():
+        for r in items:
+            out[r.metadata.labels[keys.FRONT_UID]].append(f"{c}/{r.metadata.name}")
+    return out
+
+
+def _answered(silent: list[str]) -> None:
+    """A check over every remote cluster ran in full only if each answered."""
+    if silent:
+        raise NotAnswered(f"{', '.join(silent)} did not answer")
 
 
 def pod_state(p: Any, remote: Any | None = None) -> str:
@@ -900,10 +1013,7 @@ def run(
 
     try:
         while faulting():
-            try:
-                soak.check(split_seconds, gc_seconds, outage_seconds)
-            except Exception as e:  # an API answer lost to a fault: check again next time
-                log(f"check: {type(e).__name__}: {e}")
+            soak.check(split_seconds, gc_seconds, outage_seconds)  # counts its runs and errors
             time.sleep(2)
         soak.faults_on.clear()
         threads[1].join()
@@ -917,12 +1027,12 @@ def run(
         problems = ["not checked yet"]
         while time.monotonic() - t0 < converge_seconds:
             began = time.monotonic()
-            try:
-                soak.check(split_seconds, gc_seconds, outage_seconds)
-                problems = soak.converged()
-                problems += [f"{s.name}: {s.detail}" for s in env.status() if not s.healthy]
-            except Exception as e:
-                problems = [f"{type(e).__name__}: {e}"]
+            soak.check(split_seconds, gc_seconds, outage_seconds)
+            got = soak.report.tally.run(
+                CONVERGED,
+                lambda: soak.converged() + [f"{s.name}: {s.detail}" for s in env.status() if not s.healthy],
+            )
+            problems = got if got is not None else [str(soak.report.tally.last_error[CONVERGED])]
             took = time.monotonic() - began
             if not problems:
                 soak.report.converge_seconds = time.monotonic() - t0
@@ -934,6 +1044,7 @@ def run(
             time.sleep(3)
         for p in problems[:20]:
             soak.report.violation(f"not converged after {converge_seconds:.0f}s: {p}")
+        soak.report.judge()
     finally:
         soak.stop.set()
         soak.done.set()
@@ -962,6 +1073,43 @@ def run(
         for a in soak.apis.values():
             a.close()
     return soak.report
+
+
+def output(r: Report, minutes: float, *, as_json: bool) -> str:
+    """What a run prints: JSON, or lines for people; both with each invariant's runs and errors."""
+    out = {
+        "seed": r.seed,
+        "minutes": minutes,
+        "faults": dict(sorted(r.faults.items())),
+        "pods_created": r.pods_created,
+        "gangs_created": r.gangs_created,
+        "jobs_created": r.jobs_created,
+        "operator_objects": dict(r.operator_objects),
+        "shares_at_end": r.shares,
+        "invariants": r.tally.counts(),
+        "violations": r.violations,
+        "converge_seconds": r.converge_seconds,
+    }
+    if as_json:
+        return json.dumps(out, indent=2)
+    lines = [
+        f"seed {r.seed}: {minutes} min, faults {out['faults']}",
+        f"  pods created {r.pods_created} ({r.gangs_created} gangs, {r.jobs_created} Jobs, "
+        f"operator objects {dict(r.operator_objects)}), converged in {r.converge_seconds}",
+    ]
+    for q, sh in r.shares.items():
+        lines.append(
+            f"  {q}: asks {sh['demand']:.1f} CPU, fair share {sh['fair']:.1f}, holds {sh['allocated']:.1f}"
+        )
+    lines.append("  invariants:")
+    for name, c in r.tally.counts().items():
+        last = f" (the last: {c['last_error']})" if c["last_error"] else ""
+        lines.append(f"    {name}: {c['runs']} runs, {c['errors']} errors{last}")
+    lines.append(f"  violations: {len(r.violations)}")
+    lines += [f"    {v}" for v in r.violations]
+    if r.diagnosis:
+        lines.append(f"  the bridge's view then:\n{r.diagnosis}")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -999,35 +1147,7 @@ def main() -> None:
         outage_seconds=args.outage_seconds,
         converge_seconds=args.converge_seconds,
     )
-    out = {
-        "seed": r.seed,
-        "minutes": args.minutes,
-        "faults": dict(sorted(r.faults.items())),
-        "pods_created": r.pods_created,
-        "gangs_created": r.gangs_created,
-        "jobs_created": r.jobs_created,
-        "operator_objects": dict(r.operator_objects),
-        "shares_at_end": r.shares,
-        "violations": r.violations,
-        "converge_seconds": r.converge_seconds,
-    }
-    if args.json:
-        print(json.dumps(out, indent=2))
-    else:
-        print(f"seed {r.seed}: {args.minutes} min, faults {out['faults']}")
-        print(
-            f"  pods created {r.pods_created} ({r.gangs_created} gangs, {r.jobs_created} Jobs, "
-            f"operator objects {dict(r.operator_objects)}), converged in {r.converge_seconds}"
-        )
-        for q, sh in r.shares.items():
-            print(
-                f"  {q}: asks {sh['demand']:.1f} CPU, fair share {sh['fair']:.1f}, holds {sh['allocated']:.1f}"
-            )
-        print(f"  violations: {len(r.violations)}")
-        for v in r.violations:
-            print(f"    {v}")
-        if r.diagnosis:
-            print(f"  the bridge's view then:\n{r.diagnosis}")
+    print(output(r, args.minutes, as_json=args.json))
     sys.exit(1 if r.violations else 0)
 
 

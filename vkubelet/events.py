@@ -1,12 +1,14 @@
-"""Events on front pods: the vkubelet's own, and the remote pod's Events reflected."""
+"""Events on front pods (the vkubelet's own, and the remote pod's Events reflected) and on
+RemoteClusters."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
+from armada_bridge import keys
 from armada_bridge.kube import ApiError, Kube
-from armada_bridge.kube.events import pod_event
+from armada_bridge.kube.events import event, pod_event
 from armada_bridge.kube.resources import CORE_EVENTS
 from armada_bridge.kube.times import now, rfc3339
 
@@ -32,6 +34,30 @@ class Recorder:
         except ApiError as e:
             md = pod["metadata"]
             log.warning("event %s on %s/%s: %s", reason, md["namespace"], md["name"], e)
+
+    async def cluster_event(self, rc: Obj, type_: str, reason: str, message: str) -> None:
+        """An Event about the RemoteCluster itself (cluster-scoped: in namespace default)."""
+        md = rc["metadata"]
+        ref = {
+            "apiVersion": keys.API_VERSION,
+            "kind": "RemoteCluster",
+            "name": md["name"],
+            "uid": md["uid"],
+            "resourceVersion": md.get("resourceVersion", ""),
+        }
+        body = event(
+            ref,
+            "default",
+            type_=type_,
+            reason=reason,
+            message=message,
+            component=COMPONENT,
+            host=self.cluster,
+        )
+        try:
+            await self.front.create(CORE_EVENTS, body)
+        except ApiError as e:
+            log.warning("event %s on RemoteCluster %s: %s", reason, md["name"], e)
 
     async def reflect(self, remote_event: Obj, front_pod_ref: Obj) -> None:
         """Create or update the front copy of a remote pod's Event."""

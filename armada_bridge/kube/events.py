@@ -1,4 +1,4 @@
-"""core/v1 Events about pods, as the bridge's components write them."""
+"""core/v1 Events about pods (and other objects), as the bridge's components write them."""
 
 from __future__ import annotations
 
@@ -25,14 +25,29 @@ def pod_ref(pod: Obj) -> Obj:
 
 def pod_event(pod: Obj, *, type_: str, reason: str, message: str, component: str, host: str = "") -> Obj:
     """A new Event (count 1, now) about `pod`, ready to create."""
-    md = pod["metadata"]
+    return event(
+        pod_ref(pod),
+        pod["metadata"]["namespace"],
+        type_=type_,
+        reason=reason,
+        message=message,
+        component=component,
+        host=host,
+    )
+
+
+def event(
+    ref: Obj, namespace: str, *, type_: str, reason: str, message: str, component: str, host: str = ""
+) -> Obj:
+    """A new Event (count 1, now) about the object `ref` names (an involvedObject), in `namespace`
+    (the object's own; `default` for a cluster-scoped one, as the kubelet does for its Node)."""
     t = rfc3339(now())
     source = {"component": component, **({"host": host} if host else {})}
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{md['name']}.{uuid.uuid4().hex[:16]}", "namespace": md["namespace"]},
-        "involvedObject": pod_ref(pod),
+        "metadata": {"name": f"{ref['name']}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+        "involvedObject": ref,
         "type": type_,
         "reason": reason,
         "message": message[:1024],

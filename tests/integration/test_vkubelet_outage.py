@@ -1,22 +1,27 @@
 """The vkubelet on a separate small environment: `kubectl logs` through the front kube-apiserver,
-and a remote cluster that goes away and comes back. Never touches the shared environment."""
+a remote cluster that goes away and comes back, and a RemoteCluster deleted while its remote pods
+cannot be. Never touches the shared environment."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from armada_bridge.dev import binaries
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.environment import Environment
-from tests.integration.test_vkubelet_pods import bound_pod, node_ready, phases, remote_pods
+from tests.integration.test_vkubelet_pods import bound_pod, exists, node_ready, phases, remote_pods
 from tests.support import create_bound, wait_for
+from vkubelet.manager import CLEANUP_TIMEOUT
 
 NS = "vk-private"
 
@@ -251,3 +256,192 @@ def test_standby_replica_takes_over(env: Environment, clients: dict[str, k8s.Cor
 
 def _node_port(front: k8s.CoreV1Api, name: str) -> int:
     return int(front.read_node(name).status.daemon_endpoints.kubelet_endpoint.port)
+
+
+# ---------------------------------------------------------------- a RemoteCluster deleted
+GUARD = "vk-test-guard-deletion"  # a ValidatingAdmissionPolicy of remote-2: pod `guarded` stays
+HOLD = "example.com/vk-test-hold"  # a finalizer of remote-2 on pod `held`
+
+
+def _remote_cluster(custom: k8s.CustomObjectsApi, name: str) -> dict[str, Any] | None:
+    try:
+        rc: dict[str, Any] = custom.get_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters", name)
+        return rc
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+
+
+def _condition(rc: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    conditions = ((rc or {}).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == kind), {})
+
+
+def _cleanup_blocked(custom: k8s.CustomObjectsApi, name: str, *wanted: str) -> dict[str, Any] | None:
+    """The RemoteCluster's CleanupBlocked condition once its message names every `wanted`."""
+    rc = _remote_cluster(custom, name)
+    assert rc is not None, f"RemoteCluster {name} went: its cleanup was given up"
+    c = _condition(rc, "CleanupBlocked")
+    return c if c.get("status") == "True" and all(w in c.get("message", "") for w in wanted) else None
+
+
+def _deletion_refused(core: k8s.CoreV1Api, name: str) -> bool:
+    try:
+        core.delete_namespaced_pod(name, NS, dry_run="All")
+    except ApiException as e:
+        return e.status in (403, 422)
+    return False
+
+
+def _blocked_past_a_round(
+    custom: k8s.CustomObjectsApi, front: k8s.CoreV1Api, deleted: float
+) -> dict[str, Any]:
+    """Past a whole cleanup round after the deletion: the RemoteCluster is still there with its
+    finalizer, Ready False (CleanupBlocked), and an Event says why."""
+    time.sleep(max(0.0, deleted + CLEANUP_TIMEOUT + 10 - time.monotonic()))
+    rc = _remote_cluster(custom, "remote-2")
+    assert rc is not None
+    assert keys.REMOTECLUSTER_FINALIZER in rc["metadata"]["finalizers"]
+    assert _condition(rc, "Ready").get("reason") == "CleanupBlocked", rc["status"]
+    events = front.list_namespaced_event(
+        "default", field_selector="involvedObject.kind=RemoteCluster,involvedObject.name=remote-2"
+    ).items
+    assert any(
+        e.reason == "CleanupBlocked"
+        and e.type == "Warning"
+        and e.involved_object.uid == rc["metadata"]["uid"]
+        for e in events
+    ), [(e.reason, e.message) for e in events]
+    return rc
+
+
+def _removed(custom: k8s.CustomObjectsApi, front: k8s.CoreV1Api, pods: tuple[str, ...]) -> None:
+    """remote-2's RemoteCluster is gone, so is its node, and its front pods failed with a reason."""
+    wait_for("RemoteCluster remote-2 gone", lambda: _remote_cluster(custom, "remote-2") is None, timeout=120)
+    wait_for("node remote-2 gone", lambda: not exists(front.read_node, "remote-2"), timeout=30)
+    for name in pods:
+        pod = front.read_namespaced_pod(name, NS)
+        assert (pod.status.phase, pod.status.reason) == ("Failed", "RemoteClusterRemoved"), pod.status
+
+
+def _restore_remote_2(env: Environment, front: k8s.CoreV1Api) -> None:
+    from armada_bridge.dev import vkubelet_setup
+
+    vkubelet_setup.setup(env, binaries.expected())  # its Secret and RemoteCluster again
+    wait_for("remote-2 Ready again", lambda: node_ready(front, "remote-2"), timeout=60)
+
+
+def test_deleted_remote_cluster_keeps_its_finalizer_until_its_pods_are_gone(
+    env: Environment, clients: dict[str, k8s.CoreV1Api]
+) -> None:
+    """remote-2's RemoteCluster deleted while its pods there cannot be: pod `held` carries a
+    finalizer of the remote cluster, a ValidatingAdmissionPolicy there refuses to delete pod
+    `guarded`. Past a cleanup round the RemoteCluster stays, its finalizer on, its status and an
+    Event saying why; unblocked, the cleanup completes: no remote pod left, the front pods failed,
+    the node gone."""
+    front, remote2 = clients["front"], clients["remote-2"]
+    custom = k8s.CustomObjectsApi(front.api_client)
+    admission = k8s.AdmissionregistrationV1Api(remote2.api_client)
+    pods = ("held", "guarded")
+    for name in pods:
+        create_bound(front, NS, bound_pod(name, "remote-2"))
+    wait_for("pods Running", lambda: all(phases(front, NS).get(n) == "Running" for n in pods), timeout=60)
+    try:
+        remote2.patch_namespaced_pod("held", NS, {"metadata": {"finalizers": [HOLD]}})
+        admission.create_validating_admission_policy(
+            {
+                "metadata": {"name": GUARD},
+                "spec": {
+                    "failurePolicy": "Fail",
+                    "matchConstraints": {
+                        "resourceRules": [
+                            {
+                                "apiGroups": [""],
+                                "apiVersions": ["v1"],
+                                "operations": ["DELETE"],
+                                "resources": ["pods"],
+                            }
+                        ]
+                    },
+                    "validations": [
+                        {
+                            "expression": "oldObject.metadata.name != 'guarded'",
+                            "message": "pod guarded is kept by the test's policy",
+                        }
+                    ],
+                },
+            }
+        )
+        admission.create_validating_admission_policy_binding(
+            {
+                "metadata": {"name": GUARD},
+                "spec": {
+                    "policyName": GUARD,
+                    "validationActions": ["Deny"],
+                    "matchResources": {
+                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NS}}
+                    },
+                },
+            }
+        )
+        wait_for("the policy in force", lambda: _deletion_refused(remote2, "guarded"), timeout=30)
+
+        deleted = time.monotonic()
+        custom.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters", "remote-2")
+        blocked = wait_for(
+            "the cleanup said blocked",
+            lambda: _cleanup_blocked(
+                custom, "remote-2", f"{NS}/held", HOLD, f"{NS}/guarded", "kept by the test"
+            ),
+            timeout=60,
+        )
+        assert blocked["reason"] == "RemoteObjectsRemain", blocked
+        _blocked_past_a_round(custom, front, deleted)
+        assert {"held", "guarded"} <= {p.metadata.name for p in remote_pods(remote2, NS)}
+    finally:  # unblocked: the finalizer of remote-2 gone, its policy gone
+        with contextlib.suppress(ApiException):
+            admission.delete_validating_admission_policy_binding(GUARD)
+        with contextlib.suppress(ApiException):
+            admission.delete_validating_admission_policy(GUARD)
+        with contextlib.suppress(ApiException):
+            remote2.patch_namespaced_pod("held", NS, {"metadata": {"finalizers": None}})
+    try:
+        _removed(custom, front, pods)
+        assert remote2.list_pod_for_all_namespaces(label_selector=keys.FRONT_UID).items == []
+    finally:
+        _restore_remote_2(env, front)
+
+
+def test_remote_cluster_that_does_not_answer_keeps_its_finalizer_until_removed_by_hand(
+    env: Environment, clients: dict[str, k8s.CoreV1Api]
+) -> None:
+    """remote-2 answered once and runs a pod; its kubeconfig Secret is deleted, then its
+    RemoteCluster: the bridge cannot know what runs there, so the finalizer stays (status and Event
+    say so) until an admin removes it by hand; then the front pod fails and the node goes, and the
+    remote pod, given up on, is still there (deleted once the cluster is registered again)."""
+    front, remote2 = clients["front"], clients["remote-2"]
+    custom = k8s.CustomObjectsApi(front.api_client)
+    create_bound(front, NS, bound_pod("stranded", "remote-2"))
+    wait_for("pod Running", lambda: phases(front, NS).get("stranded") == "Running", timeout=60)
+    try:
+        front.delete_namespaced_secret("remote-2-kubeconfig", keys.SYSTEM_NAMESPACE)
+        deleted = time.monotonic()
+        custom.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters", "remote-2")
+        blocked = wait_for(
+            "the cleanup said blocked",
+            lambda: _cleanup_blocked(custom, "remote-2", "remote-2-kubeconfig", "by hand"),
+            timeout=60,
+        )
+        assert blocked["reason"] == "KubeconfigError", blocked
+        _blocked_past_a_round(custom, front, deleted)
+        assert "stranded" in {p.metadata.name for p in remote_pods(remote2, NS)}
+
+        custom.patch_cluster_custom_object(
+            keys.GROUP, "v1alpha1", "remoteclusters", "remote-2", {"metadata": {"finalizers": None}}
+        )
+        _removed(custom, front, ("stranded",))
+        assert "stranded" in {p.metadata.name for p in remote_pods(remote2, NS)}
+    finally:
+        _restore_remote_2(env, front)
+    wait_for("the given-up remote pod deleted", lambda: not remote_pods(remote2, NS), timeout=60)
