@@ -298,8 +298,8 @@ class Controller:
             log.warning("remote node %s/%s left out: %s", cluster, name, e)
             return
         rc = self.inputs.remote_clusters.get(cluster)
-        if rc is not None and rc.get("spec", {}).get("cordoned"):
-            core_node.unschedulable = True
+        if rc is not None and (rc.get("spec", {}).get("cordoned") or rc["metadata"].get("deletionTimestamp")):
+            core_node.unschedulable = True  # cordoned, or being removed: nothing new goes there
         known = self.core.nodedb.entries.get(core_name)
         if known is not None and known.node == core_node:
             return  # unchanged (a resync, a RemoteCluster's status): what fits nowhere stays known

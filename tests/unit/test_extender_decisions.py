@@ -437,3 +437,18 @@ def test_uid_precondition_on_patches() -> None:
     ops = with_uid_precondition([{"op": "remove", "path": "/x"}], "u1", "json")
     assert ops[0] == {"op": "test", "path": "/metadata/uid", "value": "u1"}
     assert json.dumps(ops)
+
+
+def test_nothing_new_goes_to_a_remote_cluster_being_removed() -> None:
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        rc = {"metadata": {"name": CLUSTER, "uid": "rc", "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+        _feed(c.inputs.remote_clusters, rc)
+        c.changes.clusters = False  # its watcher stays (the vkubelet is still cleaning up)
+        c.changes.nodes.add((CLUSTER, "n0"))
+        _feed(c.inputs.pods, _pod("a"))
+        result = await c.round()
+        assert not result.scheduled and "uid-a" in result.waiting
+        await c.front.close()
+
+    _run(scenario())
