@@ -8,7 +8,9 @@ import base64
 import contextlib
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -77,7 +79,9 @@ async def headless_page(
     request the page makes (an Authorization header authenticates it to the extender)."""
     exe = chromium()
     assert exe, "no chromium (hack/setup.sh installs it)"
-    with tempfile.TemporaryDirectory(prefix="dash-chromium-") as profile:
+    # Chromium's helpers (crashpad, zygote) may still write in the profile for a moment after its
+    # main process exited: its whole process group is stopped, and a file they leave is no failure.
+    with tempfile.TemporaryDirectory(prefix="dash-chromium-", ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen(
             [
                 exe,
@@ -94,6 +98,7 @@ async def headless_page(
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             active = Path(profile) / "DevToolsActivePort"
@@ -115,9 +120,11 @@ async def headless_page(
                         await page.send("Network.setExtraHTTPHeaders", {"headers": headers})
                     yield page
         finally:
-            proc.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
