@@ -1089,6 +1089,8 @@ def output(r: Report, minutes: float, *, as_json: bool) -> str:
         "invariants": r.tally.counts(),
         "violations": r.violations,
         "converge_seconds": r.converge_seconds,
+        # what the bridge itself said when a queue was found below its share (queues, why)
+        "diagnosis": r.diagnosis,
     }
     if as_json:
         return json.dumps(out, indent=2)
