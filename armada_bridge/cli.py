@@ -9,14 +9,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from armada_bridge.dev.environment import BaseEnvironment, ClusterStatus
+    from armada_bridge.dev.base import BaseEnvironment, ClusterStatus
 
 
 def _dev(args: argparse.Namespace) -> int:
-    from armada_bridge.dev.kind_environment import open_environment
+    from armada_bridge.dev.kind.kind_environment import open_environment
 
     if args.dev_command == "up":
-        from armada_bridge.dev import environment, kind_environment, operators
+        from armada_bridge.dev.binary import environment
+        from armada_bridge.dev.kind import kind_environment
+        from armada_bridge.dev.operators import operators
 
         env = open_environment(provider=args.provider)
         names = operators.parse(args.operators) if args.operators else []
@@ -60,8 +62,8 @@ def _print_status(statuses: Sequence[ClusterStatus]) -> None:
 
 def _print_operators(env: BaseEnvironment) -> bool:
     """The operators `dev up` runs, one row each; False when one is not running."""
-    from armada_bridge.dev import operators
-    from armada_bridge.dev.environment import Environment
+    from armada_bridge.dev.binary.environment import Environment
+    from armada_bridge.dev.operators import operators
 
     if not isinstance(env, Environment):  # only the binary provider runs operators
         return True
@@ -156,8 +158,8 @@ def _front_kubeconfig(given: str | None) -> str | None:
     if given or os.environ.get("KUBECONFIG"):
         return given or os.environ["KUBECONFIG"]
     try:
-        from armada_bridge.dev.kind_environment import open_environment
-        from armada_bridge.dev.kwok_cluster import ClusterError
+        from armada_bridge.dev.base import ClusterError
+        from armada_bridge.dev.kind.kind_environment import open_environment
         from armada_bridge.dev.names import FRONT
     except ImportError:  # the runtime image has no dev environment
         return None

@@ -16,8 +16,8 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
+from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.clients import api_client
-from armada_bridge.dev.environment import Environment
 from armada_bridge.dev.names import FRONT
 from armada_bridge.views import queues
 

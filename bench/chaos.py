@@ -69,10 +69,12 @@ from armada_bridge.contract.pods import (
     scheduling_gates,
 )
 from armada_bridge.core.quantities import Resources, add_into
-from armada_bridge.dev import binaries, extender_setup, operators, vkubelet_setup
+from armada_bridge.dev import binaries
+from armada_bridge.dev.binary.environment import Environment
+from armada_bridge.dev.bridge import extender_setup, vkubelet_setup
 from armada_bridge.dev.clients import api_client
-from armada_bridge.dev.environment import Environment
-from armada_bridge.dev.samples import adapt, sample
+from armada_bridge.dev.operators import operators
+from armada_bridge.dev.operators.samples import adapt, sample
 
 REMOTES = ("remote-1", "remote-2")
 QUEUES = ("chaos-a", "chaos-b", "chaos-c")

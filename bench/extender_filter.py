@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 
 from armada_bridge import keys
-from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.names import FRONT
 from armada_bridge.kube import NAMESPACES, NODES, PODS, Kube, load_config
 from armada_bridge.kube.resources import QUEUES

@@ -34,7 +34,7 @@ from armada_bridge import keys
 from armada_bridge.contract.capacity import node_ready
 from armada_bridge.contract.pods import pod_requests
 from armada_bridge.core.quantities import parse_quantity
-from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.kube import NODES, PODS, Kube, load_config
 from bench.pods import (
     RUNNING,

@@ -26,8 +26,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge import keys
-from armada_bridge.dev import extender_setup, vkubelet_setup
-from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.binary.environment import Environment
+from armada_bridge.dev.bridge import extender_setup, vkubelet_setup
 from armada_bridge.dev.names import FRONT
 from armada_bridge.kube import NODES, Kube, load_config
 from bench.pods import (

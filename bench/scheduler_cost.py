@@ -34,8 +34,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge.dev import binaries
-from armada_bridge.dev.environment import Environment
-from armada_bridge.dev.nodes import NodeShape, node_manifest
+from armada_bridge.dev.binary.environment import Environment
+from armada_bridge.dev.kwok.nodes import NodeShape, node_manifest
 from armada_bridge.kube import NODES, PODS, Kube, load_config
 from bench.pods import (
     CONCURRENCY,

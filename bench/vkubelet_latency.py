@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey, ensure_key
-from armada_bridge.dev import binaries, bridge, vkubelet_setup
-from armada_bridge.dev.environment import Environment
+from armada_bridge.dev import binaries
+from armada_bridge.dev.binary.environment import Environment
+from armada_bridge.dev.bridge import bridge, vkubelet_setup
 from armada_bridge.kube import PODS, Kube, load_config
 from bench.pods import (
     CREATED,

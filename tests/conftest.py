@@ -27,7 +27,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def dev_env() -> Iterator[object]:
     """The environment of `armada-bridge dev up`: reused when healthy, started (and stopped) otherwise."""
-    from armada_bridge.dev.environment import Environment
+    from armada_bridge.dev.binary.environment import Environment
 
     env = Environment()
     statuses = env.status()
@@ -43,7 +43,7 @@ def dev_env() -> Iterator[object]:
 def operators(dev_env: object) -> Callable[..., None]:
     """`operators("kuberay", ...)`: make sure those released operators run against the front
     (installed and started by the dev environment once per session, reused when already running)."""
-    from armada_bridge.dev.environment import Environment
+    from armada_bridge.dev.binary.environment import Environment
 
     assert isinstance(dev_env, Environment)
     ready: set[str] = set()
@@ -60,8 +60,8 @@ def operators(dev_env: object) -> Callable[..., None]:
 @pytest.fixture(scope="session")
 def cluster_api(dev_env: object) -> Iterator[Callable[[str], k8s.ApiClient]]:
     """cluster name -> ApiClient (one per cluster, shared by the session)."""
+    from armada_bridge.dev.binary.environment import Environment
     from armada_bridge.dev.clients import api_client
-    from armada_bridge.dev.environment import Environment
 
     assert isinstance(dev_env, Environment)
     clients: dict[str, k8s.ApiClient] = {}
@@ -101,7 +101,7 @@ def namespace(
     request: pytest.FixtureRequest, dev_env: object, cluster_api: Callable[[str], k8s.ApiClient]
 ) -> Iterator[str]:
     """A fresh namespace of the same name in every cluster, deleted after the test."""
-    from armada_bridge.dev.environment import Environment
+    from armada_bridge.dev.binary.environment import Environment
 
     assert isinstance(dev_env, Environment)
     base = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-")

@@ -21,7 +21,7 @@ Obj = dict[str, Any]
 
 def run_kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """kubectl on the front cluster, whatever it answers."""
-    from armada_bridge.dev.environment import Environment
+    from armada_bridge.dev.binary.environment import Environment
 
     front = Environment().kubeconfig("front")
     return subprocess.run(

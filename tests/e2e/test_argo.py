@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from armada_bridge import keys
-from armada_bridge.dev.samples import sample
+from armada_bridge.dev.operators.samples import sample
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import apply, kubectl, one_remote_cluster, wait_gone_from_remotes, wait_status
 from tests.support import wait_for

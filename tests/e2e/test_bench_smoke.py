@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.binary.environment import Environment
 from bench import memory, pipeline
 
 

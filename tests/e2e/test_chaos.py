@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.binary.environment import Environment
 from bench.chaos import run
 
 

@@ -8,7 +8,7 @@ import sys
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.names import FRONT
 from tests.e2e.bridge import Api, pod, wait_running
 from tests.support import wait_for

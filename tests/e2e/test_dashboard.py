@@ -15,7 +15,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.names import FRONT
 from armada_bridge.versions import REPO_ROOT
 from tests.e2e.bridge import REMOTES, Api, pod, wait_running

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from armada_bridge.dev.samples import adapt
+from armada_bridge.dev.operators.samples import adapt
 from armada_bridge.versions import REPO_ROOT
 from tests.e2e.bridge import Api
 from tests.e2e.operators import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from armada_bridge.dev.samples import adapt, sample
+from armada_bridge.dev.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import (
     apply,

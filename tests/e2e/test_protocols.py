@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.binary.environment import Environment
 from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, pod, wait_running
 from tests.support import wait_for
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
-from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.names import FRONT
 from extender.__main__ import parse_args
 

@@ -15,7 +15,7 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from armada_bridge.dev.samples import sample
+from armada_bridge.dev.operators.samples import sample
 from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods
 from tests.e2e.operators import (
     REMOTES,

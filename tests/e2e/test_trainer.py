@@ -10,7 +10,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from armada_bridge.dev.samples import sample
+from armada_bridge.dev.operators.samples import sample
 from tests.e2e.bridge import Api
 from tests.e2e.operators import (
     apply,

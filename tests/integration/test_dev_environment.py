@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
-from armada_bridge.dev import kwok_exec
-from armada_bridge.dev.environment import FRONT, Environment
+from armada_bridge.dev.binary.environment import FRONT, Environment
+from armada_bridge.dev.kwok import kwok_exec
 from tests.support import wait_for
 
 REMOTES = ["remote-1", "remote-2"]

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from armada_bridge.dev.environment import Environment
+from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.kube import NAMESPACES, Kube, load_config
 from armada_bridge.kube.resources import CORE_EVENTS
 from extender.events import WAITING, EventRecorder

@@ -80,7 +80,7 @@ def _served(kubeconfig: Path, group: str) -> bool:
 
 @pytest.fixture(scope="module")
 def front(dev_env: object) -> Path:
-    from armada_bridge.dev.environment import Environment
+    from armada_bridge.dev.binary.environment import Environment
 
     assert isinstance(dev_env, Environment)
     return dev_env.kubeconfig("front")

@@ -11,7 +11,7 @@ from armada_bridge.kube.client import ApiError
 
 
 def test_a_patch_with_another_objects_uid_changes_nothing(dev_env: object, namespace: str) -> None:
-    from armada_bridge.dev.environment import Environment
+    from armada_bridge.dev.binary.environment import Environment
 
     assert isinstance(dev_env, Environment)
 

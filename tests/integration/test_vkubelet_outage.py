@@ -17,8 +17,8 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from armada_bridge.dev import binaries
+from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.clients import api_client
-from armada_bridge.dev.environment import Environment
 from tests.integration.test_vkubelet_pods import bound_pod, exists, node_ready, phases, remote_pods
 from tests.support import create_bound, wait_for
 from vkubelet.manager import CLEANUP_TIMEOUT
@@ -157,7 +157,7 @@ def test_runs_with_the_shipped_front_rbac(env: Environment, clients: dict[str, k
     import yaml
 
     from armada_bridge import versions
-    from armada_bridge.dev import vkubelet_setup
+    from armada_bridge.dev.bridge import vkubelet_setup
     from armada_bridge.dev.components import Component
 
     front = clients["front"]
@@ -209,8 +209,8 @@ def test_standby_replica_takes_over(env: Environment, clients: dict[str, k8s.Cor
     import signal
     import sys
 
-    from armada_bridge.dev import vkubelet_setup
-    from armada_bridge.dev.kwok_cluster import free_ports
+    from armada_bridge.dev.bridge import vkubelet_setup
+    from armada_bridge.dev.ports import free_ports
 
     front = clients["front"]
     env.supervisor.stop(vkubelet_setup.COMPONENT)
@@ -326,7 +326,7 @@ def _removed(custom: k8s.CustomObjectsApi, front: k8s.CoreV1Api, pods: tuple[str
 
 
 def _restore_remote_2(env: Environment, front: k8s.CoreV1Api) -> None:
-    from armada_bridge.dev import vkubelet_setup
+    from armada_bridge.dev.bridge import vkubelet_setup
 
     vkubelet_setup.setup(env, binaries.expected())  # its Secret and RemoteCluster again
     wait_for("remote-2 Ready again", lambda: node_ready(front, "remote-2"), timeout=60)

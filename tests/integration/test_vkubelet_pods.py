@@ -18,8 +18,9 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from armada_bridge.dev import binaries, bridge, vkubelet_setup
-from armada_bridge.dev.environment import Environment
+from armada_bridge.dev import binaries
+from armada_bridge.dev.binary.environment import Environment
+from armada_bridge.dev.bridge import bridge, vkubelet_setup
 from tests.support import create_bound, wait_for
 
 

@@ -26,9 +26,10 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from armada_bridge.dev import binaries, vkubelet_setup
-from armada_bridge.dev.environment import Environment
-from armada_bridge.dev.kwok_cluster import free_ports
+from armada_bridge.dev import binaries
+from armada_bridge.dev.binary.environment import Environment
+from armada_bridge.dev.bridge import vkubelet_setup
+from armada_bridge.dev.ports import free_ports
 from tests.integration.test_vkubelet_pods import (  # noqa: F401  (fixtures)
     bound_pod,
     front,

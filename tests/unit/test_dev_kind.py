@@ -14,10 +14,12 @@ import pytest
 import yaml
 
 from armada_bridge import cli, versions
-from armada_bridge.dev import environment, extender_setup, kind, vkubelet_setup
-from armada_bridge.dev.environment import FRONT_FEATURE_GATES, FRONT_RUNTIME_CONFIG, Environment
-from armada_bridge.dev.kind_environment import KindEnvironment, open_environment
-from armada_bridge.dev.kwok_cluster import ClusterError
+from armada_bridge.dev.base import FRONT_FEATURE_GATES, FRONT_RUNTIME_CONFIG, ClusterError
+from armada_bridge.dev.binary import environment
+from armada_bridge.dev.binary.environment import Environment
+from armada_bridge.dev.bridge import extender_setup, vkubelet_setup
+from armada_bridge.dev.kind import kind
+from armada_bridge.dev.kind.kind_environment import KindEnvironment, open_environment
 from armada_bridge.dev.names import FRONT
 
 HOST = "172.18.0.1"  # a Docker network's gateway, as `docker network inspect` would say

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from armada_bridge import cli, keys, versions
-from armada_bridge.dev import binaries, nodes, operators
+from armada_bridge.dev import binaries
+from armada_bridge.dev.kwok import nodes
+from armada_bridge.dev.operators import operators
 
 
 def test_remote_nodes_match_the_documented_shape() -> None:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from armada_bridge.dev.binaries import Binaries
-from armada_bridge.dev.kwok_cluster import KwokCluster
+from armada_bridge.dev.binary.kwok_cluster import KwokCluster
 from armada_bridge.dev.procs import alive
 
 

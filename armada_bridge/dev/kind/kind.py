@@ -1,6 +1,6 @@
 """`--provider kind`: the same topology (front + remote-1..N) on kind clusters, where a Docker
 engine works. This module holds what the provider needs checked (Docker, the kind CLI) and the
-kind cluster configurations, made by pure functions; armada_bridge.dev.kind_environment runs them.
+kind cluster configurations, made by pure functions; armada_bridge.dev.kind.kind_environment runs them.
 
 The bridge (extender + webhook, vkubelet) runs as processes on the host, as with the binary
 provider. The front cluster's kube-scheduler (inside its node container) calls the extender, and

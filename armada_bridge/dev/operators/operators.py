@@ -24,11 +24,11 @@ from armada_bridge.certs import ca_and_serving
 from armada_bridge.dev.binaries import Binaries, cache_root
 from armada_bridge.dev.clients import kubectl, wait_established
 from armada_bridge.dev.components import Component
-from armada_bridge.dev.kwok_cluster import free_ports
 from armada_bridge.dev.names import FRONT
+from armada_bridge.dev.ports import free_ports
 
 if TYPE_CHECKING:
-    from armada_bridge.dev.environment import Environment
+    from armada_bridge.dev.binary.environment import Environment
 
 BUILD_SCRIPT = versions.REPO_ROOT / "hack" / "build-operators.sh"
 # What `--operators all` runs (hack/build-operators.sh builds the same set by default).

@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from armada_bridge import versions
-from armada_bridge.dev import extender_setup, vkubelet_setup
 from armada_bridge.dev.binaries import Binaries
+from armada_bridge.dev.bridge import extender_setup, vkubelet_setup
 from armada_bridge.dev.clients import kubectl, wait_established
 from armada_bridge.dev.names import FRONT
 
 if TYPE_CHECKING:
-    from armada_bridge.dev.environment import BaseEnvironment
+    from armada_bridge.dev.base import BaseEnvironment
 
 CRDS_DIR = versions.REPO_ROOT / "manifests" / "crds"
 DEV_MANIFESTS_DIR = versions.REPO_ROOT / "manifests" / "dev"

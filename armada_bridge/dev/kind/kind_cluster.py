@@ -1,5 +1,5 @@
 """One kind cluster of the environment, through the kind CLI: created from a configuration
-(armada_bridge.dev.kind), checked, deleted. Its files live under the environment's state directory."""
+(armada_bridge.dev.kind.kind), checked, deleted. Its files live under the environment's state directory."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from pathlib import Path
 
 import yaml
 
-from armada_bridge.dev.kwok_cluster import ClusterError
+from armada_bridge.dev.base import ClusterError
 
 
 @dataclass(frozen=True)
 class KindCluster:
     name: str  # the environment's name for it: front, remote-1, ...
-    kind_name: str  # kind's (armada_bridge.dev.kind.cluster_name)
+    kind_name: str  # kind's (armada_bridge.dev.kind.kind.cluster_name)
     workdir: Path
     network: str  # the environment's Docker network
     kind: str = "kind"  # the kind CLI

@@ -19,7 +19,8 @@ from armada_bridge.dev.names import FRONT
 from armada_bridge.versions import REPO_ROOT
 
 if TYPE_CHECKING:
-    from armada_bridge.dev.environment import BaseEnvironment, Environment
+    from armada_bridge.dev.base import BaseEnvironment
+    from armada_bridge.dev.binary.environment import Environment
 
 WEBHOOK_NAME = "armada-bridge"
 SCHEDULING_CONFIG = REPO_ROOT / "manifests" / "extender" / "scheduling-config.yaml"

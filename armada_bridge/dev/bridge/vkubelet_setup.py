@@ -17,11 +17,11 @@ from armada_bridge import keys, versions
 from armada_bridge.dev.binaries import Binaries
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.components import Component
-from armada_bridge.dev.kwok_cluster import free_ports
 from armada_bridge.dev.names import FRONT
+from armada_bridge.dev.ports import free_ports
 
 if TYPE_CHECKING:
-    from armada_bridge.dev.environment import BaseEnvironment
+    from armada_bridge.dev.base import BaseEnvironment
 
 COMPONENT = "vkubelet"
 # What every simulated container of the remote clusters "printed" (CRI log format, as KWOK reads it).
@@ -40,7 +40,7 @@ def remote_attach_log(state_dir: Path) -> Path:
 
 def remote_exec_dir(state_dir: Path) -> Path:
     """Where `kubectl exec` on a simulated remote container runs its command (a local directory,
-    kwok-exec's working directory: armada_bridge.dev.kwok_exec)."""
+    kwok-exec's working directory: armada_bridge.dev.kwok.kwok_exec)."""
     return state_dir / "vkubelet" / "remote-exec"
 
 

@@ -11,9 +11,13 @@ kube-apiserver calls it for every pod of the cluster.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from armada_bridge.dev.components import Component
-from armada_bridge.dev.kwok_cluster import LOOPBACK, KwokCluster
+from armada_bridge.dev.ports import LOOPBACK
+
+if TYPE_CHECKING:
+    from armada_bridge.dev.binary.kwok_cluster import KwokCluster
 
 
 def name(cluster: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from armada_bridge import keys
-from armada_bridge.dev import operators
+from armada_bridge.dev.operators import operators
 
 Obj = dict[str, Any]
 

@@ -27,23 +27,24 @@ from kubernetes import client as k8s
 
 from armada_bridge import certs, versions
 from armada_bridge.dev import binaries as binaries_mod
-from armada_bridge.dev import bridge, extender_setup
-from armada_bridge.dev import kind as kind_mod
-from armada_bridge.dev.clients import api_client
-from armada_bridge.dev.environment import (
+from armada_bridge.dev.base import (
     BRIDGE_PORTS,
     DEFAULT_WORKERS,
     FRONT_FEATURE_GATES,
     FRONT_RUNTIME_CONFIG,
     BaseEnvironment,
+    ClusterError,
     ClusterStatus,
-    Environment,
     log,
     node_ready,
 )
-from armada_bridge.dev.kind_cluster import KindCluster, ensure_network, remove_network
-from armada_bridge.dev.kwok_cluster import ClusterError, free_ports
+from armada_bridge.dev.binary.environment import Environment
+from armada_bridge.dev.bridge import bridge, extender_setup
+from armada_bridge.dev.clients import api_client
+from armada_bridge.dev.kind import kind as kind_mod
+from armada_bridge.dev.kind.kind_cluster import KindCluster, ensure_network, remove_network
 from armada_bridge.dev.names import FRONT, remote_name
+from armada_bridge.dev.ports import free_ports
 from armada_bridge.dev.procs import kill_and_wait
 
 PROVIDER = "kind"

@@ -7,10 +7,7 @@ deletes one such cluster.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import random
-import socket
 import ssl
 import subprocess
 import time
@@ -21,13 +18,10 @@ from typing import Any
 
 import yaml
 
+from armada_bridge.dev.base import ClusterError
 from armada_bridge.dev.binaries import Binaries
+from armada_bridge.dev.ports import LOOPBACK, free_ports
 from armada_bridge.dev.procs import alive, kill_and_wait, pids_under
-
-
-class ClusterError(RuntimeError):
-    pass
-
 
 # The ports kwokctl's binary runtime needs per cluster (KwokctlConfiguration option names).
 PORT_OPTIONS = (
@@ -38,37 +32,6 @@ PORT_OPTIONS = (
     "kubeSchedulerPort",
     "kwokControllerPort",
 )
-LOOPBACK = "127.0.0.1"
-
-
-# Listening ports are drawn below the kernel's ephemeral range (32768-60999 by default), so no
-# outgoing connection can take one between our choice and the component's bind.
-PORT_RANGE = (20000, 32700)
-
-
-def free_ports(count: int, rng: random.Random | None = None) -> list[int]:
-    """`count` distinct loopback ports that are free right now, drawn at random from PORT_RANGE.
-
-    kwokctl would pick ports itself, but deterministically from 32767 down, so clusters created at
-    the same time collide; we choose them instead (at random, so two environments started at once
-    do not pick the same) and create clusters in parallel.
-    """
-    rng = rng or random.SystemRandom()
-    ports: list[int] = []
-    with contextlib.ExitStack() as stack:
-        for _ in range(count * 50):
-            if len(ports) == count:
-                return ports
-            port = rng.randrange(*PORT_RANGE)
-            if port in ports:
-                continue
-            s = stack.enter_context(socket.socket())
-            try:
-                s.bind((LOOPBACK, port))
-            except OSError:
-                continue
-            ports.append(port)
-    raise ClusterError(f"could not find {count} free loopback ports in {PORT_RANGE}")
 
 
 @dataclass
