@@ -25,11 +25,14 @@ def _dev(args: argparse.Namespace) -> int:
         default_nodes = (
             kind_environment.DEFAULT_NODES if args.provider == "kind" else environment.DEFAULT_NODES
         )
+        if args.provider == "kind" and args.real_nodes:
+            raise ValueError("--real-nodes is for the binary provider: kind's worker nodes are real already")
         statuses = env.up(
             workers=args.workers,
             nodes=default_nodes if args.nodes is None else args.nodes,
             operator_names=names,
             extender_replicas=args.extender_replicas,
+            real_nodes=args.real_nodes,
         )
         _print_status(statuses)
         _print_operators(env)
@@ -108,6 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--nodes",
         type=int,
         help="nodes per remote cluster: KWOK nodes (default 4), or kind worker nodes with --provider kind (default 1)",
+    )
+    up.add_argument(
+        "--real-nodes",
+        type=int,
+        help="real nodes (kubelet + containerd, containers really run) per remote cluster beside the KWOK "
+        "nodes (default: as the last up, else 1; 0 for none)",
     )
     up.add_argument(
         "--extender-replicas",

@@ -77,6 +77,11 @@ IMMUTABLE_ANNOTATIONS = (SCHEDULING_CONSTRAINTS,)
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 KWOK_NODE_ANNOTATION_VALUE = "fake"
 DEV_NODE_TYPE_VALUE = "kwok"
+# The real nodes of the dev remote clusters (a real kubelet and container runtime) are tainted, so
+# work that asks for nothing stays on the KWOK nodes; a pod that wants one tolerates this taint and
+# asks for a node whose `type` is not `kwok`.
+DEV_REAL_NODE_TAINT_KEY = f"{GROUP}/dev-real-node"
+DEV_REAL_NODE_TAINT_EFFECT = "NoSchedule"
 GPU_RESOURCE = "nvidia.com/gpu"
 # Pod annotation (dev remote clusters): how long the pod's containers "run" before they exit 0, as a
 # Go duration ("5s"). KWOK ends such a pod Succeeded when its restartPolicy is not Always

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the pinned Kubernetes control plane, kubectl, etcd, kwok, kwokctl and helm (the chart's
-# tests) from their Go modules into a cache outside the repository, keyed by version, and hack/kwok-exec (the dev remote
+# Builds the pinned Kubernetes control plane, kubectl, the node binaries (kubelet and kube-proxy, for
+# the dev environment's real nodes), etcd, kwok, kwokctl and helm (the chart's tests) from their Go modules into a cache outside the repository, keyed by version, and hack/kwok-exec (the dev remote
 # clusters' exec server), keyed by the version of the kubelet streaming library it uses and a hash
 # of its source. A second run finds them and does nothing.
 #
@@ -75,6 +75,32 @@ build_kubernetes() {
     (cd "$mod" && CGO_ENABLED=0 run "$(basename "$p")" go build -trimpath -ldflags "$ld" -o "$out/" "$p")
   done
   "$out/kube-apiserver" --version >&2
+  touch "$out/.complete"
+}
+
+# kubelet and kube-proxy of the pinned release, from the same wrapper module as the control plane
+# (built first): the real nodes of the dev environment (armada_bridge/dev/realnode).
+build_node() {
+  local v=$KUBERNETES_VERSION out="$bin/kubernetes-node-$KUBERNETES_VERSION"
+  if have "$out"; then say "kubelet, kube-proxy $v: cached in $out"; return; fi
+  build_kubernetes
+  local minor=${v#v1.} mod="$cache/build/kubernetes-$v"
+  [ -f "$mod/go.mod" ] || { rm -rf "$bin/kubernetes-$v"; build_kubernetes; }
+  mkdir -p "$out"
+  local pkgs=(k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
+  local ld="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=${minor%%.*} -X $p.gitTreeState=clean"
+    ld+=" -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  # The kubelet's own packages need go.sum entries the control plane's did not (k8s.io/cri-streaming...).
+  step="resolve kubelet $v dependencies"; say "$step"
+  (cd "$mod" && run kubelet-get go get "${pkgs[@]/%/@$v}")
+  for p in "${pkgs[@]}"; do
+    step="compile $(basename "$p") $v"; say "$step (a few minutes on 2 cores)"
+    (cd "$mod" && CGO_ENABLED=0 run "$(basename "$p")" go build -trimpath -ldflags "$ld" -o "$out/" "$p")
+  done
+  "$out/kubelet" --version >&2
   touch "$out/.complete"
 }
 
@@ -165,13 +191,14 @@ build_helm() {
 
 only=${1:-all}
 case "$only" in
-  all) build_etcd; build_kwok; build_kubernetes; build_kwok_exec; build_helm ;;
+  all) build_etcd; build_kwok; build_kubernetes; build_node; build_kwok_exec; build_helm ;;
+  node) build_node ;;
   kubernetes) build_kubernetes ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
   kwok-exec) build_kwok_exec ;;
   helm) build_helm ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok|kwok-exec|helm]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|kubernetes|node|etcd|kwok|kwok-exec|helm]" >&2; exit 2 ;;
 esac
 step=""
 say "done: binaries under $bin"

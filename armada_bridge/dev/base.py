@@ -99,6 +99,7 @@ class BaseEnvironment:
         nodes: int = DEFAULT_NODES,
         operator_names: Sequence[str] = (),
         extender_replicas: int | None = None,
+        real_nodes: int | None = None,
     ) -> list[ClusterStatus]:
         raise NotImplementedError
 

@@ -81,7 +81,31 @@ def helm(v: versions.Versions | None = None) -> Path:
     return path
 
 
-def missing(b: Binaries) -> list[Path]:
+@dataclass(frozen=True)
+class NodeBinaries:
+    kubelet: Path
+    kube_proxy: Path
+
+
+def expected_node(v: versions.Versions | None = None) -> NodeBinaries:
+    v = v or versions.load()
+    d = cache_root() / "bin" / f"kubernetes-node-{v.kubernetes}"
+    return NodeBinaries(kubelet=d / "kubelet", kube_proxy=d / "kube-proxy")
+
+
+def ensure_node(v: versions.Versions | None = None) -> NodeBinaries:
+    """kubelet and kube-proxy of the pinned release (the dev environment's real nodes), built first
+    when missing (`hack/build-binaries.sh node`)."""
+    b = expected_node(v)
+    if missing(b):
+        print(f"armada-bridge: building kubelet and kube-proxy into {cache_root()}", file=sys.stderr)
+        result = subprocess.run(["bash", str(BUILD_SCRIPT), "node"], stdout=subprocess.DEVNULL, check=False)
+        if result.returncode != 0 or missing(b):
+            raise RuntimeError(f"{BUILD_SCRIPT} node failed (exit {result.returncode}); see its output above")
+    return b
+
+
+def missing(b: Binaries | NodeBinaries) -> list[Path]:
     paths = [Path(p) for p in vars(b).values()]
     return [p for p in paths if not (p.is_file() and (p.parent / ".complete").is_file())]
 

@@ -29,13 +29,15 @@ class Component:
     env: dict[str, str] = field(default_factory=dict)
     # Polled after start until it answers 200 (http or https; certificates are not checked here).
     ready_url: str | None = None
+    # The bridge's own processes run this repository's code and restart when it changes; other
+    # programs (containerd, kubelet) restart only when their command does.
+    follows_code: bool = True
 
     @property
     def fingerprint(self) -> str:
-        """Changes with the command and with the code it runs, so `dev up` restarts what changed."""
-        return hashlib.sha1(
-            json.dumps([self.argv, self.env, code_version()], sort_keys=True).encode()
-        ).hexdigest()[:12]
+        """Changes with the command (and the code it runs), so `dev up` restarts what changed."""
+        code = code_version() if self.follows_code else ""
+        return hashlib.sha1(json.dumps([self.argv, self.env, code], sort_keys=True).encode()).hexdigest()[:12]
 
 
 def code_version() -> str:

@@ -7,6 +7,7 @@ one state directory, so `down` can prove it left nothing behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import time
@@ -33,28 +34,52 @@ from armada_bridge.dev.base import (
     log,
     node_ready,
 )
-from armada_bridge.dev.binary.kwok_cluster import PORT_OPTIONS, KwokCluster
+from armada_bridge.dev.binary.kwok_cluster import PORT_OPTIONS, KwokCluster, interleaved
 from armada_bridge.dev.bridge import bridge, extender_setup, vkubelet_setup
 from armada_bridge.dev.clients import api_client
+from armada_bridge.dev.images import build as images
 from armada_bridge.dev.kwok import kwok_exec
 from armada_bridge.dev.kwok import nodes as nodes_mod
 from armada_bridge.dev.kwok.stages import remote_stages
 from armada_bridge.dev.names import FRONT, remote_name
+from armada_bridge.dev.network import podnet
 from armada_bridge.dev.operators import operators
-from armada_bridge.dev.ports import free_ports
+from armada_bridge.dev.ports import LOOPBACK, free_ports
 from armada_bridge.dev.procs import kill_and_wait
+from armada_bridge.dev.realnode import node as realnode
+from armada_bridge.dev.realnode.node import RealNodes
+
+# Each cluster's KWOK controller fakes only the nodes made as KWOK nodes (never virtual or real ones).
+KWOK_NODES_ONLY = [
+    "kwok-controller=manage-all-nodes=false",
+    f"kwok-controller=manage-nodes-with-annotation-selector={keys.KWOK_NODE_ANNOTATION}={keys.KWOK_NODE_ANNOTATION_VALUE}",
+]
+DEFAULT_REAL_NODES = 1
 
 
 class Environment(BaseEnvironment):
-    """The binary provider: every cluster real processes on loopback (kwokctl), KWOK nodes."""
+    """The binary provider: every cluster real processes on this host (kwokctl), KWOK nodes, and real
+    nodes (kubelet + containerd) in the remote clusters."""
 
     def __init__(self, state_dir: Path | None = None) -> None:
         super().__init__(state_dir)
         self.kwok_workdir = self.state_dir / "kwok"
 
     def front_api_server(self) -> str:
-        # Remote pods reach the front apiserver where the vkubelet does: loopback.
-        return self.cluster(FRONT).server()
+        # Remote pods reach the front apiserver where the vkubelet does (loopback: KWOK pods never
+        # call it), or at the pod network's gateway when there are real nodes.
+        server = self.cluster(FRONT).server()
+        network = self.pod_network()
+        return server.replace(f"//{LOOPBACK}:", f"//{network.gateway}:") if network else server
+
+    def pod_network(self) -> podnet.PodNetwork | None:
+        """The environment's pod network, when it has real nodes."""
+        chosen = self.settings().get("pod_network")
+        return podnet.PodNetwork(**chosen) if chosen else None
+
+    def real_nodes(self) -> RealNodes | None:
+        network = self.pod_network()
+        return RealNodes(self.state_dir, self.supervisor, network) if network else None
 
     def remote_kubeconfigs(self) -> dict[str, Path]:
         out = {}
@@ -75,6 +100,7 @@ class Environment(BaseEnvironment):
 
     def cluster(self, name: str, bins: binaries_mod.Binaries | None = None) -> KwokCluster:
         bins = bins or binaries_mod.expected()
+        network = self.pod_network()
         if name == FRONT:
             return KwokCluster(
                 name=name,
@@ -84,33 +110,36 @@ class Environment(BaseEnvironment):
                 # The front KWOK controller only fakes the small front node; virtual nodes are the
                 # vkubelet's, never KWOK's.
                 # kube-apiserver authenticates to the vkubelet's kubelet API (kubectl logs).
-                # Interleaved: kwokctl v0.8.0 indexes its per-component patches by argument
-                # position, so the k-th component must first appear at position k.
-                extra_args=[
-                    a
-                    for pair in zip(
-                        [
-                            "kwok-controller=manage-all-nodes=false",
-                            f"kwok-controller=manage-nodes-with-annotation-selector="
-                            f"{keys.KWOK_NODE_ANNOTATION}={keys.KWOK_NODE_ANNOTATION_VALUE}",
-                        ],
-                        vkubelet_setup.front_apiserver_args(self.kwok_workdir / "clusters" / FRONT),
-                        strict=True,
-                    )
-                    for a in pair
-                ],
+                extra_args=interleaved(
+                    [
+                        *KWOK_NODES_ONLY,
+                        *vkubelet_setup.front_apiserver_args(self.kwok_workdir / "clusters" / FRONT),
+                    ]
+                ),
+                # Pods of real nodes reach the front API where the pod network meets the host.
+                pod_facing_address=network.gateway if network else "",
                 feature_gates=",".join(f"{k}={str(v).lower()}" for k, v in FRONT_FEATURE_GATES.items()),
                 runtime_config=",".join(f"{k}={v}" for k, v in FRONT_RUNTIME_CONFIG.items()),
             )
         # Remote clusters: KWOK serves container logs, attach and port-forward, so these work on
         # front pods; their nodes' kubelet port is kwok-exec's, which serves exec (once `up` chose
-        # its port) and passes the rest to KWOK.
+        # its port) and passes the rest to KWOK. KWOK leaves the real nodes to their kubelets, which
+        # kube-apiserver reaches at their InternalIP with a client certificate of the cluster's CA.
         exec_port = self.settings().get("ports", {}).get(kwok_exec.name(name))
+        pki = self.kwok_workdir / "clusters" / name / "pki"
         return KwokCluster(
             name=name,
             kwok_workdir=self.kwok_workdir,
             binaries=bins,
-            extra_args=kwok_exec.kwokctl_args(exec_port) if exec_port else [],
+            extra_args=interleaved(
+                [
+                    *(kwok_exec.kwokctl_args(exec_port) if exec_port else []),
+                    *KWOK_NODES_ONLY,
+                    "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname",
+                    f"kube-apiserver=kubelet-client-certificate={pki / 'admin.crt'}",
+                    f"kube-apiserver=kubelet-client-key={pki / 'admin.key'}",
+                ]
+            ),
             extra_config=[*vkubelet_setup.remote_kwok_config(self.state_dir), *remote_stages()],
         )
 
@@ -128,19 +157,36 @@ class Environment(BaseEnvironment):
         nodes: int = DEFAULT_NODES,
         operator_names: Sequence[str] = (),
         extender_replicas: int | None = None,
+        real_nodes: int | None = None,
     ) -> list[ClusterStatus]:
         """Start (or reuse, or repair) the environment; also run `operator_names` and every operator
         an earlier `up` started (armada_bridge.dev.operators.operators). `extender_replicas` (kept from the
         last `up` when None, else 1): more than one runs the extender highly available, its
-        replicas electing a leader and sharing the port the scheduler and the webhook call."""
+        replicas electing a leader and sharing the port the scheduler and the webhook call.
+        `real_nodes` (kept from the last `up` when None, else 1): real nodes per remote cluster
+        (armada_bridge.dev.realnode), 0 for none."""
         if workers < 1 or nodes < 1 or (extender_replicas is not None and extender_replicas < 1):
             raise ValueError("--workers, --nodes and --extender-replicas must be at least 1")
+        if real_nodes is not None and real_nodes < 0:
+            raise ValueError("--real-nodes must be 0 or more")
         started = time.monotonic()
         self.check_provider()
         bins = binaries_mod.ensure()
         with self._lock():
             previous = self.settings()
             wanted = [FRONT] + [remote_name(i) for i in range(1, workers + 1)]
+            per_cluster = (
+                int(previous.get("real_nodes", DEFAULT_REAL_NODES)) if real_nodes is None else real_nodes
+            )
+            planned = realnode.plan(wanted[1:], per_cluster)
+            self._remove_real_nodes_beyond(planned)
+            if planned:
+                realnode.require_host()
+            kubelet = binaries_mod.ensure_node().kubelet if planned else None
+            archives = list(images.ensure_all().values()) if planned else []
+            network = self.pod_network() or (podnet.choose(self.state_dir) if planned else None)
+            if not planned:
+                network = None
             for name in self.cluster_names():
                 if name not in wanted:
                     log(f"{name}: not part of a {workers}-remote environment, deleting")
@@ -149,18 +195,35 @@ class Environment(BaseEnvironment):
             # Every port this run may need, drawn at once so no two are the same: the bridge's own
             # (kept for the environment's life) and each cluster's, should it have to be (re)created.
             replicas = extender_replicas or int(previous.get("extender_replicas", 1))
-            fresh = iter(free_ports(len(BRIDGE_PORTS) + replicas + (len(PORT_OPTIONS) + 1) * len(wanted)))
+            fresh = iter(
+                free_ports(
+                    len(BRIDGE_PORTS)
+                    + replicas
+                    + (len(PORT_OPTIONS) + 1) * len(wanted)
+                    + len(realnode.PORT_KINDS) * len(planned)
+                )
+            )
             ports = previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
             for replica in extender_setup.replica_names(replicas)[1:]:  # each its own plain port
                 ports.setdefault(replica, next(fresh))
             for name in wanted[1:]:  # each remote cluster's kwok-exec, the kubelet port of its nodes
                 ports.setdefault(kwok_exec.name(name), next(fresh))
+            for n in planned:  # each real node's kubelet, kubelet healthz and runtime streaming ports
+                for port_name in realnode.port_names(n):
+                    ports.setdefault(port_name, next(fresh))
             cluster_ports = {n: [next(fresh) for _ in PORT_OPTIONS] for n in wanted}
-            self.settings_file.write_text(
-                json.dumps(
-                    {"workers": workers, "nodes": nodes, "extender_replicas": replicas, "ports": ports}
-                )
-            )
+            settings: dict[str, Any] = {
+                "workers": workers,
+                "nodes": nodes,
+                "extender_replicas": replicas,
+                "real_nodes": per_cluster,
+                "ports": ports,
+            }
+            if network:
+                settings["pod_network"] = {"bridge": network.bridge, "subnet": network.subnet}
+                network.create()  # before the front listens on its gateway
+            self.settings_file.write_text(json.dumps(settings))
+            reserved = realnode.host_share(len(planned)) if planned else {}
             self._write_scheduler_config(ports["webhook"])
             for name in wanted:
                 c = self.cluster(name, bins)
@@ -205,6 +268,21 @@ class Environment(BaseEnvironment):
                 manifests = nodes_mod.front_nodes() if name == FRONT else nodes_mod.remote_nodes(name, nodes)
                 self._ensure_nodes(c.kubeconfig, manifests)
                 log(f"{name}: {len(manifests)} node(s) Ready")
+                mine = [n for n in planned if n.cluster == name]
+                real = self.real_nodes()
+                if mine and real and kubelet:
+                    for n in mine:
+                        real.ensure(
+                            n,
+                            server=c.server(),
+                            pki=c.workdir / "pki",
+                            ports=ports,
+                            reserved=reserved,
+                            images=archives,
+                            kubelet_binary=kubelet,
+                        )
+                    real.wait_ready(c.kubeconfig, [n.name for n in mine])
+                    log(f"{name}: {len(mine)} real node(s) Ready: {', '.join(n.name for n in mine)}")
 
             with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
                 for future in [pool.submit(bring_up, n) for n in wanted]:
@@ -213,6 +291,27 @@ class Environment(BaseEnvironment):
             operators.install(self, bins, list(dict.fromkeys([*operators.enabled(self), *operator_names])))
         log(f"environment up in {time.monotonic() - started:.1f}s (state: {self.state_dir})")
         return self.status()
+
+    def _remove_real_nodes_beyond(self, planned: list[realnode.RealNode]) -> None:
+        """Tear down the real nodes an earlier `up` started that `planned` no longer has (all of
+        them, with the pod network and the host's tunables, when it has none)."""
+        real = self.real_nodes()
+        if real is None:
+            return
+        keep = {n.name for n in planned}
+        if not keep:
+            problems = real.teardown_all()
+        else:
+            problems = [p for name in real.existing() if name not in keep for p in real.teardown(name)]
+        for name in [n for n in real.existing() if n not in keep]:
+            log(f"{name}: not wanted any more, removed")
+            shutil.rmtree(real.dir / name, ignore_errors=True)
+            cluster = name.rsplit("-real-", 1)[0]
+            # A cluster that is gone has no node to remove.
+            with contextlib.suppress(Exception), api_client(self.cluster(cluster).kubeconfig) as api:
+                k8s.CoreV1Api(api).delete_node(name, _request_timeout=5)
+        if problems:
+            raise ClusterError("removing real nodes left things behind: " + "; ".join(problems))
 
     def ensure_operators(self, names: Sequence[str]) -> None:
         """Install and run `names` in the running environment (kept when already running)."""
@@ -259,6 +358,10 @@ class Environment(BaseEnvironment):
             ok, detail = c.health()
             if ok and name != FRONT and self.supervisor.pid(kwok_exec.name(name)) is None:
                 ok, detail = False, f"{kwok_exec.name(name)} (its nodes' kubelet port) not running"
+            real = self.real_nodes()
+            for process in real.processes(name) if ok and real else []:
+                if self.supervisor.pid(process) is None:
+                    ok, detail = False, f"{process} (a real node's) not running"
             server, ready, total = "", 0, 0
             if ok:
                 server = c.server()
@@ -273,6 +376,9 @@ class Environment(BaseEnvironment):
 
     def down(self) -> None:
         with self._lock():
+            real = self.real_nodes()
+            # Real nodes first: their containers, mounts, cgroups, pod network, the host's tunables.
+            problems = real.teardown_all() if real else []
             self.supervisor.stop_all()
             names = self.cluster_names()
             with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
@@ -280,5 +386,7 @@ class Environment(BaseEnvironment):
             stuck = kill_and_wait(self.pids())
             if stuck:
                 raise ClusterError(f"processes {stuck} survived SIGKILL")
+            if problems:
+                raise ClusterError("the real nodes left things on the host: " + "; ".join(problems))
         shutil.rmtree(self.state_dir, ignore_errors=True)
         log(f"environment down; removed {self.state_dir}")

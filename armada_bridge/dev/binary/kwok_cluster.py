@@ -34,6 +34,21 @@ PORT_OPTIONS = (
 )
 
 
+def interleaved(args: list[str]) -> list[str]:
+    """kwokctl `--extra-args` (`component=flag=value`) in the order kwokctl v0.8.0 needs: it indexes
+    its per-component patches by argument position, so the k-th component must first appear at
+    position k. Round-robin over the components, in the order they first appear."""
+    by_component: dict[str, list[str]] = {}
+    for a in args:
+        by_component.setdefault(a.split("=", 1)[0], []).append(a)
+    out = []
+    while any(by_component.values()):
+        for queue in by_component.values():
+            if queue:
+                out.append(queue.pop(0))
+    return out
+
+
 @dataclass
 class KwokCluster:
     name: str
@@ -45,6 +60,10 @@ class KwokCluster:
     extra_config: list[dict[str, Any]] = field(default_factory=list)
     feature_gates: str = ""  # kwokctl --kube-feature-gates (all components)
     runtime_config: str = ""  # kwokctl --kube-runtime-config (kube-apiserver)
+    # A host address, besides loopback, where pods reach this cluster's API (the front's, at the pod
+    # network's gateway, when there are real nodes): kube-apiserver then listens on every address
+    # and advertises this one; every other component stays on loopback.
+    pod_facing_address: str = ""
 
     @property
     def workdir(self) -> Path:
@@ -83,7 +102,14 @@ class KwokCluster:
         main = {
             "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
             "kind": "KwokctlConfiguration",
-            "options": {"bindAddress": LOOPBACK, "kubeApiserverCertSANs": [LOOPBACK], **ports},
+            "options": {
+                "bindAddress": LOOPBACK,
+                "kubeApiserverCertSANs": [
+                    LOOPBACK,
+                    *([self.pod_facing_address] if self.pod_facing_address else []),
+                ],
+                **ports,
+            },
         }
         self.kwok_workdir.mkdir(parents=True, exist_ok=True)
         self.config_file.write_text(yaml.safe_dump_all([main, *self.extra_config], sort_keys=False))
@@ -119,7 +145,16 @@ class KwokCluster:
             args.append("--disable=kwok-controller")
         if self.kube_scheduler_config is not None:
             args.append(f"--kube-scheduler-config={self.kube_scheduler_config}")
-        for extra in self.extra_args:
+        extra_args = self.extra_args
+        if self.pod_facing_address:
+            extra_args = interleaved(
+                [
+                    *extra_args,
+                    "kube-apiserver=bind-address=0.0.0.0",
+                    f"kube-apiserver=advertise-address={self.pod_facing_address}",
+                ]
+            )
+        for extra in extra_args:
             args.append(f"--extra-args={extra}")
         cmd = [str(self.binaries.kwokctl), *args, "--name", self.name]
         proc = subprocess.Popen(
@@ -148,6 +183,8 @@ class KwokCluster:
     def definition(self) -> str:
         """Everything that shapes the cluster when created (not its ports): recreate it when this changes."""
         parts = [*self.extra_args, self.feature_gates, self.runtime_config, repr(self.extra_config)]
+        if self.pod_facing_address:
+            parts.append(self.pod_facing_address)
         if self.kube_scheduler_config is not None and self.kube_scheduler_config.is_file():
             parts.append(self.kube_scheduler_config.read_text())
         return "\n".join(parts)

@@ -149,6 +149,7 @@ class KindEnvironment(BaseEnvironment):
         nodes: int = DEFAULT_NODES,
         operator_names: Sequence[str] = (),
         extender_replicas: int | None = None,
+        real_nodes: int | None = None,
     ) -> list[ClusterStatus]:
         """Start (or reuse, or repair) the kind environment: remote clusters first (kind waits for
         their nodes), then the front, then the bridge, then the front's node (Ready once its

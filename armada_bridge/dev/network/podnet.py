@@ -1,0 +1,158 @@
+"""The dev environment's pod network: one flat IPv4 network for the pods of every cluster, as in
+production setups where pod addresses are routable across clusters.
+
+A Linux bridge on the host holds the network's first address (the gateway, where pods reach the
+host: the front kube-apiserver listens there, and so do the real nodes' kubelets). Each real node
+gives its pods addresses from a range of its own inside the one subnet (CNI `bridge` +
+`host-local`, Debian's containernetworking-plugins), so every pod reaches every other pod at layer
+2: no routes, no forwarding, no NAT, nothing written to the host's iptables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CNI_BIN_DIR = Path("/usr/lib/cni")  # Debian's containernetworking-plugins
+NETWORK_NAME = "armada-bridge"
+PREFIX = 16
+NODE_BLOCK = 256  # addresses per real node
+
+
+class NetworkError(RuntimeError):
+    pass
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+    if check and r.returncode != 0:
+        raise NetworkError(f"`ip {' '.join(args)}` failed: {r.stderr.strip()}")
+    return r
+
+
+@dataclass(frozen=True)
+class PodNetwork:
+    bridge: str  # the host bridge's name (at most 15 characters)
+    subnet: str  # e.g. 10.123.0.0/16
+
+    @property
+    def network(self) -> ipaddress.IPv4Network:
+        return ipaddress.IPv4Network(self.subnet)
+
+    @property
+    def gateway(self) -> str:
+        return str(self.network.network_address + 1)
+
+    def node_range(self, index: int) -> tuple[str, str]:
+        """First and last pod address of real node number `index` (0, 1, ...): its own block."""
+        base = self.network.network_address + NODE_BLOCK * (index + 1)
+        if base + NODE_BLOCK > self.network.broadcast_address:
+            raise NetworkError(f"no address block left in {self.subnet} for real node {index}")
+        return str(base + 1), str(base + NODE_BLOCK - 2)
+
+    def cni_config(self, index: int, data_dir: Path) -> dict[str, Any]:
+        """The CNI configuration list of real node `index`; host-local keeps its leases in `data_dir`."""
+        first, last = self.node_range(index)
+        return {
+            "cniVersion": "0.4.0",
+            "name": NETWORK_NAME,
+            "plugins": [
+                {
+                    "type": "bridge",
+                    "bridge": self.bridge,
+                    "isGateway": True,
+                    "ipMasq": False,
+                    "hairpinMode": True,
+                    "ipam": {
+                        "type": "host-local",
+                        "dataDir": str(data_dir),
+                        "ranges": [
+                            [
+                                {
+                                    "subnet": self.subnet,
+                                    "rangeStart": first,
+                                    "rangeEnd": last,
+                                    "gateway": self.gateway,
+                                }
+                            ]
+                        ],
+                    },
+                },
+                {"type": "loopback"},
+            ],
+        }
+
+    def write_cni_config(self, index: int, conf_dir: Path, data_dir: Path) -> None:
+        conf_dir.mkdir(parents=True, exist_ok=True)
+        (conf_dir / f"10-{NETWORK_NAME}.conflist").write_text(
+            json.dumps(self.cni_config(index, data_dir), indent=1)
+        )
+
+    # ------------------------------------------------------------------ the host's side
+    def exists(self) -> bool:
+        return _ip("link", "show", "dev", self.bridge, check=False).returncode == 0
+
+    def create(self) -> None:
+        """The bridge with the gateway address, up (kept when it is there)."""
+        if not self.exists():
+            _ip("link", "add", "name", self.bridge, "type", "bridge")
+        addresses = json.loads(_ip("-j", "addr", "show", "dev", self.bridge).stdout or "[]")
+        have = {a.get("local") for link in addresses for a in link.get("addr_info", [])}
+        if self.gateway not in have:
+            _ip("addr", "add", f"{self.gateway}/{PREFIX}", "dev", self.bridge)
+        _ip("link", "set", "dev", self.bridge, "up")
+
+    def delete(self) -> None:
+        """Remove the pods' network namespaces still on this network (their veths go with them),
+        then the bridge."""
+        for namespace in self.namespaces():
+            _ip("netns", "delete", namespace, check=False)
+        if self.exists():
+            _ip("link", "delete", "dev", self.bridge)
+
+    def namespaces(self) -> list[str]:
+        """Named network namespaces (containerd's `cni-...`) holding an address of this network."""
+        listed = json.loads(_ip("-j", "netns", "list", check=False).stdout or "[]")
+        out = []
+        for entry in listed:
+            name = entry.get("name", "")
+            links = json.loads(_ip("-j", "-n", name, "addr", "show", check=False).stdout or "[]")
+            addresses = [a.get("local", "") for link in links for a in link.get("addr_info", [])]
+            if any(_within(a, self.network) for a in addresses):
+                out.append(name)
+        return out
+
+
+def _within(address: str, network: ipaddress.IPv4Network) -> bool:
+    try:
+        return ipaddress.ip_address(address) in network
+    except ValueError:
+        return False
+
+
+def choose(state_dir: Path) -> PodNetwork:
+    """A pod network for the environment in `state_dir`: a /16 in 10.64.0.0/10 that no route of the
+    host covers or overlaps, picked from the directory's hash (so two environments differ)."""
+    seed = int(hashlib.sha256(str(state_dir).encode()).hexdigest(), 16)
+    routes = json.loads(_ip("-j", "route", "show", "table", "all", check=False).stdout or "[]")
+    taken = []
+    for r in routes:
+        dst = r.get("dst", "")
+        if dst in ("", "default") or ":" in dst:
+            continue
+        try:
+            taken.append(ipaddress.IPv4Network(dst if "/" in dst else f"{dst}/32", strict=False))
+        except ValueError:
+            continue
+    for i in range(64):
+        candidate = ipaddress.IPv4Network(f"10.{64 + (seed + i) % 64}.0.0/{PREFIX}")
+        if not any(candidate.overlaps(t) for t in taken):
+            return PodNetwork(bridge=f"abr-{seed % 16**8:08x}"[:15], subnet=str(candidate))
+    raise NetworkError(
+        "no free /16 for the pod network in 10.64.0.0/10: every one overlaps a route of the host"
+    )

@@ -1,0 +1,107 @@
+"""kubelet of the pinned release (`hack/build-binaries.sh node`) for one real node: its
+configuration, its kubeconfig (a client certificate the remote cluster's CA signs for
+`system:node:<name>`, so the Node authorizer applies), its command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from armada_bridge import certs, keys
+from armada_bridge.dev.components import Component
+
+
+def configuration(
+    *,
+    address: str,
+    port: int,
+    healthz_port: int,
+    cgroup_root: str,
+    client_ca: Path,
+    runtime_socket: Path,
+    pod_logs: Path,
+    reserved: dict[str, str],
+    max_pods: int,
+) -> dict[str, Any]:
+    """The KubeletConfiguration of a real node on this kind of host (docs/vkubelet.md, real nodes)."""
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "address": address,
+        "port": port,
+        "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1",
+        "healthzPort": healthz_port,
+        # The hosts are cgroup v1; 1.37 refuses v1 unless told (the v1 code is still there).
+        "failCgroupV1": False,
+        "cgroupDriver": "cgroupfs",
+        "cgroupRoot": cgroup_root,
+        "cgroupsPerQOS": True,
+        "enforceNodeAllocatable": ["pods"],
+        "containerRuntimeEndpoint": f"unix://{runtime_socket}",
+        "podLogsDir": str(pod_logs),
+        # Only the remote kube-apiserver (a client certificate of the cluster's CA) may use the
+        # kubelet API, and what it may do is asked of that API server.
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": True},
+            "x509": {"clientCAFile": str(client_ca)},
+        },
+        "authorization": {"mode": "Webhook"},
+        "clusterDomain": "cluster.local",
+        "systemReserved": reserved,
+        "maxPods": max_pods,
+        # Images are imported, never pulled: never collect them, never evict for disk.
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+        "serializeImagePulls": False,
+        "registerWithTaints": [
+            {"key": keys.DEV_REAL_NODE_TAINT_KEY, "effect": keys.DEV_REAL_NODE_TAINT_EFFECT}
+        ],
+    }
+
+
+def kubeconfig(node: str, server: str, ca: tuple[Path, Path], directory: Path) -> Path:
+    """A kubeconfig for kubelet `node` against `server`, its client certificate signed by `ca`."""
+    cert, key = certs.client_certificate(
+        directory, "kubelet-client", f"/O=system:nodes/CN=system:node:{node}", ca
+    )
+    path = directory / "kubelet.kubeconfig"
+    body = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "remote", "cluster": {"server": server, "certificate-authority": str(ca[0])}}],
+        "users": [{"name": node, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+        "contexts": [{"name": "node", "context": {"cluster": "remote", "user": node}}],
+        "current-context": "node",
+    }
+    text = yaml.safe_dump(body, sort_keys=False)
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def component(
+    binary: Path, node: str, node_ip: str, node_dir: Path, config: dict[str, Any], kubeconfig_file: Path
+) -> Component:
+    cfg = node_dir / "kubelet.yaml"
+    text = yaml.safe_dump(config, sort_keys=False)
+    if not cfg.is_file() or cfg.read_text() != text:
+        cfg.write_text(text)
+    return Component(
+        name=f"kubelet-{node}",
+        argv=[
+            str(binary),
+            f"--config={cfg}",
+            f"--kubeconfig={kubeconfig_file}",
+            f"--root-dir={node_dir / 'kubelet'}",
+            f"--hostname-override={node}",
+            f"--node-ip={node_ip}",
+            "--v=1",
+        ],
+        ready_url=f"http://127.0.0.1:{config['healthzPort']}/healthz",
+        follows_code=False,
+    )

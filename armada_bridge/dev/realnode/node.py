@@ -1,0 +1,216 @@
+"""Real nodes of the dev remote clusters: a real kubelet and container runtime beside the KWOK
+nodes, wherever a container must really run.
+
+Each node is two supervised processes (containerd, kubelet; armada_bridge.dev.components) and a
+directory of its own, `<state>/realnodes/<node>/`, that holds everything they write: the runtime's
+root and state, kubelet's root, pod logs, IP leases. Its pods live in a cgroup root of its own and
+get addresses from its block of the environment's pod network. `teardown` undoes all of it, and the
+host's kernel tunables are put back once the last node is gone (armada_bridge.dev.realnode.host).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubernetes import client as k8s
+
+from armada_bridge.dev.base import ClusterError, log, node_ready
+from armada_bridge.dev.clients import api_client
+from armada_bridge.dev.components import Supervisor
+from armada_bridge.dev.network.podnet import CNI_BIN_DIR, PodNetwork
+from armada_bridge.dev.procs import kill_and_wait, pids_under
+from armada_bridge.dev.realnode import containerd, host, kubelet
+
+# Memory the environment's own processes (control planes, bridge, operators) keep from real nodes.
+KEPT_FOR_THE_ENVIRONMENT = 4 * 2**30
+MAX_PODS = 30
+# Ports of each real node, among the environment's ports (named `<kind>-<node>`).
+PORT_KINDS = ("kubelet", "kubelet-healthz", "containerd-stream")
+
+
+@dataclass(frozen=True)
+class RealNode:
+    cluster: str
+    index: int  # within its cluster
+    number: int  # within the environment: its block of pod addresses
+
+    @property
+    def name(self) -> str:
+        return f"{self.cluster}-real-{self.index}"
+
+
+def plan(clusters: list[str], per_cluster: int) -> list[RealNode]:
+    return [
+        RealNode(cluster, i, n * per_cluster + i)
+        for n, cluster in enumerate(clusters)
+        for i in range(per_cluster)
+    ]
+
+
+def require_host() -> None:
+    """Real nodes need root (cgroups, mounts, network namespaces) and Debian's containerd, runc and
+    CNI plugins; say what is missing."""
+    if os.geteuid() != 0:
+        raise ClusterError(
+            "real nodes need root (cgroups, mounts, network namespaces): run as root, or --real-nodes 0"
+        )
+    missing = [c for c in ("containerd", "ctr", "runc", "ip") if shutil.which(c) is None]
+    if not (CNI_BIN_DIR / "bridge").is_file():
+        missing.append(str(CNI_BIN_DIR / "bridge"))
+    if missing:
+        raise ClusterError(
+            f"real nodes need {', '.join(missing)}: apt-get install containerd runc containernetworking-plugins "
+            "iproute2 (hack/setup.sh does), or --real-nodes 0"
+        )
+
+
+def port_names(node: RealNode) -> list[str]:
+    return [f"{kind}-{node.name}" for kind in PORT_KINDS]
+
+
+def host_share(nodes: int) -> dict[str, str]:
+    """What each of `nodes` real nodes reserves so that together they offer the host once: its CPUs
+    and its memory less what the environment itself needs (kubelet's systemReserved)."""
+    cpu_m = (os.cpu_count() or 1) * 1000
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    share_cpu = cpu_m // nodes
+    share_mem = max(mem - KEPT_FOR_THE_ENVIRONMENT, 2**30) // nodes
+    return {"cpu": f"{cpu_m - share_cpu}m", "memory": str(max(mem - share_mem, 0))}
+
+
+class RealNodes:
+    def __init__(self, state_dir: Path, supervisor: Supervisor, network: PodNetwork) -> None:
+        self.dir = state_dir / "realnodes"
+        self.supervisor = supervisor
+        self.network = network
+        self.host = host.HostRecord(self.dir / "host.json")
+        self.env_id = network.bridge.removeprefix("abr-")
+
+    def node_dir(self, node: RealNode) -> Path:
+        return self.dir / node.name
+
+    def cgroup_root(self, name: str) -> str:
+        return f"/armada-bridge-{self.env_id}/{name}"
+
+    def processes(self, cluster: str) -> list[str]:
+        """The supervised processes of `cluster`'s real nodes."""
+        return [
+            f"{kind}-{n}"
+            for n in self.existing()
+            if n.startswith(f"{cluster}-real-")
+            for kind in ("containerd", "kubelet")
+        ]
+
+    def existing(self) -> list[str]:
+        return sorted(p.name for p in self.dir.iterdir() if p.is_dir()) if self.dir.is_dir() else []
+
+    # ------------------------------------------------------------------ up
+    def ensure(
+        self,
+        node: RealNode,
+        *,
+        server: str,
+        pki: Path,
+        ports: Mapping[str, int],
+        reserved: dict[str, str],
+        images: list[Path],
+        kubelet_binary: Path,
+    ) -> None:
+        """Start (or keep) `node`'s containerd and kubelet, registered with the cluster at `server`
+        whose CA is in `pki`; its images imported."""
+        d = self.node_dir(node)
+        d.mkdir(parents=True, exist_ok=True)
+        self.host.take()
+        self.network.create()
+        host.create_cgroup_root(self.cgroup_root(node.name))
+        self.network.write_cni_config(node.number, d / "cni", d / "ip-leases")
+        kubelet_port, healthz_port, stream_port = (ports[n] for n in port_names(node))
+        runtime = containerd.component(node.name, d, stream_port)
+        self.supervisor.ensure(runtime)
+        self._wait_for_socket(runtime.name, containerd.socket(d))
+        imported = containerd.import_images(d, images)
+        if imported:
+            log(f"{node.name}: imported {', '.join(p.name for p in imported)}")
+        ca = (pki / "ca.crt", pki / "ca.key")
+        config = kubelet.configuration(
+            address=self.network.gateway,
+            port=kubelet_port,
+            healthz_port=healthz_port,
+            cgroup_root=self.cgroup_root(node.name),
+            client_ca=ca[0],
+            runtime_socket=containerd.socket(d),
+            pod_logs=d / "pod-logs",
+            reserved=reserved,
+            max_pods=MAX_PODS,
+        )
+        agent = kubelet.component(
+            kubelet_binary,
+            node.name,
+            self.network.gateway,
+            d,
+            config,
+            kubelet.kubeconfig(node.name, server, ca, d),
+        )
+        self.supervisor.ensure(agent)
+        self.supervisor.wait_ready(agent, timeout=60)
+
+    def _wait_for_socket(self, name: str, socket: Path, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while not socket.exists():
+            if self.supervisor.pid(name) is None:
+                raise ClusterError(f"{name} exited at start:\n{self.supervisor.tail(name)}")
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"{name}: no socket {socket} after {timeout:.0f}s:\n{self.supervisor.tail(name)}"
+                )
+            time.sleep(0.1)
+
+    @staticmethod
+    def wait_ready(kubeconfig: Path, names: list[str], timeout: float = 120) -> None:
+        """Wait until the nodes `names` are registered and Ready in the cluster of `kubeconfig`."""
+        deadline = time.monotonic() + timeout
+        with api_client(kubeconfig) as api:
+            core = k8s.CoreV1Api(api)
+            while True:
+                ready = {n.metadata.name for n in core.list_node().items if node_ready(n)}
+                if set(names) <= ready:
+                    return
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"real nodes not Ready after {timeout:.0f}s: {sorted(set(names) - ready)}"
+                    )
+                time.sleep(0.5)
+
+    # ------------------------------------------------------------------ down
+    def teardown(self, name: str) -> list[str]:
+        """Stop node `name` and remove every trace of it on the host (its containers, mounts and
+        cgroups); its directory goes with the state directory. Return what could not be undone."""
+        d = self.dir / name
+        self.supervisor.stop(f"kubelet-{name}")
+        stuck = host.kill_cgroup(self.cgroup_root(name))
+        # The runtime's shims name the node's socket on their command line.
+        stuck += kill_and_wait(pids_under(d))
+        self.supervisor.stop(f"containerd-{name}")
+        stuck += kill_and_wait(pids_under(d))
+        host.unmount_under(d)
+        problems = [f"{name}: processes {stuck} survived SIGKILL"] if stuck else []
+        problems += host.remove_cgroup_root(self.cgroup_root(name))
+        remaining = host.mounts_under(d)
+        if remaining:
+            problems.append(f"{name}: still mounted: {', '.join(remaining)}")
+        return problems
+
+    def teardown_all(self) -> list[str]:
+        """Every real node of the environment, then the pod network, then the host's tunables."""
+        problems = []
+        for name in self.existing():
+            problems += self.teardown(name)
+            host.remove_empty_parents(self.cgroup_root(name))
+        self.network.delete()
+        problems += self.host.restore()
+        return problems
