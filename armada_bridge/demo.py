@@ -1,8 +1,10 @@
 """`armada-bridge demo`: the bridge at work on the local environment.
 
 In the front cluster: a namespace in queue `default`, a gang of four 8-CPU pods (Armada's gang
-annotations) and a plain Job. The demo shows the gang admitted whole to one remote cluster, its
-pods running there, the Job's pods completing, and the queue's share.
+annotations) and a plain Job on the remote clusters' KWOK nodes, and, where the environment has real
+nodes, a pod whose container really runs. The demo shows the gang admitted whole to one remote
+cluster, its pods running there, the Job's pods completing, the real container's own output read
+with `kubectl logs` on the front, and the queue's share.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from armada_bridge import keys
 from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.names import FRONT
+from armada_bridge.dev.realnode.placement import on_a_real_node
 from armada_bridge.views import queues
 
 NAMESPACE = "armada-bridge-demo"
@@ -51,6 +54,20 @@ def _job(name: str) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"completions": 3, "parallelism": 3, "template": {"spec": pod}},
     }
+
+
+def _real_pod(name: str) -> dict[str, Any]:
+    script = (
+        'echo "hello from a real container: $(uname -n), $(grep -c ^ /proc/self/mountinfo) mounts, pid $$"'
+    )
+    container = {
+        "name": "main",
+        "image": "busybox",
+        "command": ["sh", "-c", script],
+        "resources": {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"memory": "32Mi"}},
+    }
+    spec = on_a_real_node({"restartPolicy": "Never", "containers": [container]})
+    return {"metadata": {"name": name}, "spec": spec}
 
 
 def _wait(what: str, probe: Any, timeout: float) -> Any:
@@ -119,6 +136,24 @@ def run_demo(timeout: float = 120) -> int:
                 timeout,
             )
             _say("Job hello: 3/3 pods succeeded in the remote cluster")
+            if env.real_nodes() is not None:
+                core.create_namespaced_pod(NAMESPACE, _real_pod("real-hello"))
+                done = _wait(
+                    "pod real-hello done",
+                    lambda: (
+                        (p := core.read_namespaced_pod("real-hello", NAMESPACE)).status.phase
+                        in ("Succeeded", "Failed")
+                        and p
+                    ),
+                    timeout,
+                )
+                ann = done.metadata.annotations or {}
+                _say(
+                    f"pod real-hello: {done.status.phase} on a real node, "
+                    f"{ann.get(keys.ASSIGNED_CLUSTER)}/{ann.get(keys.ASSIGNED_REMOTE_NODE)}; "
+                    f"`kubectl logs -n {NAMESPACE} real-hello` on the front:"
+                )
+                _say("  " + core.read_namespaced_pod_log("real-hello", NAMESPACE).strip())
         except TimeoutError as e:
             print(f"armada-bridge demo: {e}; see `armada-bridge why POD -n {NAMESPACE}`", file=sys.stderr)
             return 1

@@ -1,0 +1,272 @@
+"""Real nodes: managed pods whose containers really run in a remote cluster (kubelet + containerd +
+runc, on the environment's pod network), and what the front sees of them: output, exit codes,
+OOM kills, exec and cp into the real container, the front API used from inside, and a host left as
+it was found when an environment with real nodes goes down."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from armada_bridge.dev import binaries
+from armada_bridge.dev.binary.environment import Environment
+from armada_bridge.dev.clients import api_client
+from armada_bridge.dev.images.recipes import RECIPES
+from armada_bridge.dev.network.podnet import PodNetwork
+from armada_bridge.dev.realnode import host
+from armada_bridge.dev.realnode.node import RealNodes
+from armada_bridge.dev.realnode.placement import on_a_real_node
+from tests.e2e.bridge import Api
+from tests.support import wait_for
+
+PROGRAMS = Path(__file__).with_name("realnode_programs")
+
+
+@pytest.fixture
+def real(dev_env: Environment, cluster_api: Api, namespace: str) -> Iterator[k8s.CoreV1Api]:
+    """The front's CoreV1Api, in an environment with real nodes, `namespace` in queue `default`."""
+    if dev_env.real_nodes() is None:
+        pytest.fail("the environment has no real nodes: `armada-bridge dev up --real-nodes 1`")
+    front = k8s.CoreV1Api(cluster_api("front"))
+    front.patch_namespace(namespace, {"metadata": {"labels": {keys.QUEUE_LABEL: "default"}}})
+    yield front
+
+
+def real_pod(
+    name: str, command: list[str], *, image: str = "busybox", memory_limit: str = "64Mi", **spec: Any
+) -> dict[str, Any]:
+    container = {
+        "name": "main",
+        "image": image,
+        "command": command,
+        "resources": {"requests": {"cpu": "100m", "memory": "16Mi"}, "limits": {"memory": memory_limit}},
+    }
+    body = on_a_real_node({"restartPolicy": "Never", "containers": [container], **spec})
+    return {"metadata": {"name": name, "labels": {keys.QUEUE_LABEL: "default"}}, "spec": body}
+
+
+def kubectl(env: Environment, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(binaries.expected().kubectl), "--kubeconfig", str(env.kubeconfig("front")), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def ended(front: k8s.CoreV1Api, namespace: str, name: str, timeout: float = 90) -> Any:
+    def probe() -> Any:
+        p = front.read_namespaced_pod(name, namespace)
+        return p if p.status.phase in ("Succeeded", "Failed") else None
+
+    return wait_for(f"pod {name} ended", probe, timeout=timeout)
+
+
+def running(front: k8s.CoreV1Api, namespace: str, name: str, timeout: float = 90) -> Any:
+    def probe() -> Any:
+        p = front.read_namespaced_pod(name, namespace)
+        assert p.status.phase not in ("Succeeded", "Failed"), p.status
+        return p if p.status.phase == "Running" else None
+
+    return wait_for(f"pod {name} Running", probe, timeout=timeout)
+
+
+def remote_node_of(api: Api, p: Any) -> str:
+    """The remote node the front pod's remote copy runs on, as its own cluster says."""
+    cluster = (p.metadata.annotations or {})[keys.ASSIGNED_CLUSTER]
+    remote = k8s.CoreV1Api(api(cluster)).read_namespaced_pod(p.metadata.name, p.metadata.namespace)
+    return str(remote.spec.node_name)
+
+
+def test_a_managed_pods_command_really_runs(real: k8s.CoreV1Api, cluster_api: Api, namespace: str) -> None:
+    token = uuid.uuid4().hex
+    real.create_namespaced_pod(
+        namespace, real_pod("exit3", ["sh", "-c", f"echo {token}; cat /proc/1/cmdline; exit 3"])
+    )
+    p = ended(real, namespace, "exit3")
+    assert p.status.phase == "Failed"
+    (status,) = p.status.container_statuses
+    assert (status.state.terminated.exit_code, status.state.terminated.reason) == (3, "Error")
+    # Its own output, through the front: the container's PID 1 was the command, not anything of the host.
+    log = real.read_namespaced_pod_log("exit3", namespace)
+    assert log.startswith(f"{token}\nsh\0-c\0"), log
+    assert "-real-" in remote_node_of(cluster_api, p)
+
+
+def test_an_over_limit_allocation_ends_oomkilled(real: k8s.CoreV1Api, namespace: str) -> None:
+    # `tail` keeps the current line, and /dev/zero has no end of line: memory until the limit.
+    real.create_namespaced_pod(
+        namespace, real_pod("hog", ["sh", "-c", "echo allocating; tail /dev/zero"], memory_limit="24Mi")
+    )
+    p = ended(real, namespace, "hog")
+    (status,) = p.status.container_statuses
+    assert p.status.phase == "Failed"
+    assert (status.state.terminated.reason, status.state.terminated.exit_code) == ("OOMKilled", 137)
+    assert real.read_namespaced_pod_log("hog", namespace) == "allocating\n"
+
+
+def test_a_successful_command_succeeds_and_a_restarting_one_counts_restarts(
+    real: k8s.CoreV1Api, namespace: str
+) -> None:
+    real.create_namespaced_pod(namespace, real_pod("fine", ["sh", "-c", "echo fine"]))
+    real.create_namespaced_pod(
+        namespace, real_pod("again", ["sh", "-c", "echo try; exit 5"], restartPolicy="OnFailure")
+    )
+    p = ended(real, namespace, "fine")
+    assert p.status.phase == "Succeeded"
+    assert p.status.container_statuses[0].state.terminated.reason == "Completed"
+
+    def restarted() -> Any:
+        (s,) = real.read_namespaced_pod("again", namespace).status.container_statuses or [None]
+        return s if s and s.restart_count >= 2 else None
+
+    s = wait_for("pod again restarted twice", restarted, timeout=120)
+    last = s.last_state.terminated
+    assert (last.exit_code, last.reason) == (5, "Error")
+    assert real.read_namespaced_pod("again", namespace).status.phase in ("Pending", "Running")
+
+
+def test_exec_and_cp_reach_the_real_container(
+    dev_env: Environment, real: k8s.CoreV1Api, namespace: str
+) -> None:
+    real.create_namespaced_pod(namespace, real_pod("shell", ["sleep", "3600"]))
+    running(real, namespace, "shell")
+    r = kubectl(dev_env, "exec", "-n", namespace, "shell", "--", "sh", "-c", "cat /proc/1/cmdline; exit 7")
+    assert (r.returncode, r.stdout) == (7, "sleep\x003600\x00"), r.stderr
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "in.txt"
+        src.write_text(f"through kubectl cp {uuid.uuid4().hex}\n")
+        r = kubectl(dev_env, "cp", str(src), f"{namespace}/shell:/tmp/in.txt")
+        assert r.returncode == 0, r.stderr
+        r = kubectl(dev_env, "exec", "-n", namespace, "shell", "--", "cat", "/tmp/in.txt")
+        assert r.stdout == src.read_text(), r.stderr
+        back = Path(tmp) / "back.txt"
+        r = kubectl(dev_env, "cp", f"{namespace}/shell:/tmp/in.txt", str(back))
+        assert r.returncode == 0 and back.read_text() == src.read_text(), r.stderr
+
+
+def test_a_remote_pod_uses_the_front_api_with_its_own_token(
+    real: k8s.CoreV1Api, cluster_api: Api, namespace: str
+) -> None:
+    """A process in a real container creates a ConfigMap and a pod in the front with its own
+    ServiceAccount's token; the pod is queued and admitted by the extender like any other."""
+    rbac = k8s.RbacAuthorizationV1Api(cluster_api("front"))
+    rbac.create_namespaced_role(
+        namespace,
+        {
+            "metadata": {"name": "maker"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps", "pods"], "verbs": ["create", "get"]}],
+        },
+    )
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": "maker"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "maker"},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": namespace}],
+        },
+    )
+    program = "front_api_client.py"
+    real.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "programs"}, "data": {program: (PROGRAMS / program).read_text()}}
+    )
+    child = real_pod("child", ["sh", "-c", "echo child ran"])
+    parent = real_pod(
+        "parent",
+        ["python3", f"/programs/{program}", json.dumps(child)],
+        image=RECIPES["python"].name,
+        volumes=[{"name": "programs", "configMap": {"name": "programs"}}],
+    )
+    parent["spec"]["containers"][0]["volumeMounts"] = [{"name": "programs", "mountPath": "/programs"}]
+    real.create_namespaced_pod(namespace, parent)
+    p = ended(real, namespace, "parent", timeout=120)
+    log = real.read_namespaced_pod_log("parent", namespace)
+    assert p.status.phase == "Succeeded", log
+    made = real.read_namespaced_config_map("from-inside", namespace)
+    assert made.data == {"written-by": "parent"}
+    assert f"uid {made.metadata.uid}" in log
+    # The pod it made went the bridge's way: held, admitted by the extender, run on a real node.
+    c = ended(real, namespace, "child")
+    assert c.status.phase == "Succeeded"
+    assert (c.metadata.annotations or {}).get(keys.DECISION_SIGNATURE), c.metadata.annotations
+    assert real.read_namespaced_pod_log("child", namespace) == "child ran\n"
+    events = real.list_namespaced_event(namespace, field_selector="involvedObject.name=child").items
+    assert any(e.reason == "ArmadaAdmitted" for e in events), [e.reason for e in events]
+
+
+def _host_view(env: Environment, network: PodNetwork, real: RealNodes) -> dict[str, Any]:
+    """What an environment with real nodes may have put on the host."""
+    cgroups = [str(d) for d in host.cgroup_dirs(real.cgroup_root("x").rsplit("/", 1)[0]) if d.exists()]
+    links = json.loads(
+        subprocess.run(["ip", "-j", "link"], capture_output=True, text=True, check=True).stdout
+    )
+    return {
+        "bridge": network.exists(),
+        "veths": [link["ifname"] for link in links if link.get("master") == network.bridge],
+        "namespaces": network.namespaces(),
+        "cgroups": cgroups,
+        "mounts": host.mounts_under(env.state_dir),
+        "processes": env.pids(),
+    }
+
+
+def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down(
+    dev_env: Environment,
+) -> None:
+    """An environment of its own (one remote, one KWOK and one real node) runs a container, then
+    goes down: the kernel tunables kubelet changed are as they were, and nothing of it is left."""
+    # The host's own values (the shared environment's kubelets changed them: its record has them),
+    # put back for this test so that the change and its undoing both show.
+    shared = dev_env.real_nodes()
+    before = dict((shared.host.load().get("sysctls") if shared else None) or host.read_sysctls())
+    for key, value in before.items():
+        Path("/proc/sys", key).write_text(value)
+    state = Path(tempfile.mkdtemp(prefix="ab-", dir="/tmp"))  # short: containerd's socket path
+    env = Environment(state)
+    try:
+        env.up(workers=1, nodes=1, real_nodes=1)
+        network, real = env.pod_network(), env.real_nodes()
+        assert network is not None and real is not None
+        with api_client(env.kubeconfig("remote-1")) as api:
+            core = k8s.CoreV1Api(api)
+            core.create_namespace({"metadata": {"name": "hygiene"}})
+            body = real_pod("probe", ["sleep", "3600"])
+            body["spec"]["nodeName"] = "remote-1-real-0"
+            core.create_namespaced_pod("hygiene", body)
+            wait_for(
+                "a container running on the real node",
+                lambda: core.read_namespaced_pod("probe", "hygiene").status.phase == "Running" or None,
+                timeout=60,
+            )
+        during = _host_view(env, network, real)
+        assert during["bridge"] and during["veths"] and during["namespaces"] and during["cgroups"], during
+        assert during["mounts"] and during["processes"], during
+        assert host.read_sysctls() != before  # kubelet set its values
+        env.down()
+        assert _host_view(env, network, real) == {
+            "bridge": False,
+            "veths": [],
+            "namespaces": [],
+            "cgroups": [],
+            "mounts": [],
+            "processes": [],
+        }
+        assert host.read_sysctls() == before
+        assert not state.exists()
+    finally:
+        if state.exists():
+            with contextlib.suppress(Exception):
+                env.down()
+            shutil.rmtree(state, ignore_errors=True)
