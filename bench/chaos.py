@@ -60,7 +60,7 @@ from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
 from armada_bridge import keys, views
-from armada_bridge.contract.capacity import allocatable, free, node_usable, running_on_node
+from armada_bridge.contract.capacity import allocatable, free, open_to_all, running_on_node
 from armada_bridge.contract.pods import (
     admitted_pod_usage,
     pod_requests,
@@ -298,12 +298,12 @@ class Soak:
         self.kinds_done: set[str] = set()
 
     def capacity_cpu(self) -> float:
-        """CPU of the remote clusters' Ready nodes."""
+        """CPU of the remote clusters' Ready nodes open to the soak's pods (not the tainted real ones)."""
         total = 0.0
         for c in REMOTES:
-            for n in self.core[c].list_node().items:
-                if any(x.type == "Ready" and x.status == "True" for x in n.status.conditions or []):
-                    total += float(parse_quantity(n.status.allocatable["cpu"]))
+            for n in self._raw(c, "list_node"):
+                if open_to_all(n):
+                    total += float(parse_quantity(n["status"]["allocatable"]["cpu"]))
         return total
 
     def size_to_capacity(self, live_units: int) -> None:
@@ -661,7 +661,7 @@ class Soak:
         out: dict[str, dict[str, Resources]] = {}
         created: set[str] = set()
         for c in REMOTES:
-            nodes = {n["metadata"]["name"]: n for n in self._raw(c, "list_node") if node_usable(n)}
+            nodes = {n["metadata"]["name"]: n for n in self._raw(c, "list_node") if open_to_all(n)}
             used: dict[str, Resources] = defaultdict(dict)
             for p in self._raw(c, "list_pod_for_all_namespaces"):
                 uid = (p["metadata"].get("labels") or {}).get(keys.FRONT_UID)

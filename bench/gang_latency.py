@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge import keys
-from armada_bridge.contract.capacity import node_ready
+from armada_bridge.contract.capacity import open_to_all
 from armada_bridge.contract.pods import pod_requests
 from armada_bridge.core.quantities import parse_quantity
 from armada_bridge.dev.binary.environment import Environment
@@ -117,7 +117,8 @@ async def arrive(
 
 
 async def free_cpu(kubes: dict[str, Kube]) -> dict[str, int]:
-    """Millicores free on each Ready remote node (allocatable less its live pods' requests)."""
+    """Millicores free on each Ready remote node open to the bench's pods (allocatable less its live
+    pods' requests)."""
     out = {}
     for c in REMOTES:
         used: dict[str, int] = defaultdict(int)
@@ -125,7 +126,7 @@ async def free_cpu(kubes: dict[str, Kube]) -> dict[str, int]:
             if p["spec"].get("nodeName") and p["status"].get("phase") in ("Pending", "Running"):
                 used[p["spec"]["nodeName"]] += pod_requests(p).get("cpu", 0)
         for n in (await kubes[c].list(NODES))["items"]:
-            if node_ready(n):
+            if open_to_all(n):
                 name = n["metadata"]["name"]
                 out[f"{c}/{name}"] = parse_quantity(n["status"]["allocatable"]["cpu"]) - used[name]
     return out

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, S
 from dataclasses import dataclass, field
 from typing import Any
 
-from armada_bridge.contract.capacity import node_ready
+from armada_bridge.contract.capacity import open_to_all
 from armada_bridge.kube import NAMESPACES, NODES, PODS, SERVICEACCOUNTS, Kube
 
 CONCURRENCY = 16
@@ -229,13 +229,22 @@ async def delete_namespace(kubes: Mapping[str, Kube], ns: str) -> None:
 
 
 async def free_slots(remotes: Iterable[Kube]) -> int:
-    """Pod slots of the remotes' Ready nodes not taken by a pod."""
+    """Pod slots of the remotes' Ready nodes open to the bench's pods, not taken by a pod."""
     total = 0
     for k in remotes:
         nodes = (await k.list(NODES))["items"]
-        total += sum(int(n["status"]["allocatable"].get("pods", "0")) for n in nodes if node_ready(n))
+        open_nodes = {n["metadata"]["name"] for n in nodes if open_to_all(n)}
+        total += sum(
+            int(n["status"]["allocatable"].get("pods", "0"))
+            for n in nodes
+            if n["metadata"]["name"] in open_nodes
+        )
         pods = (await k.list(PODS, None))["items"]
-        total -= sum(1 for p in pods if p["status"].get("phase") in ("Pending", "Running"))
+        total -= sum(
+            1
+            for p in pods
+            if p["status"].get("phase") in ("Pending", "Running") and p["spec"].get("nodeName") in open_nodes
+        )
     return total
 
 

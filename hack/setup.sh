@@ -4,7 +4,10 @@
 # the dev remote clusters' exec server) and the released operators (each built once into the cache; the
 # Spark operator also needs Java, installed with apt-get where `java` is missing, and Spark from
 # PyPI `pyspark`, about 450 MB); from Debian's packages with apt-get where missing: promtool (it
-# checks the alerts of manifests/observability) and Chromium (the dashboard's browser test).
+# checks the alerts of manifests/observability), Chromium (the dashboard's browser test), and what
+# the dev environment's real nodes run on (containerd, runc, the CNI plugins, iproute2) and build
+# their images from (gcc for the static pause program, busybox-static, mmdebstrap); then those
+# images (hack/build-images.sh).
 # Safe to run again: it only does what is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,5 +42,16 @@ if [ -d /run/systemd/system ] && systemctl is-enabled prometheus >/dev/null 2>&1
   $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
 command -v chromium-browser >/dev/null || apt_install chromium chromium "the dashboard's browser test (tests/e2e/test_dashboard.py)"
+real_nodes="the dev environment's real nodes (armada_bridge/dev/realnode)"
+apt_install containerd containerd "$real_nodes"
+apt_install runc runc "$real_nodes"
+apt_install ip iproute2 "$real_nodes"
+[ -x /usr/lib/cni/bridge ] || apt_install /usr/lib/cni/bridge containernetworking-plugins "$real_nodes"
+images="the real nodes' images (hack/build-images.sh)"
+apt_install gcc gcc "$images"
+[ -f /usr/lib/x86_64-linux-gnu/libc.a ] || apt_install /usr/lib/x86_64-linux-gnu/libc.a libc6-dev "$images"
+[ -x /bin/busybox ] || apt_install /bin/busybox busybox-static "$images"
+apt_install mmdebstrap mmdebstrap "$images"
 bash hack/build-binaries.sh >/dev/null
+bash hack/build-images.sh >/dev/null
 bash hack/build-operators.sh >/dev/null

@@ -38,6 +38,13 @@ def node_usable(node: Obj) -> bool:
     return not is_virtual(node) and not (node.get("spec") or {}).get("unschedulable") and node_ready(node)
 
 
+def open_to_all(node: Obj) -> bool:
+    """Usable, and no taint keeps a pod that tolerates nothing off it (the dev remote clusters' real
+    nodes are tainted: what measures room for ordinary pods leaves them out)."""
+    taints = (node.get("spec") or {}).get("taints") or []
+    return node_usable(node) and not any(t.get("effect") in ("NoSchedule", "NoExecute") for t in taints)
+
+
 def allocatable(node: Obj) -> Resources:
     """status.allocatable in milli-units (PodSpecError names the node and the field)."""
     name = node["metadata"].get("name")

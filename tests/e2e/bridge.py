@@ -8,6 +8,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from armada_bridge import keys
+from armada_bridge.contract.capacity import open_to_all
 from armada_bridge.contract.pods import pod_usage
 from armada_bridge.core.quantities import parse_quantity
 from bench.chaos import pod_state
@@ -90,8 +91,9 @@ def free_in_remotes(api: Api, resource: str = "cpu", clusters: tuple[str, ...] =
 def free_by_node(
     api: Api, resource: str = "cpu", clusters: tuple[str, ...] = REMOTES
 ) -> dict[str, dict[str, int]]:
-    """cluster -> schedulable node -> milli-units of `resource` free on it (allocatable minus what
-    live pods take), once earlier tests' namespaces are gone."""
+    """cluster -> schedulable node open to ordinary pods (not the tainted real nodes) -> milli-units
+    of `resource` free on it (allocatable minus what live pods take), once earlier tests'
+    namespaces are gone."""
     wait_settled(api)
     out: dict[str, dict[str, int]] = {}
     for cluster in clusters:
@@ -99,7 +101,7 @@ def free_by_node(
         free = {
             n.metadata.name: parse_quantity(n.status.allocatable.get(resource, "0"))
             for n in core.list_node().items
-            if not n.spec.unschedulable
+            if open_to_all(api(cluster).sanitize_for_serialization(n))
         }
         for p in core.list_pod_for_all_namespaces().items:
             if p.spec.node_name in free and p.status.phase not in ("Succeeded", "Failed"):
