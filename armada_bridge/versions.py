@@ -23,6 +23,8 @@ class Versions:
     helm: str = ""
     # kind, for `armada-bridge dev up --provider kind` only.
     kind: str = ""
+    # CoreDNS: the cluster DNS of the dev remote clusters that have real nodes.
+    coredns: str = ""
 
 
 # The variable of hack/versions.env that pins each operator.
@@ -55,6 +57,7 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
             pyspark=values["PYSPARK_VERSION"],
             helm=values["HELM_VERSION"],
             kind=values["KIND_VERSION"],
+            coredns=values["COREDNS_VERSION"],
         )
     except KeyError as missing:
         raise RuntimeError(f"{path}: missing {missing.args[0]}") from None

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned Kubernetes control plane, kubectl, the node binaries (kubelet and kube-proxy, for
-# the dev environment's real nodes), etcd, kwok, kwokctl and helm (the chart's tests) from their Go modules into a cache outside the repository, keyed by version, and hack/kwok-exec (the dev remote
+# the dev environment's real nodes), CoreDNS (their clusters' DNS), etcd, kwok, kwokctl and helm (the chart's tests) from their Go modules into a cache outside the repository, keyed by version, and hack/kwok-exec (the dev remote
 # clusters' exec server), keyed by the version of the kubelet streaming library it uses and a hash
 # of its source. A second run finds them and does nothing.
 #
@@ -166,6 +166,22 @@ build_kwok_exec() {
   touch "$out/.complete"
 }
 
+# CoreDNS: each dev remote cluster with real nodes runs one, serving cluster.local from its Services.
+build_coredns() {
+  local v=$COREDNS_VERSION out="$bin/coredns-$COREDNS_VERSION"
+  if have "$out"; then say "coredns $v: cached in $out"; return; fi
+  local mod="$cache/build/coredns-$v"
+  rm -rf "$mod"; mkdir -p "$mod" "$out"
+  step="write wrapper module for coredns $v"; say "$step"
+  printf 'module armada-bridge.local/coredns-build\n\ngo 1.26.0\n' > "$mod/go.mod"
+  step="resolve coredns $v dependencies"; say "$step"
+  (cd "$mod" && run coredns-get go get "github.com/coredns/coredns@$v")
+  step="compile coredns $v"; say "$step (a few minutes on 2 cores)"
+  (cd "$mod" && CGO_ENABLED=0 run coredns go build -trimpath -ldflags "-s -w" -o "$out/coredns" github.com/coredns/coredns)
+  "$out/coredns" -version | head -1 >&2
+  touch "$out/.complete"
+}
+
 build_helm() {
   local v=$HELM_VERSION out="$bin/helm-$HELM_VERSION"
   if have "$out"; then say "helm $v: cached in $out"; return; fi
@@ -191,14 +207,15 @@ build_helm() {
 
 only=${1:-all}
 case "$only" in
-  all) build_etcd; build_kwok; build_kubernetes; build_node; build_kwok_exec; build_helm ;;
+  all) build_etcd; build_kwok; build_kubernetes; build_node; build_coredns; build_kwok_exec; build_helm ;;
   node) build_node ;;
+  coredns) build_coredns ;;
   kubernetes) build_kubernetes ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
   kwok-exec) build_kwok_exec ;;
   helm) build_helm ;;
-  *) echo "usage: $0 [all|kubernetes|node|etcd|kwok|kwok-exec|helm]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|kubernetes|node|coredns|etcd|kwok|kwok-exec|helm]" >&2; exit 2 ;;
 esac
 step=""
 say "done: binaries under $bin"

@@ -83,31 +83,42 @@ def helm(v: versions.Versions | None = None) -> Path:
 
 @dataclass(frozen=True)
 class NodeBinaries:
+    """What the real nodes of the dev environment and their clusters' DNS run."""
+
     kubelet: Path
     kube_proxy: Path
+    coredns: Path
 
 
 def expected_node(v: versions.Versions | None = None) -> NodeBinaries:
     v = v or versions.load()
     d = cache_root() / "bin" / f"kubernetes-node-{v.kubernetes}"
-    return NodeBinaries(kubelet=d / "kubelet", kube_proxy=d / "kube-proxy")
+    coredns = cache_root() / "bin" / f"coredns-{v.coredns}" / "coredns"
+    return NodeBinaries(kubelet=d / "kubelet", kube_proxy=d / "kube-proxy", coredns=coredns)
 
 
 def ensure_node(v: versions.Versions | None = None) -> NodeBinaries:
-    """kubelet and kube-proxy of the pinned release (the dev environment's real nodes), built first
-    when missing (`hack/build-binaries.sh node`)."""
+    """kubelet and kube-proxy of the pinned release and the pinned CoreDNS (the dev environment's
+    real nodes and their clusters' DNS), built first when missing (`hack/build-binaries.sh node`,
+    `... coredns`)."""
     b = expected_node(v)
-    if missing(b):
-        print(f"armada-bridge: building kubelet and kube-proxy into {cache_root()}", file=sys.stderr)
-        result = subprocess.run(["bash", str(BUILD_SCRIPT), "node"], stdout=subprocess.DEVNULL, check=False)
-        if result.returncode != 0 or missing(b):
-            raise RuntimeError(f"{BUILD_SCRIPT} node failed (exit {result.returncode}); see its output above")
+    for what, path in (("node", b.kubelet), ("coredns", b.coredns)):
+        if missing_path(path):
+            print(f"armada-bridge: building {what} binaries into {cache_root()}", file=sys.stderr)
+            result = subprocess.run(["bash", str(BUILD_SCRIPT), what], stdout=subprocess.DEVNULL, check=False)
+            if result.returncode != 0 or missing_path(path):
+                raise RuntimeError(
+                    f"{BUILD_SCRIPT} {what} failed (exit {result.returncode}); see its output above"
+                )
     return b
 
 
+def missing_path(p: Path) -> bool:
+    return not (p.is_file() and (p.parent / ".complete").is_file())
+
+
 def missing(b: Binaries | NodeBinaries) -> list[Path]:
-    paths = [Path(p) for p in vars(b).values()]
-    return [p for p in paths if not (p.is_file() and (p.parent / ".complete").is_file())]
+    return [p for p in map(Path, vars(b).values()) if missing_path(p)]
 
 
 def ensure(v: versions.Versions | None = None) -> Binaries:

@@ -270,3 +270,42 @@ def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down
             with contextlib.suppress(Exception):
                 env.down()
             shutil.rmtree(state, ignore_errors=True)
+
+
+def test_two_pods_of_a_gang_talk_over_a_headless_service_by_its_dns_name(
+    real: k8s.CoreV1Api, cluster_api: Api, namespace: str
+) -> None:
+    """A gang of two (Armada's annotations) on real nodes, a headless Service selecting both, each
+    pod named under it (hostname + subdomain, as operators write for their workers): one calls the
+    other by `server.peers`, resolved by the remote cluster's DNS from the mirrored Service."""
+    real.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "programs"}, "data": {"peer.py": (PROGRAMS / "peer.py").read_text()}}
+    )
+    real.create_namespaced_service(
+        namespace,
+        {
+            "metadata": {"name": "peers"},
+            "spec": {"clusterIP": "None", "selector": {"app": "peers"}, "ports": [{"port": 7000}]},
+        },
+    )
+    for name, args in (("server", ["serve", "7000"]), ("client", ["call", "server.peers", "7000"])):
+        body = real_pod(
+            name,
+            ["python3", "/programs/peer.py", *args],
+            image=RECIPES["python"].name,
+            hostname=name,
+            subdomain="peers",
+            volumes=[{"name": "programs", "configMap": {"name": "programs"}}],
+        )
+        body["metadata"]["labels"]["app"] = "peers"
+        body["metadata"]["annotations"] = {keys.GANG_ID: "peers", keys.GANG_CARDINALITY: "2"}
+        body["spec"]["containers"][0]["volumeMounts"] = [{"name": "programs", "mountPath": "/programs"}]
+        real.create_namespaced_pod(namespace, body)
+    client, server = ended(real, namespace, "client", timeout=150), ended(real, namespace, "server")
+    client_log = real.read_namespaced_pod_log("client", namespace)
+    assert (client.status.phase, server.status.phase) == ("Succeeded", "Succeeded"), client_log
+    clusters = {(p.metadata.annotations or {})[keys.ASSIGNED_CLUSTER] for p in (client, server)}
+    assert len(clusters) == 1, clusters
+    remote_server = k8s.CoreV1Api(cluster_api(clusters.pop())).read_namespaced_pod("server", namespace)
+    assert f"server.peers is {remote_server.status.pod_ip}: HELLO OVER THE HEADLESS SERVICE" in client_log
+    assert "served " in real.read_namespaced_pod_log("server", namespace)

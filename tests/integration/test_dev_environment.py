@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
+from armada_bridge import keys, versions
+from armada_bridge.core.quantities import parse_quantity
 from armada_bridge.dev.binary.environment import FRONT, Environment
 from armada_bridge.dev.kwok import kwok_exec
 from tests.support import wait_for
@@ -27,7 +30,8 @@ def _pod(name: str, scheduler: str = "default-scheduler") -> dict[str, object]:
 
 @pytest.mark.parametrize("cluster", REMOTES)
 def test_remote_has_four_ready_kwok_nodes(cluster: str, cluster_api: Callable[[str], k8s.ApiClient]) -> None:
-    nodes = k8s.CoreV1Api(cluster_api(cluster)).list_node().items
+    every = k8s.CoreV1Api(cluster_api(cluster)).list_node().items
+    nodes = [n for n in every if (n.metadata.annotations or {}).get(keys.KWOK_NODE_ANNOTATION)]
     assert len(nodes) == 4
     for n in nodes:
         ready = [c.status for c in n.status.conditions if c.type == "Ready"]
@@ -37,6 +41,29 @@ def test_remote_has_four_ready_kwok_nodes(cluster: str, cluster_api: Callable[[s
         assert n.status.allocatable["pods"] == "110"
     gpus = sorted(n.status.allocatable.get("nvidia.com/gpu", "0") for n in nodes)
     assert gpus == ["0", "0", "4", "4"]
+
+
+@pytest.mark.parametrize("cluster", REMOTES)
+def test_remote_has_a_ready_real_node_beside(
+    cluster: str, cluster_api: Callable[[str], k8s.ApiClient]
+) -> None:
+    """One real node per remote cluster by default: its own kubelet's, Ready, tainted so ordinary
+    work stays on KWOK's nodes, not labelled as KWOK's, with what the host gives it."""
+    (node,) = [
+        n
+        for n in k8s.CoreV1Api(cluster_api(cluster)).list_node().items
+        if not (n.metadata.annotations or {}).get(keys.KWOK_NODE_ANNOTATION)
+    ]
+    assert node.metadata.name == f"{cluster}-real-0"
+    assert [c.status for c in node.status.conditions if c.type == "Ready"] == ["True"]
+    assert node.status.node_info.kubelet_version == versions.load().kubernetes
+    assert node.status.node_info.container_runtime_version.startswith("containerd://")
+    assert (node.metadata.labels or {}).get(keys.NODE_TYPE_LABEL) != keys.DEV_NODE_TYPE_VALUE
+    assert [(t.key, t.effect) for t in node.spec.taints] == [
+        (keys.DEV_REAL_NODE_TAINT_KEY, keys.DEV_REAL_NODE_TAINT_EFFECT)
+    ]
+    # Two real nodes share the host: each offers its half of the CPUs.
+    assert parse_quantity(node.status.allocatable["cpu"]) == (os.cpu_count() or 1) * 1000 // 2
 
 
 @pytest.mark.parametrize("cluster", REMOTES)
@@ -172,6 +199,14 @@ def test_up_repairs_and_down_leaves_nothing(tmp_path_factory: pytest.TempPathFac
         env.up(workers=1, nodes=1)
         assert [s.healthy for s in env.status()] == [True, True]
         assert env.supervisor.pid(kwok_exec.name("remote-1")) not in (None, exec_server)
+        # So is its real node's kubelet.
+        kubelet = env.supervisor.pid("kubelet-remote-1-real-0")
+        assert kubelet
+        subprocess.run(["kill", "-9", str(kubelet)], check=True)
+        wait_for("remote-1 unhealthy", lambda: not env.status()[1].healthy, timeout=10)
+        env.up(workers=1, nodes=1)
+        assert [s.healthy for s in env.status()] == [True, True]
+        assert env.supervisor.pid("kubelet-remote-1-real-0") not in (None, kubelet)
         ports = _ports(env)
         assert env.port(kwok_exec.name("remote-1")) in ports
         assert len(ports) >= 8, ports  # etcd, apiserver, ... of two clusters

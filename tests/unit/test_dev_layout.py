@@ -33,13 +33,20 @@ def test_versions_file_parses_and_binaries_are_keyed_by_version(tmp_path: Path) 
     f = tmp_path / "versions.env"
     ops = "".join(f"{key}=v0.{i}\n" for i, key in enumerate(versions.OPERATOR_VERSION_KEYS.values()))
     f.write_text(
-        "# c\nKUBERNETES_VERSION=v9.9.9\n\nETCD_VERSION=v1.2.3\nKWOK_VERSION=v0.0.1\nPYSPARK_VERSION=4.0.0\nHELM_VERSION=v3.0.1\nKIND_VERSION=v0.1.2\n"
+        "# c\nKUBERNETES_VERSION=v9.9.9\n\nETCD_VERSION=v1.2.3\nKWOK_VERSION=v0.0.1\nPYSPARK_VERSION=4.0.0\nHELM_VERSION=v3.0.1\nKIND_VERSION=v0.1.2\nCOREDNS_VERSION=v1.9.9\n"
         + ops
     )
     v = versions.load(f)
     operator_versions = {name: f"v0.{i}" for i, name in enumerate(versions.OPERATOR_VERSION_KEYS)}
     assert v == versions.Versions(
-        "v9.9.9", "v1.2.3", "v0.0.1", operator_versions, pyspark="4.0.0", helm="v3.0.1", kind="v0.1.2"
+        "v9.9.9",
+        "v1.2.3",
+        "v0.0.1",
+        operator_versions,
+        pyspark="4.0.0",
+        helm="v3.0.1",
+        kind="v0.1.2",
+        coredns="v1.9.9",
     )
     assert operators.catalog(v)["kuberay"].dir.name == f"kuberay-{operator_versions['kuberay']}"
     assert operators.spark_home(v).parent.name == "pyspark-4.0.0"

@@ -182,7 +182,7 @@ class Environment(BaseEnvironment):
             self._remove_real_nodes_beyond(planned)
             if planned:
                 realnode.require_host()
-            kubelet = binaries_mod.ensure_node().kubelet if planned else None
+            node_bins = binaries_mod.ensure_node() if planned else None
             archives = list(images.ensure_all().values()) if planned else []
             network = self.pod_network() or (podnet.choose(self.state_dir) if planned else None)
             if not planned:
@@ -201,6 +201,7 @@ class Environment(BaseEnvironment):
                     + replicas
                     + (len(PORT_OPTIONS) + 1) * len(wanted)
                     + len(realnode.PORT_KINDS) * len(planned)
+                    + len(wanted)
                 )
             )
             ports = previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
@@ -211,6 +212,8 @@ class Environment(BaseEnvironment):
             for n in planned:  # each real node's kubelet, kubelet healthz and runtime streaming ports
                 for port_name in realnode.port_names(n):
                     ports.setdefault(port_name, next(fresh))
+            for name in {n.cluster for n in planned}:  # the readiness port of its cluster's DNS
+                ports.setdefault(f"coredns-ready-{name}", next(fresh))
             cluster_ports = {n: [next(fresh) for _ in PORT_OPTIONS] for n in wanted}
             settings: dict[str, Any] = {
                 "workers": workers,
@@ -270,7 +273,14 @@ class Environment(BaseEnvironment):
                 log(f"{name}: {len(manifests)} node(s) Ready")
                 mine = [n for n in planned if n.cluster == name]
                 real = self.real_nodes()
-                if mine and real and kubelet:
+                if mine and real and node_bins:
+                    cluster_dns = real.ensure_dns(
+                        name,
+                        wanted.index(name),
+                        c.kubeconfig,
+                        ports[f"coredns-ready-{name}"],
+                        node_bins.coredns,
+                    )
                     for n in mine:
                         real.ensure(
                             n,
@@ -279,7 +289,8 @@ class Environment(BaseEnvironment):
                             ports=ports,
                             reserved=reserved,
                             images=archives,
-                            kubelet_binary=kubelet,
+                            kubelet_binary=node_bins.kubelet,
+                            cluster_dns=cluster_dns,
                         )
                     real.wait_ready(c.kubeconfig, [n.name for n in mine])
                     log(f"{name}: {len(mine)} real node(s) Ready: {', '.join(n.name for n in mine)}")

@@ -101,11 +101,15 @@ class PodNetwork:
         """The bridge with the gateway address, up (kept when it is there)."""
         if not self.exists():
             _ip("link", "add", "name", self.bridge, "type", "bridge")
-        addresses = json.loads(_ip("-j", "addr", "show", "dev", self.bridge).stdout or "[]")
-        have = {a.get("local") for link in addresses for a in link.get("addr_info", [])}
-        if self.gateway not in have:
-            _ip("addr", "add", f"{self.gateway}/{PREFIX}", "dev", self.bridge)
+        self.add_address(self.gateway)
         _ip("link", "set", "dev", self.bridge, "up")
+
+    def add_address(self, address: str) -> None:
+        """Give the host `address` of this network on the bridge (a service of the host's that pods
+        reach, such as a cluster's DNS); kept when it is there."""
+        addresses = json.loads(_ip("-j", "addr", "show", "dev", self.bridge).stdout or "[]")
+        if address not in {a.get("local") for link in addresses for a in link.get("addr_info", [])}:
+            _ip("addr", "add", f"{address}/{PREFIX}", "dev", self.bridge)
 
     def delete(self) -> None:
         """Remove the pods' network namespaces still on this network (their veths go with them),

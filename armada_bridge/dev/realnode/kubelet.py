@@ -11,6 +11,7 @@ import yaml
 
 from armada_bridge import certs, keys
 from armada_bridge.dev.components import Component
+from armada_bridge.dev.network import dns
 
 
 def configuration(
@@ -24,6 +25,7 @@ def configuration(
     pod_logs: Path,
     reserved: dict[str, str],
     max_pods: int,
+    cluster_dns: str,
 ) -> dict[str, Any]:
     """The KubeletConfiguration of a real node on this kind of host (docs/vkubelet.md, real nodes)."""
     return {
@@ -50,7 +52,8 @@ def configuration(
             "x509": {"clientCAFile": str(client_ca)},
         },
         "authorization": {"mode": "Webhook"},
-        "clusterDomain": "cluster.local",
+        "clusterDomain": dns.CLUSTER_DOMAIN,
+        "clusterDNS": [cluster_dns],
         "systemReserved": reserved,
         "maxPods": max_pods,
         # Images are imported, never pulled: never collect them, never evict for disk.

@@ -22,6 +22,7 @@ from kubernetes import client as k8s
 from armada_bridge.dev.base import ClusterError, log, node_ready
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.components import Supervisor
+from armada_bridge.dev.network import dns
 from armada_bridge.dev.network.podnet import CNI_BIN_DIR, PodNetwork
 from armada_bridge.dev.procs import kill_and_wait, pids_under
 from armada_bridge.dev.realnode import containerd, host, kubelet
@@ -31,6 +32,8 @@ KEPT_FOR_THE_ENVIRONMENT = 4 * 2**30
 MAX_PODS = 30
 # Ports of each real node, among the environment's ports (named `<kind>-<node>`).
 PORT_KINDS = ("kubelet", "kubelet-healthz", "containerd-stream")
+# sun_path holds 108 bytes; containerd adds `.ttrpc` to its socket's path.
+SOCKET_PATH_MAX = 100
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,10 @@ class RealNodes:
         ]
 
     def existing(self) -> list[str]:
-        return sorted(p.name for p in self.dir.iterdir() if p.is_dir()) if self.dir.is_dir() else []
+        """The real nodes started in this environment (each has its directory)."""
+        if not self.dir.is_dir():
+            return []
+        return sorted(p.name for p in self.dir.iterdir() if p.is_dir() and "-real-" in p.name)
 
     # ------------------------------------------------------------------ up
     def ensure(
@@ -120,10 +126,16 @@ class RealNodes:
         reserved: dict[str, str],
         images: list[Path],
         kubelet_binary: Path,
+        cluster_dns: str,
     ) -> None:
         """Start (or keep) `node`'s containerd and kubelet, registered with the cluster at `server`
-        whose CA is in `pki`; its images imported."""
+        whose CA is in `pki`, its pods resolving names at `cluster_dns`; its images imported."""
         d = self.node_dir(node)
+        if len(str(containerd.socket(d))) > SOCKET_PATH_MAX:
+            raise ClusterError(
+                f"{containerd.socket(d)}: longer than a Unix socket path may be ({SOCKET_PATH_MAX} characters "
+                "with containerd's suffixes): use a shorter state directory (ARMADA_BRIDGE_STATE)"
+            )
         d.mkdir(parents=True, exist_ok=True)
         self.host.take()
         self.network.create()
@@ -147,6 +159,7 @@ class RealNodes:
             pod_logs=d / "pod-logs",
             reserved=reserved,
             max_pods=MAX_PODS,
+            cluster_dns=cluster_dns,
         )
         agent = kubelet.component(
             kubelet_binary,
@@ -158,6 +171,17 @@ class RealNodes:
         )
         self.supervisor.ensure(agent)
         self.supervisor.wait_ready(agent, timeout=60)
+
+    def ensure_dns(self, cluster: str, index: int, kubeconfig: Path, ready_port: int, binary: Path) -> str:
+        """Start (or keep) the DNS of the `index`-th remote cluster, `cluster`; return its address."""
+        listen = dns.address(self.network, index)
+        self.host.take()
+        self.network.create()
+        self.network.add_address(listen)
+        server = dns.component(binary, cluster, listen, kubeconfig, ready_port, self.dir / "dns")
+        self.supervisor.ensure(server)
+        self.supervisor.wait_ready(server, timeout=60)
+        return listen
 
     def _wait_for_socket(self, name: str, socket: Path, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
@@ -211,6 +235,9 @@ class RealNodes:
         for name in self.existing():
             problems += self.teardown(name)
             host.remove_empty_parents(self.cgroup_root(name))
+        for name in self.supervisor.names():
+            if name.startswith("coredns-"):
+                self.supervisor.stop(name)
         self.network.delete()
         problems += self.host.restore()
         return problems
