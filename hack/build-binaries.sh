@@ -39,67 +39,67 @@ command -v go >/dev/null || { step="find go"; echo "build-binaries: go is not on
 # Each artefact lives in its own versioned folder; a stamp written last marks a complete build.
 have() { [ -f "$1/.complete" ]; }
 
-build_kubernetes() {
-  local v=$KUBERNETES_VERSION out="$bin/kubernetes-$KUBERNETES_VERSION"
-  if have "$out"; then say "kubernetes $v: cached in $out"; return; fi
+# The wrapper module every Kubernetes binary is built in: k8s.io/kubernetes at the pinned release,
+# its staging modules at the matching v0 versions. Written when missing; prints its directory.
+kubernetes_module() {
+  local v=$KUBERNETES_VERSION mod="$cache/build/kubernetes-$KUBERNETES_VERSION"
   local minor=${v#v1.}; local staging="v0.${minor}"
-  local mod="$cache/build/kubernetes-$v"
-  rm -rf "$mod"; mkdir -p "$mod" "$out"
-  step="download k8s.io/kubernetes@$v"; say "$step"
-  local dir
-  dir=$(cd "$mod" && go mod download -json "k8s.io/kubernetes@$v" 2>"$logs/kubernetes-download.log" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  [ -n "$dir" ] || { cat "$logs/kubernetes-download.log" >&2; echo "could not download k8s.io/kubernetes@$v" >&2; exit 1; }
-  step="write wrapper module for kubernetes $v (staging modules at $staging)"; say "$step"
-  {
-    echo "module armada-bridge.local/kubernetes-build"
-    echo
-    sed -n 's/^go \(.*\)$/go \1/p' "$dir/go.mod" | head -1
-    echo
-    echo "require k8s.io/kubernetes $v"
-    echo
-    echo "replace ("
-    sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"$staging"'#p' "$dir/go.mod"
-    echo ")"
-  } > "$mod/go.mod"
-  local pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
-              k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
-  local ld="-s -w"
+  if [ ! -f "$mod/go.mod" ]; then
+    rm -rf "$mod"; mkdir -p "$mod"
+    step="download k8s.io/kubernetes@$v"; say "$step"
+    local dir
+    dir=$(cd "$mod" && go mod download -json "k8s.io/kubernetes@$v" 2>"$logs/kubernetes-download.log" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    [ -n "$dir" ] || { cat "$logs/kubernetes-download.log" >&2; echo "could not download k8s.io/kubernetes@$v" >&2; exit 1; }
+    step="write wrapper module for kubernetes $v (staging modules at $staging)"; say "$step"
+    {
+      echo "module armada-bridge.local/kubernetes-build"
+      echo
+      sed -n 's/^go \(.*\)$/go \1/p' "$dir/go.mod" | head -1
+      echo
+      echo "require k8s.io/kubernetes $v"
+      echo
+      echo "replace ("
+      sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"$staging"'#p' "$dir/go.mod"
+      echo ")"
+    } > "$mod/go.mod"
+  fi
+  echo "$mod"
+}
+
+# compile_kubernetes OUT NAME CMD...: resolve and compile k8s.io/kubernetes/cmd/CMD... into OUT, with
+# the version stamped as the release's own build does.
+compile_kubernetes() {
+  local out=$1 name=$2; shift 2
+  local v=$KUBERNETES_VERSION minor=${KUBERNETES_VERSION#v1.} mod pkgs=() ld="-s -w"
+  mod=$(kubernetes_module)
+  for c in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=${minor%%.*} -X $p.gitTreeState=clean"
     ld+=" -X $p.buildDate=1970-01-01T00:00:00Z"
   done
-  step="resolve kubernetes $v dependencies"; say "$step (downloads a few hundred modules)"
-  (cd "$mod" && run kubernetes-get go get "${pkgs[@]/%/@$v}")
+  mkdir -p "$out"
+  # Each set of commands needs its own go.sum entries (kubelet: k8s.io/cri-streaming, ...).
+  step="resolve $name $v dependencies"; say "$step (downloads a few hundred modules the first time)"
+  (cd "$mod" && run "$name-get" go get "${pkgs[@]/%/@$v}")
   for p in "${pkgs[@]}"; do
-    step="compile $(basename "$p") $v"; say "$step (several minutes on 2 cores)"
+    step="compile $(basename "$p") $v"; say "$step (minutes on 2 cores)"
     (cd "$mod" && CGO_ENABLED=0 run "$(basename "$p")" go build -trimpath -ldflags "$ld" -o "$out/" "$p")
   done
+}
+
+build_kubernetes() {
+  local out="$bin/kubernetes-$KUBERNETES_VERSION"
+  if have "$out"; then say "kubernetes $KUBERNETES_VERSION: cached in $out"; return; fi
+  compile_kubernetes "$out" kubernetes kube-apiserver kube-controller-manager kube-scheduler kubectl
   "$out/kube-apiserver" --version >&2
   touch "$out/.complete"
 }
 
-# kubelet and kube-proxy of the pinned release, from the same wrapper module as the control plane
-# (built first): the real nodes of the dev environment (armada_bridge/dev/realnode).
+# kubelet and kube-proxy: the real nodes of the dev environment (armada_bridge/dev/realnode).
 build_node() {
-  local v=$KUBERNETES_VERSION out="$bin/kubernetes-node-$KUBERNETES_VERSION"
-  if have "$out"; then say "kubelet, kube-proxy $v: cached in $out"; return; fi
-  build_kubernetes
-  local minor=${v#v1.} mod="$cache/build/kubernetes-$v"
-  [ -f "$mod/go.mod" ] || { rm -rf "$bin/kubernetes-$v"; build_kubernetes; }
-  mkdir -p "$out"
-  local pkgs=(k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
-  local ld="-s -w"
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=${minor%%.*} -X $p.gitTreeState=clean"
-    ld+=" -X $p.buildDate=1970-01-01T00:00:00Z"
-  done
-  # The kubelet's own packages need go.sum entries the control plane's did not (k8s.io/cri-streaming...).
-  step="resolve kubelet $v dependencies"; say "$step"
-  (cd "$mod" && run kubelet-get go get "${pkgs[@]/%/@$v}")
-  for p in "${pkgs[@]}"; do
-    step="compile $(basename "$p") $v"; say "$step (a few minutes on 2 cores)"
-    (cd "$mod" && CGO_ENABLED=0 run "$(basename "$p")" go build -trimpath -ldflags "$ld" -o "$out/" "$p")
-  done
+  local out="$bin/kubernetes-node-$KUBERNETES_VERSION"
+  if have "$out"; then say "kubelet, kube-proxy $KUBERNETES_VERSION: cached in $out"; return; fi
+  compile_kubernetes "$out" kubelet kubelet kube-proxy
   "$out/kubelet" --version >&2
   touch "$out/.complete"
 }

@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import copy
 import secrets
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey, key_of, key_secret
+from armada_bridge.dev import binaries
+from armada_bridge.dev.base import BaseEnvironment
 
 T = TypeVar("T")
 
@@ -86,3 +90,20 @@ async def wait_for_async(
         )
         await asyncio.sleep(interval)
     return last
+
+
+def kubectl(
+    env: BaseEnvironment,  # its front, unless `kubeconfig` says otherwise
+    *args: str,
+    kubeconfig: Path | None = None,
+    stdin: str | None = None,
+    timeout: float = 30,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(binaries.expected().kubectl), "--kubeconfig", str(kubeconfig or env.kubeconfig("front")), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

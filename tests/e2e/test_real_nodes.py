@@ -10,6 +10,8 @@ import json
 import shutil
 import subprocess
 import tempfile
+import threading
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,11 +26,12 @@ from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.images.recipes import RECIPES
 from armada_bridge.dev.network.podnet import PodNetwork
+from armada_bridge.dev.ports import free_ports
 from armada_bridge.dev.realnode import host
 from armada_bridge.dev.realnode.node import RealNodes
 from armada_bridge.dev.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api
-from tests.support import wait_for
+from tests.support import kubectl, wait_for
 
 PROGRAMS = Path(__file__).with_name("realnode_programs")
 
@@ -54,16 +57,6 @@ def real_pod(
     }
     body = on_a_real_node({"restartPolicy": "Never", "containers": [container], **spec})
     return {"metadata": {"name": name, "labels": {keys.QUEUE_LABEL: "default"}}, "spec": body}
-
-
-def kubectl(env: Environment, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(binaries.expected().kubectl), "--kubeconfig", str(env.kubeconfig("front")), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def ended(front: k8s.CoreV1Api, namespace: str, name: str, timeout: float = 90) -> Any:
@@ -309,3 +302,57 @@ def test_two_pods_of_a_gang_talk_over_a_headless_service_by_its_dns_name(
     remote_server = k8s.CoreV1Api(cluster_api(clusters.pop())).read_namespaced_pod("server", namespace)
     assert f"server.peers is {remote_server.status.pod_ip}: HELLO OVER THE HEADLESS SERVICE" in client_log
     assert "served " in real.read_namespaced_pod_log("server", namespace)
+
+
+def _kubectl_background(env: Environment, *args: str) -> tuple[subprocess.Popen[str], list[str]]:
+    """kubectl running in the background; its output lines gathered as they come."""
+    proc = subprocess.Popen(
+        [str(binaries.expected().kubectl), "--kubeconfig", str(env.kubeconfig("front")), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    assert proc.stdout is not None
+    threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True).start()
+    return proc, lines
+
+
+def test_port_forward_and_attach_reach_the_real_container(
+    dev_env: Environment, real: k8s.CoreV1Api, namespace: str
+) -> None:
+    """A web server in a real container: fetched through `kubectl port-forward`, and its request
+    log seen live by `kubectl attach`."""
+    marker = uuid.uuid4().hex
+    script = f"echo {marker} > /tmp/index.html; cd /tmp; exec python3 -u -m http.server 8000"
+    real.create_namespaced_pod(namespace, real_pod("web", ["sh", "-c", script], image=RECIPES["python"].name))
+    running(real, namespace, "web")
+    (port,) = free_ports(1)
+    forward, forwarded = _kubectl_background(
+        dev_env, "port-forward", "-n", namespace, "pod/web", f"{port}:8000"
+    )
+    attach, attached = _kubectl_background(dev_env, "attach", "-n", namespace, "web")
+    try:
+
+        def fetch(path: str) -> str | None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+                    return str(r.read().decode())
+            except OSError:
+                return None
+
+        assert (
+            wait_for("the page through port-forward", lambda: fetch("/index.html"), timeout=30)
+            == f"{marker}\n"
+        )
+
+        def seen_attached() -> bool | None:
+            fetch(f"/index.html?attached={marker}")  # 200, and a line in the server's log
+            return any(f"attached={marker}" in line for line in attached) or None
+
+        wait_for("the request in the attached output", seen_attached, timeout=30, interval=1)
+    finally:
+        for proc in (forward, attach):
+            proc.terminate()
+            proc.wait(10)
+    assert any("Forwarding from" in line for line in forwarded), forwarded

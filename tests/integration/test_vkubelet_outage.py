@@ -20,7 +20,7 @@ from armada_bridge.dev import binaries
 from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.clients import api_client
 from tests.integration.test_vkubelet_pods import bound_pod, exists, node_ready, phases, remote_pods
-from tests.support import create_bound, wait_for
+from tests.support import create_bound, kubectl, wait_for
 from vkubelet.manager import CLEANUP_TIMEOUT
 
 NS = "vk-private"
@@ -45,16 +45,6 @@ def clients(env: Environment) -> Iterator[dict[str, k8s.CoreV1Api]]:
     yield cores
     for a in apis.values():
         a.close()
-
-
-def kubectl(env: Environment, *args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(binaries.expected().kubectl), "--kubeconfig", str(env.kubeconfig("front")), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def test_kubectl_logs_on_a_front_pod(env: Environment, clients: dict[str, k8s.CoreV1Api]) -> None:

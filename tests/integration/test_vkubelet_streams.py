@@ -37,24 +37,7 @@ from tests.integration.test_vkubelet_pods import (  # noqa: F401  (fixtures)
     remote1,
     vkubelet,
 )
-from tests.support import create_bound, wait_for
-
-
-def kubectl(
-    env: Environment,
-    *args: str,
-    kubeconfig: Path | None = None,
-    stdin: str | None = None,
-    timeout: float = 30,
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(binaries.expected().kubectl), "--kubeconfig", str(kubeconfig or env.kubeconfig("front")), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+from tests.support import create_bound, kubectl, wait_for
 
 
 @pytest.fixture
