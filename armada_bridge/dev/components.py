@@ -32,12 +32,15 @@ class Component:
     # The bridge's own processes run this repository's code and restart when it changes; other
     # programs (containerd, kubelet) restart only when their command does.
     follows_code: bool = True
+    # What else the process reads at start (its configuration files' text): a change restarts it.
+    inputs: str = ""
 
     @property
     def fingerprint(self) -> str:
         """Changes with the command (and the code it runs), so `dev up` restarts what changed."""
         code = code_version() if self.follows_code else ""
-        return hashlib.sha1(json.dumps([self.argv, self.env, code], sort_keys=True).encode()).hexdigest()[:12]
+        parts = [self.argv, self.env, code, self.inputs]
+        return hashlib.sha1(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def code_version() -> str:

@@ -48,4 +48,5 @@ def component(
         argv=[str(binary), "-conf", str(conf)],
         ready_url=f"http://127.0.0.1:{ready_port}/ready",
         follows_code=False,
+        inputs=text,
     )

@@ -86,6 +86,7 @@ def component(name: str, node_dir: Path, stream_port: int) -> Component:
         name=f"containerd-{name}",
         argv=[binary("containerd"), "--config", str(cfg)],
         follows_code=False,
+        inputs=text,
     )
 
 

@@ -107,4 +107,5 @@ def component(
         ],
         ready_url=f"http://127.0.0.1:{config['healthzPort']}/healthz",
         follows_code=False,
+        inputs=text,
     )
