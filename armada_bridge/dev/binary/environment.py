@@ -1,8 +1,10 @@
-"""The local multi-cluster environment: cluster `front` and clusters `remote-1` … `remote-N`.
+"""The local multi-cluster environment of the binary provider: cluster `front` and clusters
+`remote-1` … `remote-N`.
 
 Each cluster is real etcd + kube-apiserver + kube-controller-manager + kube-scheduler processes on
-loopback (kwokctl binary runtime); remote clusters get KWOK-simulated nodes. Everything lives under
-one state directory, so `down` can prove it left nothing behind.
+loopback (kwokctl binary runtime); remote clusters get KWOK-simulated nodes (armada_bridge.dev.kwok)
+and real nodes (armada_bridge.dev.realnode) on one pod network (armada_bridge.dev.network).
+Everything lives under one state directory, so `down` can prove it left nothing behind.
 """
 
 from __future__ import annotations
@@ -184,9 +186,7 @@ class Environment(BaseEnvironment):
                 realnode.require_host()
             node_bins = binaries_mod.ensure_node() if planned else None
             archives = list(images.ensure_all().values()) if planned else []
-            network = self.pod_network() or (podnet.choose(self.state_dir) if planned else None)
-            if not planned:
-                network = None
+            network = (self.pod_network() or podnet.choose(self.state_dir)) if planned else None
             for name in self.cluster_names():
                 if name not in wanted:
                     log(f"{name}: not part of a {workers}-remote environment, deleting")

@@ -107,5 +107,6 @@ def component(
         ],
         ready_url=f"http://127.0.0.1:{config['healthzPort']}/healthz",
         follows_code=False,
-        inputs=text,
+        # A cluster made anew has a new CA: its kubelet starts again, with a certificate of it.
+        inputs=text + Path(config["authentication"]["x509"]["clientCAFile"]).read_text(),
     )
