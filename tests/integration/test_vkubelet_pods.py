@@ -18,6 +18,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
+from armada_bridge.core.quantities import parse_quantity
 from armada_bridge.dev import binaries
 from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.bridge import bridge, vkubelet_setup
@@ -113,8 +114,10 @@ def test_virtual_node_per_remote_cluster(front: k8s.CoreV1Api, cluster_api: Api)
             effect=keys.VIRTUAL_NODE_TAINT_EFFECT,
         )
         assert taint in node.spec.taints
-        # 4 nodes of 32 CPU, half with 4 GPUs, minus what non-bridge pods request there.
-        assert node.status.capacity["cpu"] == "128"
+        # Its cluster's nodes together: 4 KWOK nodes of 32 CPU, half with 4 GPUs, and its real node.
+        remote_nodes = k8s.CoreV1Api(cluster_api(name)).list_node().items
+        cpu = sum(parse_quantity(n.status.capacity["cpu"]) for n in remote_nodes)
+        assert parse_quantity(node.status.capacity["cpu"]) == cpu >= 128_000
         assert node.status.capacity[keys.GPU_RESOURCE] == "8"
         assert node.status.addresses[0].type == "InternalIP"
         assert node.status.daemon_endpoints.kubelet_endpoint.port > 0
@@ -125,7 +128,7 @@ def test_virtual_node_per_remote_cluster(front: k8s.CoreV1Api, cluster_api: Api)
         )
         ready = next(c for c in rc["status"]["conditions"] if c["type"] == "Ready")
         assert ready["status"] == "True"
-        assert rc["status"]["nodeCount"] == 4
+        assert rc["status"]["nodeCount"] == len(remote_nodes)
 
 
 def test_pod_runs_remotely_with_constraints_restored(

@@ -91,7 +91,8 @@ def test_remote_pod_sees_the_front_api(
     main = rpod.spec.containers[0]
     assert any(m.name == vol.name and m.mount_path == MOUNT for m in main.volume_mounts)
     env = {e.name: e.value for e in main.env}
-    server = vkubelet.cluster("front").server()
+    # The front as remote pods reach it (on the pod network's gateway when there are real nodes).
+    server = vkubelet.front_api_server()
     assert f"https://{env['KUBERNETES_SERVICE_HOST']}:{env['KUBERNETES_SERVICE_PORT']}" == server
     assert _data(secret, "namespace") == namespace
     owned = wait_for(
