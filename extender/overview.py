@@ -18,6 +18,7 @@ from armada_bridge import keys
 from armada_bridge.contract.pods import PodSpecError, pod_requests
 from armada_bridge.core import quantities as rs
 from extender import intent, protocols
+from extender.events import WAITING
 from extender.protocols import volcano
 from extender.protocols.base import GangSpec, IntentError
 
@@ -313,7 +314,7 @@ class Story:
     """`armada-bridge why POD`: where the pod went, or why it waits, and what happened to it."""
 
     pod: PodView
-    #: the last ArmadaWaiting Event's message, while it is not admitted
+    #: the last `WAITING` (ArmadaWaiting) Event's message, while it is not admitted
     waiting: str | None
     #: the front scheduler's own PodScheduled message, while it is not scheduled
     scheduler: tuple[str, ...]
@@ -323,7 +324,7 @@ class Story:
 def story(pod: Obj, view: PodView, events: Iterable[Obj]) -> Story:
     """`pod` and its :func:`read_pod` view; `events`: the core/v1 Events about it."""
     lines = event_lines(events)
-    waiting = [e for e in lines if e.reason == "ArmadaWaiting"]
+    waiting = [e for e in lines if e.reason == WAITING]
     scheduler = tuple(
         str(c["message"])
         for c in (pod.get("status") or {}).get("conditions") or []

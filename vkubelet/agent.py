@@ -217,6 +217,8 @@ class ClusterAgent:
             token_secrets,
             *managed.values(),
         ]
+        for informer in self._informers:
+            informer.on_handler_error = METRICS.handler_failed
         events.add_handler(self._on_remote_event)
         front_pods.add_handler(self._on_front_pod)
         tasks = [asyncio.create_task(i.run(), name=i.name) for i in self._informers]

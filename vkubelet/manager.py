@@ -91,6 +91,8 @@ class Manager:
             },
             Informer(self.front, NAMESPACES, name="front-namespaces"),
         )
+        for informer in (self.clusters, *self.front_objects.informers):
+            informer.on_handler_error = METRICS.handler_failed
         self.admission = PodAdmission(self.front_objects.by_kind[deps.SECRET], self.bridge_namespace)
         self._dirty = asyncio.Event()
         self.clusters.add_handler(lambda kind, obj: self._dirty.set())

@@ -52,9 +52,19 @@ class Metrics:
         self.cluster_ready = Gauge(
             "vkubelet_remote_cluster_ready", "1 while the remote API answers", ["cluster"], registry=r
         )
+        self.informer_handler_errors = Counter(
+            "vkubelet_informer_handler_errors_total",
+            "Informer events a handler raised on (lost to that handler until the next resync)",
+            ["informer"],
+            registry=r,
+        )
         self.queue_depth = Gauge(
             "vkubelet_pod_queue_depth", "Pods waiting for a reconcile", ["cluster"], registry=r
         )
+
+    def handler_failed(self, informer: str) -> None:
+        """An informer's handler raised (armada_bridge.kube.informer: `on_handler_error`)."""
+        self.informer_handler_errors.labels(informer=informer).inc()
 
     def forget(self, cluster: str) -> None:
         """Drop a removed cluster's series."""

@@ -12,8 +12,12 @@ from armada_bridge import keys
 from armada_bridge.contract.capacity import cluster_capacity
 from armada_bridge.contract.remotecluster import HostAccess, parse_spec
 from armada_bridge.core.quantities import format_quantity
+from armada_bridge.kube import Kube, KubeConfig
 from vkubelet import deps, remote_pod
 from vkubelet import status as pod_status
+from vkubelet.agent import NodeEndpoint
+from vkubelet.manager import Manager
+from vkubelet.metrics import METRICS
 from vkubelet.mirror import differs, mirror_of
 from vkubelet.node import node_status, spec_patch
 from vkubelet.workqueue import WorkQueue
@@ -443,3 +447,28 @@ def test_dependencies_come_only_from_the_pods_own_namespace() -> None:
     refs = deps.pod_dependencies(pod)
     assert {r.name for r in refs} >= {"db", "cfg", "tok", "env"}
     assert {r.namespace for r in refs} == {pod["metadata"]["namespace"]}
+
+
+def test_the_vkubelets_informer_handler_errors_are_counted() -> None:
+    """An event a handler raised on is lost to that handler until the resync: counted, by informer."""
+
+    async def scenario() -> None:
+        front = Kube(KubeConfig(server="http://127.0.0.1:1"), timeout=1)
+        manager = Manager(front, NodeEndpoint("127.0.0.1", 1))
+        informer = manager.front_objects.by_kind[deps.CONFIGMAP]
+        name = "vkubelet_informer_handler_errors_total"
+        before = METRICS.registry.get_sample_value(name, {"informer": informer.name}) or 0.0
+
+        def broken(_kind: str, _obj: Any) -> None:
+            raise KeyError("a bug")
+
+        informer.add_handler(broken)
+        informer._emit("ADDED", {"metadata": {"name": "cm", "namespace": "team-a"}})
+        assert METRICS.registry.get_sample_value(name, {"informer": informer.name}) == before + 1
+        assert all(
+            i.on_handler_error == METRICS.handler_failed
+            for i in (manager.clusters, *manager.front_objects.informers)
+        )
+        await front.close()
+
+    asyncio.run(scenario())
