@@ -19,7 +19,9 @@ def on_a_real_node(spec: dict[str, Any]) -> dict[str, Any]:
     terms = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {}).setdefault(
         "nodeSelectorTerms", []
     )
-    for term in terms or [terms.append({}) or terms[0]]:  # the terms are ORed: each must say it
+    if not terms:
+        terms.append({})
+    for term in terms:  # the terms are ORed: each must say it
         term.setdefault("matchExpressions", []).append(dict(not_kwok))
     for c in [*spec.get("initContainers", []), *spec.get("containers", [])]:
         c.setdefault("imagePullPolicy", "IfNotPresent")
