@@ -101,13 +101,11 @@ class RealNodes:
         return f"/armada-bridge-{self.env_id}/{name}"
 
     def processes(self, cluster: str) -> list[str]:
-        """The supervised processes of `cluster`'s real nodes."""
-        return [
-            f"{kind}-{n}"
-            for n in self.existing()
-            if n.startswith(f"{cluster}-real-")
-            for kind in ("containerd", "kubelet")
-        ]
+        """The supervised processes of `cluster`'s real nodes, and its DNS when it has any."""
+        nodes = [n for n in self.existing() if n.startswith(f"{cluster}-real-")]
+        return [f"{kind}-{n}" for n in nodes for kind in ("containerd", "kubelet")] + (
+            [f"coredns-{cluster}"] if nodes else []
+        )
 
     def existing(self) -> list[str]:
         """The real nodes started in this environment (each has its directory)."""
