@@ -389,7 +389,11 @@ class Environment(BaseEnvironment):
         with self._lock():
             real = self.real_nodes()
             # Real nodes first: their containers, mounts, cgroups, pod network, the host's tunables.
-            problems = real.teardown_all() if real else []
+            # Whatever fails there, the rest still goes down; it is reported at the end.
+            try:
+                problems = real.teardown_all() if real else []
+            except Exception as e:  # any failure: reported once the rest is down
+                problems = [f"{type(e).__name__}: {e}"]
             self.supervisor.stop_all()
             names = self.cluster_names()
             with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
