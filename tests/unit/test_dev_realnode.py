@@ -93,6 +93,10 @@ def test_real_nodes_get_disjoint_address_blocks_of_one_flat_network(tmp_path: Pa
         "gateway": net.gateway,
     }
     assert bridge["ipam"]["dataDir"] == str(tmp_path)
+    # A node's block is read back from its configuration when the node goes (its pods' namespaces).
+    net.write_cni_config(2, tmp_path / "cni", tmp_path)
+    assert PodNetwork.block_of(tmp_path / "cni") == ("10.77.3.1", "10.77.3.254")
+    assert PodNetwork.block_of(tmp_path / "none") is None
 
 
 def test_a_pod_asks_for_a_real_node_in_every_term_of_its_own_affinity() -> None:

@@ -112,31 +112,53 @@ class PodNetwork:
             _ip("addr", "add", f"{address}/{PREFIX}", "dev", self.bridge)
 
     def delete(self) -> None:
-        """Remove the pods' network namespaces still on this network (their veths go with them),
-        then the bridge."""
-        for namespace in self.namespaces():
-            _ip("netns", "delete", namespace, check=False)
+        """Remove the pods' network namespaces still on this network, then the bridge."""
+        self.delete_namespaces()
         if self.exists():
             _ip("link", "delete", "dev", self.bridge)
 
-    def namespaces(self) -> list[str]:
-        """Named network namespaces (containerd's `cni-...`) holding an address of this network."""
+    def namespaces(self, block: tuple[str, str] | None = None) -> list[str]:
+        """Named network namespaces (containerd's `cni-...`) holding an address of this network, or
+        of one node's `block` of it (first and last address)."""
+        first, last = block or (str(self.network.network_address), str(self.network.broadcast_address))
+        low, high = ipaddress.ip_address(first), ipaddress.ip_address(last)
         listed = json.loads(_ip("-j", "netns", "list", check=False).stdout or "[]")
         out = []
         for entry in listed:
             name = entry.get("name", "")
             links = json.loads(_ip("-j", "-n", name, "addr", "show", check=False).stdout or "[]")
             addresses = [a.get("local", "") for link in links for a in link.get("addr_info", [])]
-            if any(_within(a, self.network) for a in addresses):
+            if any(_between(a, low, high) for a in addresses):
                 out.append(name)
         return out
 
+    def delete_namespaces(self, block: tuple[str, str] | None = None) -> None:
+        """Remove the pods' network namespaces left on this network (or one node's block of it);
+        their veths go with them."""
+        for namespace in self.namespaces(block):
+            _ip("netns", "delete", namespace, check=False)
 
-def _within(address: str, network: ipaddress.IPv4Network) -> bool:
+    @staticmethod
+    def block_of(conf_dir: Path) -> tuple[str, str] | None:
+        """The address block a node's CNI configuration (written by `write_cni_config`) hands out."""
+        try:
+            conf = json.loads((conf_dir / f"10-{NETWORK_NAME}.conflist").read_text())
+            ((pool,),) = conf["plugins"][0]["ipam"]["ranges"]
+            return str(pool["rangeStart"]), str(pool["rangeEnd"])
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            return None
+
+
+def _between(
+    address: str,
+    low: ipaddress.IPv4Address | ipaddress.IPv6Address,
+    high: ipaddress.IPv4Address | ipaddress.IPv6Address,
+) -> bool:
     try:
-        return ipaddress.ip_address(address) in network
+        a = ipaddress.ip_address(address)
     except ValueError:
         return False
+    return a.version == low.version and low <= a <= high  # type: ignore[operator]
 
 
 def choose(state_dir: Path) -> PodNetwork:

@@ -219,6 +219,9 @@ class RealNodes:
         stuck += kill_and_wait(pids_under(d))
         self.supervisor.stop(f"containerd-{name}")
         stuck += kill_and_wait(pids_under(d))
+        block = self.network.block_of(d / "cni")
+        if block:  # its pods' network namespaces (containerd keeps them outside the node's directory)
+            self.network.delete_namespaces(block)
         host.unmount_under(d)
         problems = [f"{name}: processes {stuck} survived SIGKILL"] if stuck else []
         problems += host.remove_cgroup_root(self.cgroup_root(name))
