@@ -8,11 +8,15 @@ import fcntl
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client as k8s
+
+from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.components import Supervisor
 from armada_bridge.dev.procs import pids_under
 
@@ -147,3 +151,17 @@ def node_ready(node: Any) -> bool:
         if cond.type == "Ready":
             return bool(cond.status == "True")
     return False
+
+
+def wait_nodes_ready(kubeconfig: Path, names: set[str], timeout: float, what: str = "nodes") -> None:
+    """Wait until the nodes `names` are registered and Ready in the cluster of `kubeconfig`."""
+    deadline = time.monotonic() + timeout
+    with api_client(kubeconfig) as api:
+        core = k8s.CoreV1Api(api)
+        while True:
+            ready = {n.metadata.name for n in core.list_node().items if node_ready(n)}
+            if names <= ready:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{what} not Ready after {timeout:.0f}s: {sorted(names - ready)}")
+            time.sleep(0.5)

@@ -35,6 +35,7 @@ from armada_bridge.dev.base import (
     ClusterStatus,
     log,
     node_ready,
+    wait_nodes_ready,
 )
 from armada_bridge.dev.binary.kwok_cluster import PORT_OPTIONS, KwokCluster, interleaved
 from armada_bridge.dev.bridge import bridge, extender_setup, vkubelet_setup
@@ -224,7 +225,9 @@ class Environment(BaseEnvironment):
             }
             if network:
                 settings["pod_network"] = {"bridge": network.bridge, "subnet": network.subnet}
-                network.create()  # before the front listens on its gateway
+                # The host as found, before anything changes it; the bridge before the front
+                # listens on its gateway.
+                RealNodes(self.state_dir, self.supervisor, network).prepare()
             self.settings_file.write_text(json.dumps(settings))
             reserved = realnode.host_share(len(planned)) if planned else {}
             self._write_scheduler_config(ports["webhook"])
@@ -292,7 +295,7 @@ class Environment(BaseEnvironment):
                             kubelet_binary=node_bins.kubelet,
                             cluster_dns=cluster_dns,
                         )
-                    real.wait_ready(c.kubeconfig, [n.name for n in mine])
+                    wait_nodes_ready(c.kubeconfig, {n.name for n in mine}, 120, "real nodes")
                     log(f"{name}: {len(mine)} real node(s) Ready: {', '.join(n.name for n in mine)}")
 
             with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
@@ -351,25 +354,17 @@ class Environment(BaseEnvironment):
                 except ApiException as e:
                     if e.status != 409:
                         raise
-            names = {m["metadata"]["name"] for m in manifests}
-            deadline = time.monotonic() + timeout
-            while True:
-                ready = {n.metadata.name for n in core.list_node().items if node_ready(n)}
-                if names <= ready:
-                    return
-                if time.monotonic() > deadline:
-                    raise ClusterError(f"nodes not Ready after {timeout:.0f}s: {sorted(names - ready)}")
-                time.sleep(0.5)
+        wait_nodes_ready(kubeconfig, {m["metadata"]["name"] for m in manifests}, timeout)
 
     # ---------------------------------------------------------------- status / down
     def status(self) -> list[ClusterStatus]:
         out = []
+        real = self.real_nodes()
         for name in self.cluster_names():
             c = self.cluster(name)
             ok, detail = c.health()
             if ok and name != FRONT and self.supervisor.pid(kwok_exec.name(name)) is None:
                 ok, detail = False, f"{kwok_exec.name(name)} (its nodes' kubelet port) not running"
-            real = self.real_nodes()
             for process in real.processes(name) if ok and real else []:
                 if self.supervisor.pid(process) is None:
                     ok, detail = False, f"{process} (a real node's) not running"

@@ -17,10 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubernetes import client as k8s
-
-from armada_bridge.dev.base import ClusterError, log, node_ready
-from armada_bridge.dev.clients import api_client
+from armada_bridge.dev.base import ClusterError, log
 from armada_bridge.dev.components import Supervisor
 from armada_bridge.dev.network import dns
 from armada_bridge.dev.network.podnet import CNI_BIN_DIR, PodNetwork
@@ -114,6 +111,12 @@ class RealNodes:
         return sorted(p.name for p in self.dir.iterdir() if p.is_dir() and "-real-" in p.name)
 
     # ------------------------------------------------------------------ up
+    def prepare(self) -> None:
+        """Before the first real node (or the front listening on the pod network): record the host
+        as found, make the pod network's bridge. Kept when done already."""
+        self.host.take()
+        self.network.create()
+
     def ensure(
         self,
         node: RealNode,
@@ -127,7 +130,8 @@ class RealNodes:
         cluster_dns: str,
     ) -> None:
         """Start (or keep) `node`'s containerd and kubelet, registered with the cluster at `server`
-        whose CA is in `pki`, its pods resolving names at `cluster_dns`; its images imported."""
+        whose CA is in `pki`, its pods resolving names at `cluster_dns`; its images imported
+        (after `prepare`)."""
         d = self.node_dir(node)
         if len(str(containerd.socket(d))) > SOCKET_PATH_MAX:
             raise ClusterError(
@@ -135,8 +139,6 @@ class RealNodes:
                 "with containerd's suffixes): use a shorter state directory (ARMADA_BRIDGE_STATE)"
             )
         d.mkdir(parents=True, exist_ok=True)
-        self.host.take()
-        self.network.create()
         host.create_cgroup_root(self.cgroup_root(node.name))
         self.network.write_cni_config(node.number, d / "cni", d / "ip-leases")
         kubelet_port, healthz_port, stream_port = (ports[n] for n in port_names(node))
@@ -173,8 +175,6 @@ class RealNodes:
     def ensure_dns(self, cluster: str, index: int, kubeconfig: Path, ready_port: int, binary: Path) -> str:
         """Start (or keep) the DNS of the `index`-th remote cluster, `cluster`; return its address."""
         listen = dns.address(self.network, index)
-        self.host.take()
-        self.network.create()
         self.network.add_address(listen)
         server = dns.component(binary, cluster, listen, kubeconfig, ready_port, self.dir / "dns")
         self.supervisor.ensure(server)
@@ -191,22 +191,6 @@ class RealNodes:
                     f"{name}: no socket {socket} after {timeout:.0f}s:\n{self.supervisor.tail(name)}"
                 )
             time.sleep(0.1)
-
-    @staticmethod
-    def wait_ready(kubeconfig: Path, names: list[str], timeout: float = 120) -> None:
-        """Wait until the nodes `names` are registered and Ready in the cluster of `kubeconfig`."""
-        deadline = time.monotonic() + timeout
-        with api_client(kubeconfig) as api:
-            core = k8s.CoreV1Api(api)
-            while True:
-                ready = {n.metadata.name for n in core.list_node().items if node_ready(n)}
-                if set(names) <= ready:
-                    return
-                if time.monotonic() > deadline:
-                    raise ClusterError(
-                        f"real nodes not Ready after {timeout:.0f}s: {sorted(set(names) - ready)}"
-                    )
-                time.sleep(0.5)
 
     # ------------------------------------------------------------------ down
     def teardown(self, name: str) -> list[str]:
