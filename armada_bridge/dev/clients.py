@@ -6,14 +6,35 @@ import subprocess
 import time
 from pathlib import Path
 
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from armada_bridge import certs
 from armada_bridge.dev.binaries import Binaries
 
 
 def api_client(kubeconfig: Path) -> k8s.ApiClient:
     return k8s_config.new_client_from_config(config_file=str(kubeconfig))
+
+
+def certificate_kubeconfig(path: Path, server: str, ca: tuple[Path, Path], subject: str, stem: str) -> Path:
+    """A kubeconfig at `path` for `server`, whose user is a client certificate for `subject`
+    (e.g. `/O=system:nodes/CN=system:node:n1`) signed by the cluster's `ca` (certificate, key),
+    kept beside it as `<stem>.crt`/`.key`; rewritten only when it changes."""
+    cert, key = certs.client_certificate(path.parent, stem, subject, ca)
+    body = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "cluster", "cluster": {"server": server, "certificate-authority": str(ca[0])}}],
+        "users": [{"name": stem, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+        "contexts": [{"name": stem, "context": {"cluster": "cluster", "user": stem}}],
+        "current-context": stem,
+    }
+    text = yaml.safe_dump(body, sort_keys=False)
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+    return path
 
 
 def kubectl(

@@ -34,12 +34,14 @@ class Component:
     follows_code: bool = True
     # What else the process reads at start (its configuration files' text): a change restarts it.
     inputs: str = ""
+    # A named network namespace (/run/netns/...) to run in instead of the host's.
+    netns: Path | None = None
 
     @property
     def fingerprint(self) -> str:
         """Changes with the command (and the code it runs), so `dev up` restarts what changed."""
         code = code_version() if self.follows_code else ""
-        parts = [self.argv, self.env, code, self.inputs]
+        parts = [self.argv, self.env, code, self.inputs, str(self.netns or "")]
         return hashlib.sha1(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -91,15 +93,22 @@ class Supervisor:
         kill_and_wait([pid for pid, cmd in processes().items() if cmd.strip() == command])
         self.dir.mkdir(parents=True, exist_ok=True)
         pid_file, log_file = self._files(c.name)
+        # In a network namespace: nsenter enters it and execs the command, whose argument vector
+        # is then the one recorded.
+        argv = ["nsenter", f"--net={c.netns}", "--", *c.argv] if c.netns else c.argv
         with open(log_file, "ab") as log:
             proc = subprocess.Popen(
-                c.argv,
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **c.env},
                 start_new_session=True,
             )
+        if c.netns:
+            deadline = time.monotonic() + 10
+            while process_cmdline(proc.pid) != c.argv and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
         record = {"pid": proc.pid, "fingerprint": c.fingerprint, "cmdline": c.argv}
         pid_file.write_text(json.dumps(record) + "\n")
         return proc.pid, True

@@ -215,6 +215,15 @@ def _host_view(env: Environment, network: PodNetwork, real: RealNodes) -> dict[s
     }
 
 
+def _host_rules() -> dict[str, list[str]]:
+    """The host's own iptables and ip6tables rules and chains (not the namespaces')."""
+    out = {}
+    for command in ("iptables-save", "ip6tables-save"):
+        text = subprocess.run([command], capture_output=True, text=True, check=True).stdout
+        out[command] = [line for line in text.splitlines() if line.startswith(("-", ":", "*"))]
+    return out
+
+
 def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down(
     dev_env: Environment,
 ) -> None:
@@ -226,6 +235,8 @@ def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down
     before = dict((shared.host.load().get("sysctls") if shared else None) or host.read_sysctls())
     for key, value in before.items():
         Path("/proc/sys", key).write_text(value)
+    rules = _host_rules()
+    kubelet_dir = host.KUBELET_DIR.exists()
     state = Path(tempfile.mkdtemp(prefix="ab-", dir="/tmp"))  # short: containerd's socket path
     env = Environment(state)
     try:
@@ -247,6 +258,17 @@ def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down
         assert during["bridge"] and during["veths"] and during["namespaces"] and during["cgroups"], during
         assert during["mounts"] and during["processes"], during
         assert host.read_sysctls() != before  # kubelet set its values
+        # kubelet's and kube-proxy's iptables rules are in the cluster's network namespace only.
+        assert _host_rules() == rules
+        cluster_namespace = f"{network.bridge}-remote-1"
+        assert cluster_namespace in during["namespaces"]
+        inside = subprocess.run(
+            ["nsenter", f"--net=/run/netns/{cluster_namespace}", "iptables-save"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert "KUBE-SERVICES" in inside and "KUBE-FIREWALL" in inside, inside
         env.down()
         assert _host_view(env, network, real) == {
             "bridge": False,
@@ -257,6 +279,8 @@ def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down
             "processes": [],
         }
         assert host.read_sysctls() == before
+        assert _host_rules() == rules
+        assert host.KUBELET_DIR.exists() == kubelet_dir
         assert not state.exists()
     finally:
         if state.exists():
@@ -265,23 +289,19 @@ def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down
             shutil.rmtree(state, ignore_errors=True)
 
 
-def test_two_pods_of_a_gang_talk_over_a_headless_service_by_its_dns_name(
-    real: k8s.CoreV1Api, cluster_api: Api, namespace: str
-) -> None:
-    """A gang of two (Armada's annotations) on real nodes, a headless Service selecting both, each
-    pod named under it (hostname + subdomain, as operators write for their workers): one calls the
-    other by `server.peers`, resolved by the remote cluster's DNS from the mirrored Service."""
+def _gang_pair_talks(
+    real: k8s.CoreV1Api, cluster_api: Api, namespace: str, service: dict[str, Any], target: str, port: int
+) -> tuple[str, Any]:
+    """A gang of two (Armada's annotations) on real nodes, `service` (a Service spec) selecting both,
+    each pod named under the Service (hostname + subdomain, as operators write for their workers):
+    the client calls the server (listening on 7000) at `target`:`port`, `target` a name resolved by
+    the remote cluster's DNS. Return
+    the client's log and the Service's copy in the cluster the gang ran in."""
     real.create_namespaced_config_map(
         namespace, {"metadata": {"name": "programs"}, "data": {"peer.py": (PROGRAMS / "peer.py").read_text()}}
     )
-    real.create_namespaced_service(
-        namespace,
-        {
-            "metadata": {"name": "peers"},
-            "spec": {"clusterIP": "None", "selector": {"app": "peers"}, "ports": [{"port": 7000}]},
-        },
-    )
-    for name, args in (("server", ["serve", "7000"]), ("client", ["call", "server.peers", "7000"])):
+    real.create_namespaced_service(namespace, {"metadata": {"name": "peers"}, "spec": service})
+    for name, args in (("server", ["serve", "7000"]), ("client", ["call", target, str(port)])):
         body = real_pod(
             name,
             ["python3", "/programs/peer.py", *args],
@@ -290,7 +310,7 @@ def test_two_pods_of_a_gang_talk_over_a_headless_service_by_its_dns_name(
             subdomain="peers",
             volumes=[{"name": "programs", "configMap": {"name": "programs"}}],
         )
-        body["metadata"]["labels"]["app"] = "peers"
+        body["metadata"]["labels"]["app"] = "peers" if name == "server" else "caller"
         body["metadata"]["annotations"] = {keys.GANG_ID: "peers", keys.GANG_CARDINALITY: "2"}
         body["spec"]["containers"][0]["volumeMounts"] = [{"name": "programs", "mountPath": "/programs"}]
         real.create_namespaced_pod(namespace, body)
@@ -299,9 +319,41 @@ def test_two_pods_of_a_gang_talk_over_a_headless_service_by_its_dns_name(
     assert (client.status.phase, server.status.phase) == ("Succeeded", "Succeeded"), client_log
     clusters = {(p.metadata.annotations or {})[keys.ASSIGNED_CLUSTER] for p in (client, server)}
     assert len(clusters) == 1, clusters
-    remote_server = k8s.CoreV1Api(cluster_api(clusters.pop())).read_namespaced_pod("server", namespace)
-    assert f"server.peers is {remote_server.status.pod_ip}: HELLO OVER THE HEADLESS SERVICE" in client_log
     assert "served " in real.read_namespaced_pod_log("server", namespace)
+    return client_log, k8s.CoreV1Api(cluster_api(clusters.pop())).read_namespaced_service("peers", namespace)
+
+
+def test_two_pods_of_a_gang_talk_over_a_headless_service_by_its_dns_name(
+    real: k8s.CoreV1Api, cluster_api: Api, namespace: str
+) -> None:
+    """`server.peers`, the server's own name under a headless Service, is the server pod's address."""
+    headless = {"clusterIP": "None", "selector": {"app": "peers"}, "ports": [{"port": 7000}]}
+    client_log, remote_service = _gang_pair_talks(
+        real, cluster_api, namespace, headless, "server.peers", 7000
+    )
+    assert remote_service.spec.cluster_ip == "None"
+    server_ip = (
+        k8s.CoreV1Api(cluster_api(_cluster_of(real, namespace, "server")))
+        .read_namespaced_pod("server", namespace)
+        .status.pod_ip
+    )
+    assert f"server.peers is {server_ip}: HELLO FROM THE CLIENT" in client_log
+
+
+def test_a_pod_reaches_another_through_a_mirrored_clusterip_service(
+    real: k8s.CoreV1Api, cluster_api: Api, namespace: str
+) -> None:
+    """`peers`, a Service with a cluster IP (port 80 to the server's 7000), resolves to the IP its
+    remote copy got, and a connection to it reaches the server: the remote cluster's kube-proxy."""
+    service = {"selector": {"app": "peers"}, "ports": [{"port": 80, "targetPort": 7000}]}
+    client_log, remote_service = _gang_pair_talks(real, cluster_api, namespace, service, "peers", 80)
+    cluster_ip = remote_service.spec.cluster_ip
+    assert cluster_ip not in (None, "", "None"), remote_service.spec
+    assert f"peers is {cluster_ip}: HELLO FROM THE CLIENT" in client_log
+
+
+def _cluster_of(front: k8s.CoreV1Api, namespace: str, name: str) -> str:
+    return str((front.read_namespaced_pod(name, namespace).metadata.annotations or {})[keys.ASSIGNED_CLUSTER])
 
 
 def _kubectl_background(env: Environment, *args: str) -> tuple[subprocess.Popen[str], list[str]]:

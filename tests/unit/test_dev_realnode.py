@@ -17,6 +17,7 @@ from armada_bridge.dev.binary.kwok_cluster import interleaved
 from armada_bridge.dev.images.oci import CONTAINERD_NAME, ImageConfig, full_name, write_archive
 from armada_bridge.dev.network import dns
 from armada_bridge.dev.network.podnet import NetworkError, PodNetwork
+from armada_bridge.dev.network.services import INNER_BRIDGE, ClusterNetwork
 from armada_bridge.dev.realnode import node
 from armada_bridge.dev.realnode.placement import on_a_real_node
 
@@ -77,12 +78,23 @@ def test_real_nodes_get_disjoint_address_blocks_of_one_flat_network(tmp_path: Pa
     assert dns_addresses == {"10.77.0.11", "10.77.0.12", "10.77.0.13"} and net.gateway not in dns_addresses
     with pytest.raises(NetworkError, match="no address block left"):
         net.node_range(255)
-    conf = net.cni_config(2, tmp_path)
+    # A cluster's router (its Services' gateway) sits there too.
+    router = ClusterNetwork(net, "remote-2", 2)
+    assert router.gateway == "10.77.0.32" and router.gateway not in dns_addresses | {net.gateway}
+    assert (router.namespace, router.host_veth) == ("abr-00000001-remote-2", "abr-00000001-2")
+    conf = net.cni_config(2, tmp_path, INNER_BRIDGE, router.gateway)
     bridge, loopback = conf["plugins"]
-    assert (bridge["type"], bridge["bridge"], bridge["ipMasq"], loopback["type"]) == (
+    assert (
+        bridge["type"],
+        bridge["bridge"],
+        bridge["ipMasq"],
+        bridge["isDefaultGateway"],
+        loopback["type"],
+    ) == (
         "bridge",
-        net.bridge,
+        INNER_BRIDGE,
         False,
+        True,
         "loopback",
     )
     ((pool,),) = bridge["ipam"]["ranges"]
@@ -90,11 +102,11 @@ def test_real_nodes_get_disjoint_address_blocks_of_one_flat_network(tmp_path: Pa
         "subnet": net.subnet,
         "rangeStart": "10.77.3.1",
         "rangeEnd": "10.77.3.254",
-        "gateway": net.gateway,
+        "gateway": router.gateway,
     }
     assert bridge["ipam"]["dataDir"] == str(tmp_path)
     # A node's block is read back from its configuration when the node goes (its pods' namespaces).
-    net.write_cni_config(2, tmp_path / "cni", tmp_path)
+    net.write_cni_config(2, tmp_path / "cni", tmp_path, INNER_BRIDGE, router.gateway)
     assert PodNetwork.block_of(tmp_path / "cni") == ("10.77.3.1", "10.77.3.254")
     assert PodNetwork.block_of(tmp_path / "none") is None
 

@@ -71,7 +71,10 @@ class Environment(BaseEnvironment):
     def front_api_server(self) -> str:
         # Remote pods reach the front apiserver where the vkubelet does (loopback: KWOK pods never
         # call it), or at the pod network's gateway when there are real nodes.
-        server = self.cluster(FRONT).server()
+        return self._pod_facing(self.cluster(FRONT).server())
+
+    def _pod_facing(self, server: str) -> str:
+        """A cluster's API server URL as pods (and whatever runs on the pod network) reach it."""
         network = self.pod_network()
         return server.replace(f"//{LOOPBACK}:", f"//{network.gateway}:") if network else server
 
@@ -144,6 +147,8 @@ class Environment(BaseEnvironment):
                 ]
             ),
             extra_config=[*vkubelet_setup.remote_kwok_config(self.state_dir), *remote_stages()],
+            # Its kube-proxy reaches it from the cluster's network namespace.
+            pod_facing_address=network.gateway if network else "",
         )
 
     def kubeconfig(self, name: str) -> Path:
@@ -277,7 +282,7 @@ class Environment(BaseEnvironment):
                 mine = [n for n in planned if n.cluster == name]
                 real = self.real_nodes()
                 if mine and real and node_bins:
-                    cluster_dns = real.ensure_dns(
+                    cluster_net, cluster_dns = real.ensure_cluster(
                         name,
                         wanted.index(name),
                         c.kubeconfig,
@@ -287,16 +292,25 @@ class Environment(BaseEnvironment):
                     for n in mine:
                         real.ensure(
                             n,
-                            server=c.server(),
+                            server=self._pod_facing(c.server()),
                             pki=c.workdir / "pki",
                             ports=ports,
                             reserved=reserved,
                             images=archives,
                             kubelet_binary=node_bins.kubelet,
+                            cluster_net=cluster_net,
                             cluster_dns=cluster_dns,
                         )
                     wait_nodes_ready(c.kubeconfig, {n.name for n in mine}, 120, "real nodes")
                     log(f"{name}: {len(mine)} real node(s) Ready: {', '.join(n.name for n in mine)}")
+                    real.ensure_services(
+                        cluster_net,
+                        self._pod_facing(c.server()),
+                        c.workdir / "pki",
+                        mine[0].name,
+                        node_bins.kube_proxy,
+                    )
+                    log(f"{name}: Services (kube-proxy) ready")
 
             with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
                 for future in [pool.submit(bring_up, n) for n in wanted]:
@@ -317,6 +331,8 @@ class Environment(BaseEnvironment):
             problems = real.teardown_all()
         else:
             problems = [p for name in real.existing() if name not in keep for p in real.teardown(name)]
+            for cluster in {n.rsplit("-real-", 1)[0] for n in real.existing()} - {n.cluster for n in planned}:
+                real.teardown_cluster(cluster)  # no real node left in it
         for name in [n for n in real.existing() if n not in keep]:
             log(f"{name}: not wanted any more, removed")
             shutil.rmtree(real.dir / name, ignore_errors=True)

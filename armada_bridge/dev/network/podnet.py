@@ -2,10 +2,12 @@
 production setups where pod addresses are routable across clusters.
 
 A Linux bridge on the host holds the network's first address (the gateway, where pods reach the
-host: the front kube-apiserver listens there, and so do the real nodes' kubelets). Each real node
-gives its pods addresses from a range of its own inside the one subnet (CNI `bridge` +
-`host-local`, Debian's containernetworking-plugins), so every pod reaches every other pod at layer
-2: no routes, no forwarding, no NAT, nothing written to the host's iptables.
+host: the API servers listen there). Each remote cluster's pods hang off a bridge of its own, in
+the cluster's network namespace (armada_bridge.dev.network.services), joined to the host bridge by
+a veth pair; each real node gives its pods addresses from a range of its own inside the one subnet
+(CNI `bridge` + `host-local`, Debian's containernetworking-plugins), so every pod reaches every
+other pod and the host at layer 2: no routes, forwarding or NAT on the host, nothing written to its
+iptables.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ class NetworkError(RuntimeError):
     pass
 
 
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     r = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
     if check and r.returncode != 0:
         raise NetworkError(f"`ip {' '.join(args)}` failed: {r.stderr.strip()}")
@@ -55,8 +57,9 @@ class PodNetwork:
             raise NetworkError(f"no address block left in {self.subnet} for real node {index}")
         return str(base + 1), str(base + NODE_BLOCK - 2)
 
-    def cni_config(self, index: int, data_dir: Path) -> dict[str, Any]:
-        """The CNI configuration list of real node `index`; host-local keeps its leases in `data_dir`."""
+    def cni_config(self, index: int, data_dir: Path, bridge: str, gateway: str) -> dict[str, Any]:
+        """The CNI configuration list of real node `index`: its pods on `bridge`, their default
+        route through `gateway`; host-local keeps its leases in `data_dir`."""
         first, last = self.node_range(index)
         return {
             "cniVersion": "0.4.0",
@@ -64,8 +67,9 @@ class PodNetwork:
             "plugins": [
                 {
                     "type": "bridge",
-                    "bridge": self.bridge,
+                    "bridge": bridge,
                     "isGateway": True,
+                    "isDefaultGateway": True,
                     "ipMasq": False,
                     "hairpinMode": True,
                     "ipam": {
@@ -77,7 +81,7 @@ class PodNetwork:
                                     "subnet": self.subnet,
                                     "rangeStart": first,
                                     "rangeEnd": last,
-                                    "gateway": self.gateway,
+                                    "gateway": gateway,
                                 }
                             ]
                         ],
@@ -87,46 +91,46 @@ class PodNetwork:
             ],
         }
 
-    def write_cni_config(self, index: int, conf_dir: Path, data_dir: Path) -> None:
+    def write_cni_config(self, index: int, conf_dir: Path, data_dir: Path, bridge: str, gateway: str) -> None:
         conf_dir.mkdir(parents=True, exist_ok=True)
         (conf_dir / f"10-{NETWORK_NAME}.conflist").write_text(
-            json.dumps(self.cni_config(index, data_dir), indent=1)
+            json.dumps(self.cni_config(index, data_dir, bridge, gateway), indent=1)
         )
 
     # ------------------------------------------------------------------ the host's side
     def exists(self) -> bool:
-        return _ip("link", "show", "dev", self.bridge, check=False).returncode == 0
+        return ip("link", "show", "dev", self.bridge, check=False).returncode == 0
 
     def create(self) -> None:
         """The bridge with the gateway address, up (kept when it is there)."""
         if not self.exists():
-            _ip("link", "add", "name", self.bridge, "type", "bridge")
+            ip("link", "add", "name", self.bridge, "type", "bridge")
         self.add_address(self.gateway)
-        _ip("link", "set", "dev", self.bridge, "up")
+        ip("link", "set", "dev", self.bridge, "up")
 
     def add_address(self, address: str) -> None:
         """Give the host `address` of this network on the bridge (a service of the host's that pods
         reach, such as a cluster's DNS); kept when it is there."""
-        addresses = json.loads(_ip("-j", "addr", "show", "dev", self.bridge).stdout or "[]")
+        addresses = json.loads(ip("-j", "addr", "show", "dev", self.bridge).stdout or "[]")
         if address not in {a.get("local") for link in addresses for a in link.get("addr_info", [])}:
-            _ip("addr", "add", f"{address}/{PREFIX}", "dev", self.bridge)
+            ip("addr", "add", f"{address}/{PREFIX}", "dev", self.bridge)
 
     def delete(self) -> None:
         """Remove the pods' network namespaces still on this network, then the bridge."""
         self.delete_namespaces()
         if self.exists():
-            _ip("link", "delete", "dev", self.bridge)
+            ip("link", "delete", "dev", self.bridge)
 
     def namespaces(self, block: tuple[str, str] | None = None) -> list[str]:
         """Named network namespaces (containerd's `cni-...`) holding an address of this network, or
         of one node's `block` of it (first and last address)."""
         first, last = block or (str(self.network.network_address), str(self.network.broadcast_address))
         low, high = ipaddress.ip_address(first), ipaddress.ip_address(last)
-        listed = json.loads(_ip("-j", "netns", "list", check=False).stdout or "[]")
+        listed = json.loads(ip("-j", "netns", "list", check=False).stdout or "[]")
         out = []
         for entry in listed:
             name = entry.get("name", "")
-            links = json.loads(_ip("-j", "-n", name, "addr", "show", check=False).stdout or "[]")
+            links = json.loads(ip("-j", "-n", name, "addr", "show", check=False).stdout or "[]")
             addresses = [a.get("local", "") for link in links for a in link.get("addr_info", [])]
             if any(_between(a, low, high) for a in addresses):
                 out.append(name)
@@ -136,7 +140,7 @@ class PodNetwork:
         """Remove the pods' network namespaces left on this network (or one node's block of it);
         their veths go with them."""
         for namespace in self.namespaces(block):
-            _ip("netns", "delete", namespace, check=False)
+            ip("netns", "delete", namespace, check=False)
 
     @staticmethod
     def block_of(conf_dir: Path) -> tuple[str, str] | None:
@@ -165,7 +169,7 @@ def choose(state_dir: Path) -> PodNetwork:
     """A pod network for the environment in `state_dir`: a /16 in 10.64.0.0/10 that no route of the
     host covers or overlaps, picked from the directory's hash (so two environments differ)."""
     seed = int(hashlib.sha256(str(state_dir).encode()).hexdigest(), 16)
-    routes = json.loads(_ip("-j", "route", "show", "table", "all", check=False).stdout or "[]")
+    routes = json.loads(ip("-j", "route", "show", "table", "all", check=False).stdout or "[]")
     taken = []
     for r in routes:
         dst = r.get("dst", "")

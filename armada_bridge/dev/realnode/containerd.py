@@ -77,7 +77,9 @@ def socket(node_dir: Path) -> Path:
     return node_dir / "containerd.sock"
 
 
-def component(name: str, node_dir: Path, stream_port: int) -> Component:
+def component(name: str, node_dir: Path, stream_port: int, netns: Path) -> Component:
+    """The node's containerd, in its cluster's network namespace `netns` (its CNI plugins, and the
+    streaming server kubelet calls, there)."""
     cfg = node_dir / "containerd.toml"
     text = config(node_dir, stream_port)
     if not cfg.is_file() or cfg.read_text() != text:
@@ -87,6 +89,7 @@ def component(name: str, node_dir: Path, stream_port: int) -> Component:
         argv=[binary("containerd"), "--config", str(cfg)],
         follows_code=False,
         inputs=text,
+        netns=netns,
     )
 
 

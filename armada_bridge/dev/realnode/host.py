@@ -25,8 +25,10 @@ KUBELET_SYSCTLS = (
     "kernel/keys/root_maxkeys",
     "kernel/keys/root_maxbytes",
 )
-# Made by containerd outside its root and state (shim sockets, network namespaces).
-RUNTIME_DIRS = (Path("/run/containerd"), Path("/run/netns"))
+# Made outside the nodes' own directories: by containerd (shim sockets, network namespaces) and by
+# kubelet (its device plugin socket's directory is fixed, whatever its root).
+KUBELET_DIR = Path("/var/lib/kubelet")
+RUNTIME_DIRS = (Path("/run/containerd"), Path("/run/netns"), KUBELET_DIR)
 
 
 def _sysctl_path(key: str) -> Path:

@@ -9,7 +9,8 @@ from typing import Any
 
 import yaml
 
-from armada_bridge import certs, keys
+from armada_bridge import keys
+from armada_bridge.dev.clients import certificate_kubeconfig
 from armada_bridge.dev.components import Component
 from armada_bridge.dev.network import dns
 
@@ -34,7 +35,7 @@ def configuration(
         "address": address,
         "port": port,
         "readOnlyPort": 0,
-        "healthzBindAddress": "127.0.0.1",
+        "healthzBindAddress": address,
         "healthzPort": healthz_port,
         # The hosts are cgroup v1; 1.37 refuses v1 unless told (the v1 code is still there).
         "failCgroupV1": False,
@@ -69,27 +70,20 @@ def configuration(
 
 def kubeconfig(node: str, server: str, ca: tuple[Path, Path], directory: Path) -> Path:
     """A kubeconfig for kubelet `node` against `server`, its client certificate signed by `ca`."""
-    cert, key = certs.client_certificate(
-        directory, "kubelet-client", f"/O=system:nodes/CN=system:node:{node}", ca
-    )
-    path = directory / "kubelet.kubeconfig"
-    body = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "remote", "cluster": {"server": server, "certificate-authority": str(ca[0])}}],
-        "users": [{"name": node, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
-        "contexts": [{"name": "node", "context": {"cluster": "remote", "user": node}}],
-        "current-context": "node",
-    }
-    text = yaml.safe_dump(body, sort_keys=False)
-    if not path.is_file() or path.read_text() != text:
-        path.write_text(text)
-    return path
+    subject = f"/O=system:nodes/CN=system:node:{node}"
+    return certificate_kubeconfig(directory / "kubelet.kubeconfig", server, ca, subject, "kubelet-client")
 
 
 def component(
-    binary: Path, node: str, node_ip: str, node_dir: Path, config: dict[str, Any], kubeconfig_file: Path
+    binary: Path,
+    node: str,
+    node_dir: Path,
+    config: dict[str, Any],
+    kubeconfig_file: Path,
+    netns: Path,
 ) -> Component:
+    """kubelet of `node`, in its cluster's network namespace `netns`, at the configuration's address
+    (its node address); everything it writes under `node_dir`."""
     cfg = node_dir / "kubelet.yaml"
     text = yaml.safe_dump(config, sort_keys=False)
     if not cfg.is_file() or cfg.read_text() != text:
@@ -101,12 +95,14 @@ def component(
             f"--config={cfg}",
             f"--kubeconfig={kubeconfig_file}",
             f"--root-dir={node_dir / 'kubelet'}",
+            f"--cert-dir={node_dir / 'kubelet-pki'}",
             f"--hostname-override={node}",
-            f"--node-ip={node_ip}",
+            f"--node-ip={config['address']}",
             "--v=1",
         ],
-        ready_url=f"http://127.0.0.1:{config['healthzPort']}/healthz",
+        ready_url=f"http://{config['address']}:{config['healthzPort']}/healthz",
         follows_code=False,
         # A cluster made anew has a new CA: its kubelet starts again, with a certificate of it.
         inputs=text + Path(config["authentication"]["x509"]["clientCAFile"]).read_text(),
+        netns=netns,
     )

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from armada_bridge.dev.base import ClusterError, log
+from armada_bridge.dev.clients import certificate_kubeconfig
 from armada_bridge.dev.components import Supervisor
-from armada_bridge.dev.network import dns
+from armada_bridge.dev.network import dns, services
 from armada_bridge.dev.network.podnet import CNI_BIN_DIR, PodNetwork
+from armada_bridge.dev.network.services import ClusterNetwork
 from armada_bridge.dev.procs import kill_and_wait, pids_under
 from armada_bridge.dev.realnode import containerd, host, kubelet
 
@@ -29,6 +32,9 @@ KEPT_FOR_THE_ENVIRONMENT = 4 * 2**30
 MAX_PODS = 30
 # Ports of each real node, among the environment's ports (named `<kind>-<node>`).
 PORT_KINDS = ("kubelet", "kubelet-healthz", "containerd-stream")
+KUBELET_START = threading.Lock()
+# Each remote cluster with real nodes also has these (named `<kind>-<cluster>`).
+CLUSTER_PROCESSES = ("coredns", "kube-proxy")
 # sun_path holds 108 bytes; containerd adds `.ttrpc` to its socket's path.
 SOCKET_PATH_MAX = 100
 
@@ -98,10 +104,11 @@ class RealNodes:
         return f"/armada-bridge-{self.env_id}/{name}"
 
     def processes(self, cluster: str) -> list[str]:
-        """The supervised processes of `cluster`'s real nodes, and its DNS when it has any."""
+        """The supervised processes of `cluster`'s real nodes, and its DNS and kube-proxy when it
+        has any."""
         nodes = [n for n in self.existing() if n.startswith(f"{cluster}-real-")]
         return [f"{kind}-{n}" for n in nodes for kind in ("containerd", "kubelet")] + (
-            [f"coredns-{cluster}"] if nodes else []
+            [f"{kind}-{cluster}" for kind in CLUSTER_PROCESSES] if nodes else []
         )
 
     def existing(self) -> list[str]:
@@ -127,11 +134,12 @@ class RealNodes:
         reserved: dict[str, str],
         images: list[Path],
         kubelet_binary: Path,
+        cluster_net: ClusterNetwork,
         cluster_dns: str,
     ) -> None:
         """Start (or keep) `node`'s containerd and kubelet, registered with the cluster at `server`
-        whose CA is in `pki`, its pods resolving names at `cluster_dns`; its images imported
-        (after `prepare`)."""
+        (reachable from the cluster's network namespace) whose CA is in `pki`, its pods on `cluster_net` and resolving names at `cluster_dns`; its
+        images imported (after `ensure_cluster`)."""
         d = self.node_dir(node)
         if len(str(containerd.socket(d))) > SOCKET_PATH_MAX:
             raise ClusterError(
@@ -140,9 +148,11 @@ class RealNodes:
             )
         d.mkdir(parents=True, exist_ok=True)
         host.create_cgroup_root(self.cgroup_root(node.name))
-        self.network.write_cni_config(node.number, d / "cni", d / "ip-leases")
+        self.network.write_cni_config(
+            node.number, d / "cni", d / "ip-leases", services.INNER_BRIDGE, cluster_net.gateway
+        )
         kubelet_port, healthz_port, stream_port = (ports[n] for n in port_names(node))
-        runtime = containerd.component(node.name, d, stream_port)
+        runtime = containerd.component(node.name, d, stream_port, cluster_net.netns_path)
         self.supervisor.ensure(runtime)
         self._wait_for_socket(runtime.name, containerd.socket(d))
         imported = containerd.import_images(d, images)
@@ -150,7 +160,7 @@ class RealNodes:
             log(f"{node.name}: imported {', '.join(p.name for p in imported)}")
         ca = (pki / "ca.crt", pki / "ca.key")
         config = kubelet.configuration(
-            address=self.network.gateway,
+            address=cluster_net.gateway,
             port=kubelet_port,
             healthz_port=healthz_port,
             cgroup_root=self.cgroup_root(node.name),
@@ -164,22 +174,47 @@ class RealNodes:
         agent = kubelet.component(
             kubelet_binary,
             node.name,
-            self.network.gateway,
             d,
             config,
             kubelet.kubeconfig(node.name, server, ca, d),
+            cluster_net.netns_path,
         )
-        self.supervisor.ensure(agent)
-        self.supervisor.wait_ready(agent, timeout=60)
+        # kubelet's device plugin socket has one path on the host, whatever its root: one kubelet
+        # at a time makes it.
+        with KUBELET_START:
+            self.supervisor.ensure(agent)
+            self.supervisor.wait_ready(agent, timeout=60)
 
-    def ensure_dns(self, cluster: str, index: int, kubeconfig: Path, ready_port: int, binary: Path) -> str:
-        """Start (or keep) the DNS of the `index`-th remote cluster, `cluster`; return its address."""
+    def ensure_cluster(
+        self, cluster: str, index: int, kubeconfig: Path, ready_port: int, coredns: Path
+    ) -> tuple[ClusterNetwork, str]:
+        """Before the real nodes of the `index`-th remote cluster, `cluster`: its network namespace
+        (armada_bridge.dev.network.services) and its DNS; return them (the DNS's address)."""
+        cluster_net = ClusterNetwork(self.network, cluster, index)
+        cluster_net.create()
         listen = dns.address(self.network, index)
         self.network.add_address(listen)
-        server = dns.component(binary, cluster, listen, kubeconfig, ready_port, self.dir / "dns")
+        server = dns.component(coredns, cluster, listen, kubeconfig, ready_port, self.dir / "dns")
         self.supervisor.ensure(server)
         self.supervisor.wait_ready(server, timeout=60)
-        return listen
+        return cluster_net, listen
+
+    def ensure_services(
+        self, cluster_net: ClusterNetwork, server: str, pki: Path, node: str, binary: Path
+    ) -> None:
+        """Once the cluster has a real node (`node`): its kube-proxy, reaching the API server at
+        `server` (an address of the host's on the pod network) as `system:kube-proxy`."""
+        ca = (pki / "ca.crt", pki / "ca.key")
+        kubeconfig = certificate_kubeconfig(
+            self.dir / f"kube-proxy-{cluster_net.cluster}.kubeconfig",
+            server,
+            ca,
+            "/CN=system:kube-proxy",
+            f"kube-proxy-{cluster_net.cluster}",
+        )
+        proxy = cluster_net.kube_proxy(binary, kubeconfig, node)
+        self.supervisor.ensure(proxy)
+        self.supervisor.wait_ready(proxy, timeout=60)
 
     def _wait_for_socket(self, name: str, socket: Path, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
@@ -214,15 +249,28 @@ class RealNodes:
             problems.append(f"{name}: still mounted: {', '.join(remaining)}")
         return problems
 
+    def teardown_cluster(self, cluster: str) -> None:
+        """What `cluster` has for its real nodes (after they are gone): DNS, kube-proxy, network
+        namespace."""
+        for kind in CLUSTER_PROCESSES:
+            self.supervisor.stop(f"{kind}-{cluster}")
+        services.delete_namespace(self.network, cluster)
+
     def teardown_all(self) -> list[str]:
-        """Every real node of the environment, then the pod network, then the host's tunables."""
+        """Every real node of the environment, then its clusters' parts, the pod network, the
+        host's tunables."""
         problems = []
         for name in self.existing():
             problems += self.teardown(name)
             host.remove_empty_parents(self.cgroup_root(name))
-        for name in self.supervisor.names():
-            if name.startswith("coredns-"):
-                self.supervisor.stop(name)
+        clusters = {
+            name.removeprefix(f"{kind}-")
+            for name in self.supervisor.names()
+            for kind in CLUSTER_PROCESSES
+            if name.startswith(f"{kind}-")
+        }
+        for cluster in sorted(clusters | set(services.clusters_with_namespace(self.network))):
+            self.teardown_cluster(cluster)
         self.network.delete()
         problems += self.host.restore()
         return problems

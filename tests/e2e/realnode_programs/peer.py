@@ -20,7 +20,7 @@ else:
         try:
             address = socket.gethostbyname(name)
             with socket.create_connection((address, port), timeout=5) as conn:
-                conn.sendall(b"hello over the headless service")
+                conn.sendall(b"hello from the client")
                 print(f"{name} is {address}: {conn.recv(1024).decode()}", flush=True)
                 break
         except OSError as e:
