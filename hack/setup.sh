@@ -5,9 +5,9 @@
 # Spark operator also needs Java, installed with apt-get where `java` is missing, and Spark from
 # PyPI `pyspark`, about 450 MB); from Debian's packages with apt-get where missing: promtool (it
 # checks the alerts of manifests/observability), Chromium (the dashboard's browser test), and what
-# the dev environment's real nodes run on (containerd, runc, the CNI plugins, iproute2) and build
-# their images from (gcc for the static pause program, busybox-static, mmdebstrap); then those
-# images (hack/build-images.sh).
+# the dev environment's real nodes run on (containerd, runc, the CNI plugins, iproute2, iptables,
+# socat) and build their images from (gcc for the static pause program, busybox-static,
+# mmdebstrap); then those images (hack/build-images.sh).
 # Safe to run again: it only does what is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -47,6 +47,8 @@ apt_install containerd containerd "$real_nodes"
 apt_install runc runc "$real_nodes"
 apt_install ip iproute2 "$real_nodes"
 [ -x /usr/lib/cni/bridge ] || apt_install /usr/lib/cni/bridge containernetworking-plugins "$real_nodes"
+apt_install iptables-restore iptables "$real_nodes"  # kubelet's and kube-proxy's rules, in the clusters' namespaces
+apt_install socat socat "$real_nodes"  # the front API at port 443 on the pod network
 images="the real nodes' images (hack/build-images.sh)"
 apt_install gcc gcc "$images"
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || apt_install /usr/lib/x86_64-linux-gnu/libc.a libc6-dev "$images"

@@ -17,6 +17,7 @@ import asyncio
 import base64
 import copy
 import datetime as dt
+import ipaddress
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +41,13 @@ SECRET_PREFIX = "front-api-"
 REFRESH_FRACTION = 0.8
 RESYNC_SECONDS = 60.0
 CA_CACHE_SECONDS = 60.0
+# The names in-cluster clients may call their cluster's API by (remote pods: the front's).
+IN_CLUSTER_API_NAMES = (
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
 TOKENREQUEST = Resource("", "v1", "serviceaccounts", "ServiceAccount")
 
 
@@ -84,7 +92,9 @@ def endpoint_for(spec: FrontApi, front_server: str) -> Endpoint:
 
 def with_front_api(body: Obj, front: Obj, secret: str, endpoint: Endpoint) -> Obj:
     """The remote pod `body` seeing the front API (pure): no remote token, the Secret mounted where
-    the front containers mounted their token, the front endpoint in every container's environment."""
+    the front containers mounted their token, the front endpoint in every container's environment,
+    and, when the endpoint is an address, the API's in-cluster names resolving to it (clients such
+    as Spark's driver call `https://kubernetes.default.svc`, port 443, not the environment's)."""
     out = copy.deepcopy(body)
     spec = out["spec"]
     spec["automountServiceAccountToken"] = False
@@ -103,6 +113,9 @@ def with_front_api(body: Obj, front: Obj, secret: str, endpoint: Endpoint) -> Ob
         {"name": "KUBERNETES_PORT", "value": f"tcp://{endpoint.host}:{endpoint.port}"},
     ]
     names = {e["name"] for e in env}
+    if _is_address(endpoint.host):
+        alias = {"ip": endpoint.host, "hostnames": list(IN_CLUSTER_API_NAMES)}
+        spec["hostAliases"] = [*(spec.get("hostAliases") or []), alias]
     front_containers = {
         (kind, c["name"]): c
         for kind in ("initContainers", "containers")
@@ -116,6 +129,14 @@ def with_front_api(body: Obj, front: Obj, secret: str, endpoint: Endpoint) -> Ob
             if mounts:
                 c["volumeMounts"] = [*(c.get("volumeMounts") or []), *mounts]
     return out
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def token_secret(front: Obj, token: str, ca: str, refresh_at: dt.datetime) -> Obj:

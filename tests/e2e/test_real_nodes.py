@@ -154,7 +154,8 @@ def test_a_remote_pod_uses_the_front_api_with_its_own_token(
     real: k8s.CoreV1Api, cluster_api: Api, namespace: str
 ) -> None:
     """A process in a real container creates a ConfigMap and a pod in the front with its own
-    ServiceAccount's token; the pod is queued and admitted by the extender like any other."""
+    ServiceAccount's token, and finds the front API at `kubernetes.default.svc` too; the pod is
+    queued and admitted by the extender like any other."""
     rbac = k8s.RbacAuthorizationV1Api(cluster_api("front"))
     rbac.create_namespaced_role(
         namespace,
@@ -189,7 +190,8 @@ def test_a_remote_pod_uses_the_front_api_with_its_own_token(
     assert p.status.phase == "Succeeded", log
     made = real.read_namespaced_config_map("from-inside", namespace)
     assert made.data == {"written-by": "parent"}
-    assert f"uid {made.metadata.uid}" in log
+    assert f"created configmap from-inside uid {made.metadata.uid}" in log
+    assert f"read at kubernetes.default.svc: uid {made.metadata.uid}" in log  # the front's, not the remote's
     # The pod it made went the bridge's way: held, admitted by the extender, run on a real node.
     c = ended(real, namespace, "child")
     assert c.status.phase == "Succeeded"

@@ -64,6 +64,10 @@ def test_remote_pod_mounts_the_front_token_where_the_front_pod_did() -> None:
         assert env["KUBERNETES_SERVICE_PORT"] == "6443"
     assert {"name": "A", "value": "1"} in spec["containers"][0]["env"]
     assert {"name": "data", "mountPath": "/data"} in spec["containers"][0]["volumeMounts"]
+    # The API's in-cluster names are the front's too (an address endpoint only: DNS names can't be).
+    assert spec["hostAliases"] == [{"ip": "10.0.0.1", "hostnames": list(tokens.IN_CLUSTER_API_NAMES)}]
+    named = tokens.with_front_api(remote_pod.remote_pod(front), front, "s", tokens.Endpoint("api.front", 443))
+    assert "hostAliases" not in named["spec"]
 
 
 def test_opted_out_pod_gets_nothing() -> None:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 from kubernetes import client as k8s
@@ -45,7 +46,7 @@ from armada_bridge.dev.kwok import kwok_exec
 from armada_bridge.dev.kwok import nodes as nodes_mod
 from armada_bridge.dev.kwok.stages import remote_stages
 from armada_bridge.dev.names import FRONT, remote_name
-from armada_bridge.dev.network import podnet
+from armada_bridge.dev.network import api_port, podnet
 from armada_bridge.dev.operators import operators
 from armada_bridge.dev.ports import LOOPBACK, free_ports
 from armada_bridge.dev.procs import kill_and_wait
@@ -279,6 +280,10 @@ class Environment(BaseEnvironment):
                 manifests = nodes_mod.front_nodes() if name == FRONT else nodes_mod.remote_nodes(name, nodes)
                 self._ensure_nodes(c.kubeconfig, manifests)
                 log(f"{name}: {len(manifests)} node(s) Ready")
+                if name == FRONT and network:
+                    relay = api_port.component(network.gateway, urlsplit(c.server()).port or 443)
+                    self.supervisor.ensure(relay)
+                    self.supervisor.wait_ready(relay)
                 mine = [n for n in planned if n.cluster == name]
                 real = self.real_nodes()
                 if mine and real and node_bins:

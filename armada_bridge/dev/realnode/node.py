@@ -21,7 +21,7 @@ from pathlib import Path
 from armada_bridge.dev.base import ClusterError, log
 from armada_bridge.dev.clients import certificate_kubeconfig
 from armada_bridge.dev.components import Supervisor
-from armada_bridge.dev.network import dns, services
+from armada_bridge.dev.network import api_port, dns, services
 from armada_bridge.dev.network.podnet import CNI_BIN_DIR, PodNetwork
 from armada_bridge.dev.network.services import ClusterNetwork
 from armada_bridge.dev.procs import kill_and_wait, pids_under
@@ -65,13 +65,17 @@ def require_host() -> None:
         raise ClusterError(
             "real nodes need root (cgroups, mounts, network namespaces): run as root, or --real-nodes 0"
         )
-    missing = [c for c in ("containerd", "ctr", "runc", "ip") if shutil.which(c) is None]
+    missing = [
+        c
+        for c in ("containerd", "ctr", "runc", "ip", "nsenter", "iptables-restore", "socat")
+        if shutil.which(c) is None
+    ]
     if not (CNI_BIN_DIR / "bridge").is_file():
         missing.append(str(CNI_BIN_DIR / "bridge"))
     if missing:
         raise ClusterError(
             f"real nodes need {', '.join(missing)}: apt-get install containerd runc containernetworking-plugins "
-            "iproute2 (hack/setup.sh does), or --real-nodes 0"
+            "iproute2 util-linux iptables socat (hack/setup.sh does), or --real-nodes 0"
         )
 
 
@@ -271,6 +275,7 @@ class RealNodes:
         }
         for cluster in sorted(clusters | set(services.clusters_with_namespace(self.network))):
             self.teardown_cluster(cluster)
+        self.supervisor.stop(api_port.NAME)
         self.network.delete()
         problems += self.host.restore()
         return problems
