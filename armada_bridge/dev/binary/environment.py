@@ -281,7 +281,9 @@ class Environment(BaseEnvironment):
                 self._ensure_nodes(c.kubeconfig, manifests)
                 log(f"{name}: {len(manifests)} node(s) Ready")
                 if name == FRONT and network:
-                    relay = api_port.component(network.gateway, urlsplit(c.server()).port or 443)
+                    relay = api_port.component(
+                        network.gateway, urlsplit(c.server()).port or 443, self.state_dir
+                    )
                     self.supervisor.ensure(relay)
                     self.supervisor.wait_ready(relay)
                 mine = [n for n in planned if n.cluster == name]

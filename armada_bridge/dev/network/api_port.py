@@ -10,6 +10,7 @@ takes port 443 there to the front kube-apiserver, as a production front API answ
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from armada_bridge.dev.components import Component
 
@@ -17,7 +18,9 @@ HTTPS_PORT = 443
 NAME = "front-api-443"
 
 
-def component(gateway: str, api_port: int) -> Component:
+def component(gateway: str, api_port: int, state_dir: Path) -> Component:
+    """The relay; its messages go to a file in `state_dir`, which its command line so names (the
+    environment finds its processes by that)."""
     socat = shutil.which("socat")
     if socat is None:
         raise RuntimeError("socat not found: apt-get install socat (hack/setup.sh does), or --real-nodes 0")
@@ -25,6 +28,8 @@ def component(gateway: str, api_port: int) -> Component:
         name=NAME,
         argv=[
             socat,
+            "-lf",
+            str(state_dir / f"{NAME}.log"),
             f"TCP-LISTEN:{HTTPS_PORT},bind={gateway},fork,reuseaddr",
             f"TCP:127.0.0.1:{api_port}",
         ],
