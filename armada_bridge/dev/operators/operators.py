@@ -287,8 +287,10 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
     known = catalog()
     ops = [known[n] for n in plan(names)]
     ensure_built(ops)
-    ports = _ports(env, ops)
     front = env.kubeconfig(FRONT)
+    # Before anything changes: whose SHARED_CRD each rival replaces (refused while it has objects).
+    replaced = {o.name: _rival_crd(bins, front, o, known[RIVALS[o.name]]) for o in ops if o.name in RIVALS}
+    ports = _ports(env, ops)
     certs = ca_and_serving(cache_root() / "dev-operators-ca", CA_NAMES, SERVICE_HOSTS)
     for ns in (
         TRAINING_OPERATOR_NAMESPACE,
@@ -302,7 +304,7 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
         t0 = time.monotonic()
         crds = o.crd_files()
         if o.name in RIVALS:
-            _displace(env, bins, front, known[RIVALS[o.name]], crds)
+            _displace(env, bins, front, known[RIVALS[o.name]], replaced[o.name])
         apply_server_side = ("apply", "--server-side", "--force-conflicts")
         kubectl(bins, front, *apply_server_side, *_files(crds), timeout=120)
         wait_established(bins, front, _files(crds), timeout=90)
@@ -316,9 +318,10 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
             kubectl(
                 bins, front, *apply_server_side, "-f", "-", stdin=json.dumps(_spark_webhook_secret(certs))
             )
-        docs = webhook_configurations(bins, o, ports[o.name]["webhook"], certs["ca.crt"].read_bytes())
-        if docs:
-            kubectl(bins, front, *apply_server_side, "-f", "-", stdin=yaml.safe_dump_all(docs))
+        if o.webhook_dir:
+            docs = webhook_configurations(bins, o, ports[o.name]["webhook"], certs["ca.crt"].read_bytes())
+            if docs:  # none of the kinds it serves has a webhook (MPIJob v1)
+                kubectl(bins, front, *apply_server_side, "-f", "-", stdin=yaml.safe_dump_all(docs))
         started = False
         for c in components(env, o, ports.get(o.name, {}), front, certs):
             _, started_now = env.supervisor.ensure(c)
@@ -338,12 +341,11 @@ def _files(paths: Iterable[Path]) -> list[str]:
     return [a for p in paths for a in ("-f", str(p))]
 
 
-def _displace(env: Environment, bins: Binaries, front: Path, rival: Operator, crds: list[Path]) -> None:
-    """Make way for an operator whose CRDs (`crds`) include SHARED_CRD, which `rival` defines too:
-    stop the rival and, where the front's SHARED_CRD is the rival's (other versions served),
-    delete it. While objects of the rival's kind exist nothing changes: deleting the CRD would
-    delete them."""
-    (mine,) = [d for d in map(_load_crd, crds) if d["metadata"]["name"] == SHARED_CRD]
+def _rival_crd(bins: Binaries, front: Path, o: Operator, rival: Operator) -> list[str]:
+    """The versions of the rival's SHARED_CRD that `o`'s replaces, where the front serves the
+    rival's ([] where it serves `o`'s or none). Refused while objects of the rival's kind exist:
+    deleting its CRD would delete them."""
+    (mine,) = [d for d in map(_load_crd, o.crd_files()) if d["metadata"]["name"] == SHARED_CRD]
     ours = sorted(v["name"] for v in mine["spec"]["versions"] if v.get("served"))
     served = sorted(
         kubectl(
@@ -353,21 +355,27 @@ def _displace(env: Environment, bins: Binaries, front: Path, rival: Operator, cr
             "-o=jsonpath={.spec.versions[?(@.served==true)].name}",
         ).split()
     )
-    foreign = bool(served) and served != ours
-    if foreign:
-        listing = "-o=jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{' '}{end}"
-        left = kubectl(bins, front, "get", SHARED_CRD, "--all-namespaces", listing).split()
-        if left:
-            raise RuntimeError(
-                f"{SHARED_CRD} serves {rival.name}'s {'/'.join(served)}: replacing it would delete its "
-                f"{len(left)} object(s) ({', '.join(left[:5])}); delete them first"
-            )
+    if not served or served == ours:
+        return []
+    listing = "-o=jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{' '}{end}"
+    left = kubectl(bins, front, "get", SHARED_CRD, "--all-namespaces", listing).split()
+    if left:
+        raise RuntimeError(
+            f"{o.name} cannot run: {SHARED_CRD} serves {rival.name}'s {'/'.join(served)}, and replacing "
+            f"it would delete its {len(left)} object(s) ({', '.join(left[:5])}); delete them first"
+        )
+    return served
+
+
+def _displace(env: Environment, bins: Binaries, front: Path, rival: Operator, replaced: list[str]) -> None:
+    """Make way for the rival's rival: the rival stopped and no longer started by `dev up`, and its
+    SHARED_CRD deleted where the front serves it (`replaced`: its versions, from `_rival_crd`)."""
     for c in rival.components:
         env.supervisor.stop(c)
     _disable(env, rival.name)
-    if foreign:
+    if replaced:
         kubectl(bins, front, "delete", "crd", SHARED_CRD, "--wait=true", timeout=120)
-        log(f"{SHARED_CRD}: {rival.name}'s {'/'.join(served)} deleted, {rival.name} stopped")
+        log(f"{SHARED_CRD}: {rival.name}'s {'/'.join(replaced)} deleted, {rival.name} stopped")
 
 
 def _load_crd(path: Path) -> dict[str, Any]:
@@ -413,8 +421,7 @@ def webhook_configurations(bins: Binaries, o: Operator, port: int, ca_pem: bytes
     and failure policies are upstream's), each webhook pointed at https://127.0.0.1:port. A training
     operator's are those of the kinds it serves, in a configuration named after it (upstream's name
     for `training-operator`, which its certificate rotator keeps)."""
-    if o.webhook_dir is None:
-        return []
+    assert o.webhook_dir is not None
     out = subprocess.run(
         [str(bins.kubectl), "kustomize", str(o.module / o.webhook_dir)],
         capture_output=True,
