@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kubernetes import client as k8s
 
-from armada_bridge.dev.operators.operators import SHARED_CRD
+from armada_bridge.dev.operators.operators import SHARED_CRD, catalog, enabled
 from armada_bridge.dev.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import (
@@ -88,6 +88,30 @@ def test_mpijob_v1_runs_whole_in_one_remote_cluster_and_succeeds_in_place_of_the
     _runs_whole_in_one_remote_cluster_and_succeeds(
         "MPIJob", MPIJOB_V1, "examples/mpi/tensorflow-mnist.yaml", 3, namespace, cluster_api
     )
+
+
+def test_mpijob_v1_is_refused_while_mpi_operator_mpijobs_exist_and_nothing_changes(
+    namespace: str, cluster_api: Api, dev_env: object, operators: Callable[..., None]
+) -> None:
+    """Serving MPIJob v1 replaces the MPI operator's CRD, which would delete its MPIJobs: while one
+    exists it is refused, naming it, and the MPI operator keeps running with its CRD."""
+    from armada_bridge.dev.binary.environment import Environment
+
+    assert isinstance(dev_env, Environment)
+    operators("mpi-operator")
+    (job,) = sample("mpi-operator", "examples/v2beta1/pi/pi.yaml")
+    job["spec"]["runPolicy"]["suspend"] = True  # no pods: the object is what counts
+    apply(adapt(job, namespace))
+    mpi_operator = catalog()["mpi-operator"].component
+    pid = dev_env.supervisor.pid(mpi_operator)
+    assert pid is not None
+
+    with pytest.raises(RuntimeError, match=f"{namespace}/{job['metadata']['name']}.*delete them first"):
+        dev_env.ensure_operators([MPIJOB_V1])
+    assert _served(cluster_api, SHARED_CRD) == ["v2beta1"]
+    assert dev_env.supervisor.pid(mpi_operator) == pid
+    assert MPIJOB_V1 not in enabled(dev_env)
+    kubectl("delete", "mpijob", job["metadata"]["name"], "-n", namespace, "--wait=true")
 
 
 def _runs_whole_in_one_remote_cluster_and_succeeds(
