@@ -368,8 +368,9 @@ def _rival_crd(bins: Binaries, front: Path, o: Operator, rival: Operator) -> lis
 
 
 def _displace(env: Environment, bins: Binaries, front: Path, rival: Operator, replaced: list[str]) -> None:
-    """Make way for the rival's rival: the rival stopped and no longer started by `dev up`, and its
-    SHARED_CRD deleted where the front serves it (`replaced`: its versions, from `_rival_crd`)."""
+    """Make way for the operator `rival` competes with: `rival` stopped and no longer started by
+    `dev up`, and its SHARED_CRD deleted where the front serves it (`replaced`: its versions, from
+    `_rival_crd`)."""
     for c in rival.components:
         env.supervisor.stop(c)
     _disable(env, rival.name)
