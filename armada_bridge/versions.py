@@ -30,6 +30,7 @@ class Versions:
 # The variable of hack/versions.env that pins each operator.
 OPERATOR_VERSION_KEYS = {
     "training-operator": "TRAINING_OPERATOR_VERSION",
+    "training-operator-mxjob": "TRAINING_OPERATOR_MXJOB_VERSION",
     "kuberay": "KUBERAY_VERSION",
     "mpi-operator": "MPI_OPERATOR_VERSION",
     "jobset": "JOBSET_VERSION",

@@ -6,6 +6,7 @@
 # A second run finds them and does nothing.
 #
 #   hack/build-operators.sh [all|NAME...]   NAME: training-operator kuberay mpi-operator jobset argo dask trainer spark-operator
+#                                           training-operator-mxjob
 #   ARMADA_BRIDGE_CACHE=/path ...           cache root (default ~/.cache/armada-bridge)
 set -euo pipefail
 
@@ -148,18 +149,23 @@ build_one() {
       build_go argo github.com/argoproj/argo-workflows/v3 "$ARGO_WORKFLOWS_VERSION" \
         workflow-controller github.com/argoproj/argo-workflows/v3/cmd/workflow-controller \
         manifests/base/crds examples ;;
+    training-operator-mxjob)
+      # The last training-operator release that serves MXJob (v1.9 removed it), run beside v1.9.4.
+      build_go training-operator-mxjob github.com/kubeflow/training-operator "$TRAINING_OPERATOR_MXJOB_VERSION" \
+        training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1 \
+        manifests/base examples/mxnet ;;
     dask) build_dask ;;
     spark-operator)
       build_go spark-operator github.com/kubeflow/spark-operator/v2 "$SPARK_OPERATOR_VERSION" \
         spark-operator github.com/kubeflow/spark-operator/v2/cmd/operator \
         config examples
       build_spark_home ;;
-    *) echo "usage: $0 [all|jobset|training-operator|trainer|mpi-operator|kuberay|argo|dask|spark-operator ...]" >&2; exit 2 ;;
+    *) echo "usage: $0 [all|jobset|training-operator|trainer|mpi-operator|kuberay|argo|dask|spark-operator|training-operator-mxjob ...]" >&2; exit 2 ;;
   esac
 }
 
 # Most useful first: a partial cache still runs the first end-to-end tests.
-ALL=(training-operator kuberay mpi-operator jobset argo dask trainer spark-operator)
+ALL=(training-operator kuberay mpi-operator jobset argo dask trainer spark-operator training-operator-mxjob)
 if [ $# -eq 0 ] || [ "$1" = all ]; then set -- "${ALL[@]}"; fi
 for name in "$@"; do build_one "$name"; done
 say "done: operators under $bin"

@@ -1,16 +1,18 @@
 """Kubeflow training-operator v1, released and unchanged, in Volcano gang mode: its own samples of
-each job kind run whole in one remote cluster and end Succeeded; a job too big for any cluster
-waits whole (the operator creates no pod before its PodGroup is Inqueue) and is not failed."""
+each job kind run whole in one remote cluster and end Succeeded, MXJob through v1.8.1 (the last
+release that serves it) beside v1.9.4, and MPIJob v1 with the front serving its CRD in place of the
+MPI operator's for the test; a job too big for any cluster waits whole (the operator creates no pod
+before its PodGroup is Inqueue) and is not failed."""
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from kubernetes import client as k8s
 
+from armada_bridge.dev.operators.operators import SHARED_CRD, catalog, enabled
 from armada_bridge.dev.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import (
@@ -27,22 +29,98 @@ from tests.e2e.operators import (
 from tests.support import wait_for
 
 OPERATOR = "training-operator"
-# kind, the operator project's sample, pods in it
+# MPIJob kubeflow.org/v1: the training operator v1.9.4 serving that kind alone, in place of the MPI
+# operator (the two define one CRD name: docs/operators.md).
+MPIJOB_V1 = "training-operator-mpijob"
+# kind, the operator (as `dev up --operators` names it), the operator project's sample, pods in it
 SAMPLES = [
-    ("PyTorchJob", "examples/pytorch/simple.yaml", 2),
-    ("TFJob", "examples/tensorflow/simple.yaml", 2),
-    ("XGBoostJob", "examples/xgboost/xgboostjob.yaml", 3),
-    ("PaddleJob", "examples/paddlepaddle/simple-cpu.yaml", 2),
-    ("JAXJob", "examples/jax/cpu-demo/demo.yaml", 2),
+    ("PyTorchJob", OPERATOR, "examples/pytorch/simple.yaml", 2),
+    ("TFJob", OPERATOR, "examples/tensorflow/simple.yaml", 2),
+    ("XGBoostJob", OPERATOR, "examples/xgboost/xgboostjob.yaml", 3),
+    ("PaddleJob", OPERATOR, "examples/paddlepaddle/simple-cpu.yaml", 2),
+    ("JAXJob", OPERATOR, "examples/jax/cpu-demo/demo.yaml", 2),
+    # Scheduler, Server and Worker; the job succeeds when its scheduler does.
+    ("MXJob", "training-operator-mxjob", "examples/mxnet/mxjob_dist_v1.yaml", 3),
 ]
 
 
-@pytest.mark.parametrize(("kind", "path", "size"), SAMPLES, ids=[s[0] for s in SAMPLES])
+@pytest.mark.parametrize(("kind", "operator", "path", "size"), SAMPLES, ids=[s[0] for s in SAMPLES])
 def test_sample_runs_whole_in_one_remote_cluster_and_succeeds(
-    kind: str, path: str, size: int, namespace: str, cluster_api: Api, operators: Callable[..., None]
+    kind: str,
+    operator: str,
+    path: str,
+    size: int,
+    namespace: str,
+    cluster_api: Api,
+    operators: Callable[..., None],
 ) -> None:
-    operators(OPERATOR)
-    (job,) = sample(OPERATOR, path)
+    operators(operator)
+    _runs_whole_in_one_remote_cluster_and_succeeds(kind, operator, path, size, namespace, cluster_api)
+
+
+@pytest.fixture
+def mpijob_v1(
+    dev_env: object, operators: Callable[..., None], namespace: str, cluster_api: Api
+) -> Iterator[None]:
+    """The front serving the training operator's MPIJob kubeflow.org/v1 for one test, in place of
+    the MPI operator's v2beta1 (the MPI operator stopped, the CRD replaced); then, whatever the test
+    did, its MPIJobs deleted and the MPI operator running again with its CRD, as the rest of the
+    suite expects."""
+    from armada_bridge.dev.binary.environment import Environment
+
+    assert isinstance(dev_env, Environment)
+    operators(OPERATOR, "mpi-operator")
+    try:
+        dev_env.ensure_operators([MPIJOB_V1])
+        yield
+    finally:
+        # The MPI operator's CRD does not replace one that still has objects.
+        run_kubectl("delete", SHARED_CRD, "--all", "-n", namespace, "--wait=true")
+        dev_env.ensure_operators(["mpi-operator"])
+    assert _served(cluster_api, SHARED_CRD) == ["v2beta1"]
+
+
+def test_mpijob_v1_runs_whole_in_one_remote_cluster_and_succeeds_in_place_of_the_mpi_operator(
+    namespace: str, cluster_api: Api, mpijob_v1: None
+) -> None:
+    assert _served(cluster_api, SHARED_CRD) == ["v1"]
+    # Launcher and 2 workers, created by the operator itself once the PodGroup is Inqueue.
+    _runs_whole_in_one_remote_cluster_and_succeeds(
+        "MPIJob", MPIJOB_V1, "examples/mpi/tensorflow-mnist.yaml", 3, namespace, cluster_api
+    )
+
+
+def test_mpijob_v1_is_refused_while_mpi_operator_mpijobs_exist_and_nothing_changes(
+    namespace: str, cluster_api: Api, dev_env: object, operators: Callable[..., None]
+) -> None:
+    """Serving MPIJob v1 replaces the MPI operator's CRD, which would delete its MPIJobs: while one
+    exists it is refused, naming it, and the MPI operator keeps running with its CRD."""
+    from armada_bridge.dev.binary.environment import Environment
+
+    assert isinstance(dev_env, Environment)
+    operators("mpi-operator")
+    (job,) = sample("mpi-operator", "examples/v2beta1/pi/pi.yaml")
+    job["spec"]["runPolicy"]["suspend"] = True  # no pods: the object is what counts
+    apply(adapt(job, namespace))
+    mpi_operator = catalog()["mpi-operator"].component
+    pid = dev_env.supervisor.pid(mpi_operator)
+    assert pid is not None
+
+    with pytest.raises(RuntimeError, match=f"{namespace}/{job['metadata']['name']}.*delete them first"):
+        dev_env.ensure_operators([MPIJOB_V1])
+    assert _served(cluster_api, SHARED_CRD) == ["v2beta1"]
+    assert dev_env.supervisor.pid(mpi_operator) == pid
+    assert MPIJOB_V1 not in enabled(dev_env)
+    kubectl("delete", "mpijob", job["metadata"]["name"], "-n", namespace, "--wait=true")
+
+
+def _runs_whole_in_one_remote_cluster_and_succeeds(
+    kind: str, operator: str, path: str, size: int, namespace: str, cluster_api: Api
+) -> None:
+    """The operator's own sample: its Volcano PodGroup counts all `size` pods, which run in one
+    remote cluster; the job ends Succeeded, `kubectl get` says so, and deleting it leaves no pod in
+    any remote cluster."""
+    (job,) = sample(operator, path)
     assert job["kind"] == kind
     name = job["metadata"]["name"]
     apply(adapt(job, namespace, runtime="3s"))
@@ -63,6 +141,11 @@ def test_sample_runs_whole_in_one_remote_cluster_and_succeeds(
 
     kubectl("delete", kind.lower(), name, "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace)
+
+
+def _served(api: Api, crd: str) -> list[str]:
+    found = k8s.ApiextensionsV1Api(api("front")).read_custom_resource_definition(crd)
+    return [v.name for v in found.spec.versions if v.served]
 
 
 def test_pytorchjob_too_big_for_any_cluster_waits_whole_and_is_not_failed(
@@ -106,22 +189,3 @@ def _podgroup(api: Api, namespace: str, name: str) -> dict[str, object] | None:
         if e.status == 404:
             return None
         raise
-
-
-def test_limitation_mpijob_v1_is_not_served_beside_the_mpi_operator(
-    namespace: str, cluster_api: Api, operators: Callable[..., None]
-) -> None:
-    """The training operator's MPIJob `kubeflow.org/v1` and the MPI operator's `v2beta1` are one CRD
-    name, `mpijobs.kubeflow.org`, with different schemas and no conversion: one front serves one of
-    them. The suite's environment runs the MPI operator (its CRD) and the training operator without
-    its `mpijob` scheme, so the training operator's own MPIJob sample is refused, clearly, and
-    nothing is created. (docs/operators.md says why no second environment runs it.)"""
-    operators(OPERATOR, "mpi-operator")
-    crd = k8s.ApiextensionsV1Api(cluster_api("front")).read_custom_resource_definition("mpijobs.kubeflow.org")
-    assert [v.name for v in crd.spec.versions if v.served] == ["v2beta1"]
-    (job,) = sample(OPERATOR, "examples/mpi/tensorflow-mnist.yaml")
-    assert job["apiVersion"] == "kubeflow.org/v1"
-    job["metadata"]["namespace"] = namespace
-    r = run_kubectl("apply", "-f", "-", stdin=json.dumps(job))
-    assert r.returncode != 0 and 'no matches for kind "MPIJob" in version "kubeflow.org/v1"' in r.stderr, r
-    assert front_pods(cluster_api, namespace) == []

@@ -95,3 +95,23 @@ def test_operators_option_names_known_operators() -> None:
     with pytest.raises(ValueError, match="unknown operator"):
         operators.parse("kuberay,nope")
     assert cli.build_parser().parse_args(["dev", "up", "--operators", "all"]).operators == "all"
+
+
+def test_operator_plan_puts_jobset_first_and_keeps_the_last_named_of_two_rivals() -> None:
+    assert operators.plan(["trainer", "jobset", "kuberay"]) == ["jobset", "trainer", "kuberay"]
+    # The MPI operator and the training operator's MPIJob v1 define one CRD: the last named runs.
+    rivals = ["mpi-operator", "kuberay", "training-operator-mpijob"]
+    assert operators.plan(rivals) == ["kuberay", "training-operator-mpijob"]
+    assert operators.plan(["training-operator-mpijob", *operators.ALL]) == list(operators.ALL)
+
+
+def test_training_operator_processes_serve_their_own_kinds_and_crds() -> None:
+    known = operators.catalog()
+    main, mx, mpi = (known[f"training-operator{s}"] for s in ("", "-mxjob", "-mpijob"))
+    assert (mx.schemes, mx.crds) == (("mxjob",), ("manifests/base/crds/kubeflow.org_mxjobs.yaml",))
+    assert mx.dir.name == f"training-operator-mxjob-{versions.load().operators['training-operator-mxjob']}"
+    assert (mpi.schemes, mpi.dir) == (("mpijob",), main.dir)
+    assert not {"mxjob", "mpijob"} & set(main.schemes)
+    assert [c.rsplit("_", 1)[1] for c in main.crds] == [f"{s}s.yaml" for s in main.schemes]
+    assert operators.RIVALS["training-operator-mpijob"] == "mpi-operator"
+    assert "training-operator-mpijob" not in operators.ALL

@@ -32,7 +32,17 @@ if TYPE_CHECKING:
 
 BUILD_SCRIPT = versions.REPO_ROOT / "hack" / "build-operators.sh"
 # What `--operators all` runs (hack/build-operators.sh builds the same set by default).
-ALL = ("training-operator", "kuberay", "mpi-operator", "jobset", "argo", "dask", "trainer", "spark-operator")
+ALL = (
+    "training-operator",
+    "kuberay",
+    "mpi-operator",
+    "jobset",
+    "argo",
+    "dask",
+    "trainer",
+    "spark-operator",
+    "training-operator-mxjob",
+)
 # controller-runtime's default serving-certificate directory, which training-operator v1 and Trainer
 # v2 fix in their code (pkg/cert/cert.go, pkg/util/cert/cert.go `certDir`): both read the dev
 # operators' serving pair there. training-operator's certificate rotator
@@ -68,9 +78,16 @@ SERVICE_HOSTS = [
     f"training-operator.{TRAINING_OPERATOR_NAMESPACE}.svc",
     "jobset-webhook-service.jobset-system.svc",
 ]
-# The CRD that both the training operator (kubeflow.org/v1) and the MPI operator (v2beta1) define:
-# the MPI operator's is installed; the training operator runs without its `mpijob` scheme.
-SHARED_MPIJOB_CRD = "kubeflow.org_mpijobs.yaml"
+# The Kubeflow training operator v1 runs as several processes, each serving some job kinds (its
+# `--enable-scheme`s): v1.9.4 all but MPIJob; v1.8.1, the last release with MXJob (v1.9 removed it),
+# MXJob only; and v1.9.4 again for MPIJob v1, in place of the MPI operator (below).
+TRAINING_OPERATOR_SCHEMES = ("pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob")
+# Two operators, one CRD name: `mpijobs.kubeflow.org` is the MPI operator's MPIJob
+# kubeflow.org/v2beta1 and the training operator's kubeflow.org/v1, with different schemas and no
+# conversion. The front serves one of them at a time, the one named last: installing one stops the
+# other and replaces the CRD, refusing while objects of the other's exist.
+RIVALS = {"mpi-operator": "training-operator-mpijob", "training-operator-mpijob": "mpi-operator"}
+SHARED_CRD = "mpijobs.kubeflow.org"
 
 
 @dataclass(frozen=True)
@@ -81,10 +98,15 @@ class Operator:
     crds: tuple[str, ...]  # globs under the module copy
     webhook_dir: str | None  # kustomize directory of its webhook configurations, under the module copy
     ports: tuple[str, ...]  # loopback ports of its own
+    # A Kubeflow training operator v1: the job kinds it serves (`--enable-scheme`); its CRDs and
+    # webhooks are theirs only.
+    schemes: tuple[str, ...] = ()
+    # The build it runs (hack/build-operators.sh's name), when another entry's.
+    build: str = ""
 
     @property
     def dir(self) -> Path:
-        return cache_root() / "bin" / f"{self.name}-{self.version}"
+        return cache_root() / "bin" / f"{self.build or self.name}-{self.version}"
 
     @property
     def module(self) -> Path:
@@ -121,18 +143,22 @@ def spark_home(v: versions.Versions | None = None) -> Path:
     return cache_root() / "bin" / f"pyspark-{(v or versions.load()).pyspark}" / "spark-home"
 
 
+def training_operator(name: str, version: str, schemes: tuple[str, ...], build: str = "") -> Operator:
+    """A training operator v1 process serving `schemes`: those kinds' CRDs and webhooks."""
+    crds = tuple(f"manifests/base/crds/kubeflow.org_{s}s.yaml" for s in schemes)
+    webhooks = "manifests/base/webhook"
+    return Operator(name, version, "training-operator", crds, webhooks, ("health", "webhook"), schemes, build)
+
+
 def catalog(v: versions.Versions | None = None) -> dict[str, Operator]:
     ops = (v or versions.load()).operators
     return {
         o.name: o
         for o in (
-            Operator(
-                "training-operator",
-                ops["training-operator"],
-                "training-operator",
-                ("manifests/base/crds/*.yaml",),
-                "manifests/base/webhook",
-                ("health", "webhook"),
+            training_operator("training-operator", ops["training-operator"], TRAINING_OPERATOR_SCHEMES),
+            training_operator("training-operator-mxjob", ops["training-operator-mxjob"], ("mxjob",)),
+            training_operator(
+                "training-operator-mpijob", ops["training-operator"], ("mpijob",), build="training-operator"
             ),
             Operator(
                 "kuberay", ops["kuberay"], "kuberay-operator", ("config/crd/bases/*.yaml",), None, ("health",)
@@ -202,7 +228,7 @@ def ensure_built(ops: Sequence[Operator]) -> None:
     missing = [o for o in ops if not o.built()]
     if not missing:
         return
-    names = [o.name for o in missing]
+    names = list(dict.fromkeys(o.build or o.name for o in missing))
     log(f"building operators {', '.join(names)} into {cache_root()} (first run only)")
     result = subprocess.run(["bash", str(BUILD_SCRIPT), *names], stdout=subprocess.DEVNULL, check=False)
     if result.returncode != 0:
@@ -234,21 +260,37 @@ def _ports(env: Environment, ops: Iterable[Operator]) -> dict[str, dict[str, int
     return dict(state["ports"])
 
 
+def _disable(env: Environment, name: str) -> None:
+    """`name` no longer among the operators later `dev up` runs start."""
+    f = _state_file(env)
+    if f.is_file():
+        state = json.loads(f.read_text())
+        state["enabled"] = [n for n in state.get("enabled", []) if n != name]
+        f.write_text(json.dumps(state))
+
+
 # ------------------------------------------------------------------ install
+def plan(names: Sequence[str]) -> list[str]:
+    """The operators to install for `names`, in order, each once: the JobSet controller before
+    Trainer v2 (which runs a TrainJob as a JobSet), and of two rivals for one CRD the one named last."""
+    expanded = list(
+        dict.fromkeys(n for name in names for n in (["jobset", name] if name == "trainer" else [name]))
+    )
+    return [n for i, n in enumerate(expanded) if RIVALS.get(n) not in expanded[i + 1 :]]
+
+
 def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
     """Install and start the named operators (idempotent: what already runs unchanged is kept)."""
     if not names:
         return
 
     known = catalog()
-    # Trainer v2 runs a TrainJob as a JobSet: the JobSet controller comes first.
-    names = list(
-        dict.fromkeys(n for name in names for n in (["jobset", name] if name == "trainer" else [name]))
-    )
-    ops = [known[n] for n in names]
+    ops = [known[n] for n in plan(names)]
     ensure_built(ops)
-    ports = _ports(env, ops)
     front = env.kubeconfig(FRONT)
+    # Before anything changes: whose SHARED_CRD each rival replaces (refused while it has objects).
+    replaced = {o.name: _rival_crd(bins, front, o, known[RIVALS[o.name]]) for o in ops if o.name in RIVALS}
+    ports = _ports(env, ops)
     certs = ca_and_serving(cache_root() / "dev-operators-ca", CA_NAMES, SERVICE_HOSTS)
     for ns in (
         TRAINING_OPERATOR_NAMESPACE,
@@ -260,13 +302,13 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
         kubectl(bins, front, "apply", "--server-side", "-f", "-", stdin=json.dumps(doc))
     for o in ops:
         t0 = time.monotonic()
-        crds = [
-            p for p in o.crd_files() if not (o.name == "training-operator" and p.name == SHARED_MPIJOB_CRD)
-        ]
+        crds = o.crd_files()
+        if o.name in RIVALS:
+            _displace(env, bins, front, known[RIVALS[o.name]], replaced[o.name])
         apply_server_side = ("apply", "--server-side", "--force-conflicts")
         kubectl(bins, front, *apply_server_side, *_files(crds), timeout=120)
         wait_established(bins, front, _files(crds), timeout=90)
-        if o.name == "training-operator":
+        if o.schemes:
             _training_operator_certs(bins, front, certs)
         if o.name == "trainer":
             _default_cert_dir(certs)
@@ -278,7 +320,8 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
             )
         if o.webhook_dir:
             docs = webhook_configurations(bins, o, ports[o.name]["webhook"], certs["ca.crt"].read_bytes())
-            kubectl(bins, front, *apply_server_side, "-f", "-", stdin=yaml.safe_dump_all(docs))
+            if docs:  # none of the kinds it serves has a webhook (MPIJob v1)
+                kubectl(bins, front, *apply_server_side, "-f", "-", stdin=yaml.safe_dump_all(docs))
         started = False
         for c in components(env, o, ports.get(o.name, {}), front, certs):
             _, started_now = env.supervisor.ensure(c)
@@ -296,6 +339,49 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
 
 def _files(paths: Iterable[Path]) -> list[str]:
     return [a for p in paths for a in ("-f", str(p))]
+
+
+def _rival_crd(bins: Binaries, front: Path, o: Operator, rival: Operator) -> list[str]:
+    """The versions of the rival's SHARED_CRD that `o`'s replaces, where the front serves the
+    rival's ([] where it serves `o`'s or none). Refused while objects of the rival's kind exist:
+    deleting its CRD would delete them."""
+    (mine,) = [d for d in map(_load_crd, o.crd_files()) if d["metadata"]["name"] == SHARED_CRD]
+    ours = sorted(v["name"] for v in mine["spec"]["versions"] if v.get("served"))
+    served = sorted(
+        kubectl(
+            bins,
+            front,
+            *("get", "crd", SHARED_CRD, "--ignore-not-found"),
+            "-o=jsonpath={.spec.versions[?(@.served==true)].name}",
+        ).split()
+    )
+    if not served or served == ours:
+        return []
+    listing = "-o=jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{' '}{end}"
+    left = kubectl(bins, front, "get", SHARED_CRD, "--all-namespaces", listing).split()
+    if left:
+        raise RuntimeError(
+            f"{o.name} cannot run: {SHARED_CRD} serves {rival.name}'s {'/'.join(served)}, and replacing "
+            f"it would delete its {len(left)} object(s) ({', '.join(left[:5])}); delete them first"
+        )
+    return served
+
+
+def _displace(env: Environment, bins: Binaries, front: Path, rival: Operator, replaced: list[str]) -> None:
+    """Make way for the operator `rival` competes with: `rival` stopped and no longer started by
+    `dev up`, and its SHARED_CRD deleted where the front serves it (`replaced`: its versions, from
+    `_rival_crd`)."""
+    for c in rival.components:
+        env.supervisor.stop(c)
+    _disable(env, rival.name)
+    if replaced:
+        kubectl(bins, front, "delete", "crd", SHARED_CRD, "--wait=true", timeout=120)
+        log(f"{SHARED_CRD}: {rival.name}'s {'/'.join(replaced)} deleted, {rival.name} stopped")
+
+
+def _load_crd(path: Path) -> dict[str, Any]:
+    # libyaml's loader: these CRDs are large (600 KB).
+    return dict(yaml.load(path.read_text(), Loader=yaml.CSafeLoader))
 
 
 def _training_operator_certs(bins: Binaries, front: Path, certs: dict[str, Path]) -> None:
@@ -333,7 +419,9 @@ def _default_cert_dir(certs: dict[str, Path]) -> None:
 
 def webhook_configurations(bins: Binaries, o: Operator, port: int, ca_pem: bytes) -> list[dict[str, Any]]:
     """The operator's own webhook configurations (its kustomization rendered, so selectors, rules
-    and failure policies are upstream's), each webhook pointed at https://127.0.0.1:port."""
+    and failure policies are upstream's), each webhook pointed at https://127.0.0.1:port. A training
+    operator's are those of the kinds it serves, in a configuration named after it (upstream's name
+    for `training-operator`, which its certificate rotator keeps)."""
     assert o.webhook_dir is not None
     out = subprocess.run(
         [str(bins.kubectl), "kustomize", str(o.module / o.webhook_dir)],
@@ -348,6 +436,16 @@ def webhook_configurations(bins: Binaries, o: Operator, port: int, ca_pem: bytes
         name = doc["metadata"]["name"]
         if name.endswith("-webhook-configuration"):  # kubebuilder's generic names: make them ours
             doc["metadata"]["name"] = f"{o.name}-{name}"
+        if o.schemes:
+            kinds = {f"{s}s" for s in o.schemes}
+            doc["metadata"]["name"] = f"validator.{o.name}.kubeflow.org"
+            doc["webhooks"] = [
+                wh
+                for wh in doc["webhooks"]
+                if {r for rule in wh["rules"] for r in rule["resources"]} <= kinds
+            ]
+            if not doc["webhooks"]:
+                continue
         for wh in doc.get("webhooks") or []:
             if o.name == "spark-operator":
                 # Its kustomization limits the webhooks to the job namespace `default`, a
@@ -428,7 +526,7 @@ def component(
 ) -> Component:
     binary = str(o.dir / o.binary)
     kube = {"KUBECONFIG": str(front)}
-    if o.name == "training-operator":
+    if o.schemes:
         return Component(
             name=o.component,
             argv=[
@@ -438,10 +536,7 @@ def component(
                 f"--health-probe-bind-address=127.0.0.1:{ports['health']}",
                 f"--webhook-server-port={ports['webhook']}",
                 "--gang-scheduler-name=volcano",
-                *[
-                    f"--enable-scheme={s}"
-                    for s in ("pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob")
-                ],
+                *[f"--enable-scheme={s}" for s in o.schemes],
             ],
             env={**kube, "MY_POD_NAMESPACE": TRAINING_OPERATOR_NAMESPACE},
             ready_url=f"http://127.0.0.1:{ports['health']}/readyz",
