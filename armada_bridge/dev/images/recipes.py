@@ -6,6 +6,8 @@ packages and this repository's sources, each under the name the pods that use it
   (`docker.io/library/busybox:latest`).
 - `python`: Debian's Python 3 with CA certificates (mmdebstrap), for programs the tests run inside
   containers.
+- `argoexec`: Argo Workflows' executor (`quay.io/argoproj/argoexec:<ARGO_WORKFLOWS_VERSION>`), the
+  static binary hack/build-operators.sh builds beside the workflow controller (argoexec.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from armada_bridge import versions
+from armada_bridge.dev.images import argoexec
 from armada_bridge.dev.images.oci import ImageConfig
 from armada_bridge.dev.images.rootfs import (
     DEBIAN_SUITE,
@@ -109,5 +112,6 @@ RECIPES = {
             debian(PYTHON_PACKAGES),
             lambda: (DEBIAN_SUITE, *PYTHON_PACKAGES, *DPKG_EXCLUDES),
         ),
+        Recipe("argoexec", argoexec.IMAGE, argoexec.CONFIG, argoexec.build, argoexec.inputs),
     )
 }
