@@ -8,6 +8,8 @@ packages and this repository's sources, each under the name the pods that use it
   containers.
 - `argoexec`: Argo Workflows' executor (`quay.io/argoproj/argoexec:<ARGO_WORKFLOWS_VERSION>`), the
   static binary hack/build-operators.sh builds beside the workflow controller (argoexec.py).
+- `mpi-pi`: the MPI operator's pi example (`mpioperator/mpi-pi:openmpi`): Debian's OpenMPI and
+  OpenSSH, user mpiuser (uid 1000), hack/images/mpi-pi.c at /home/mpiuser/pi (mpi.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from armada_bridge import versions
-from armada_bridge.dev.images import argoexec
+from armada_bridge.dev.images import argoexec, mpi
 from armada_bridge.dev.images.oci import ImageConfig
 from armada_bridge.dev.images.rootfs import (
     DEBIAN_SUITE,
@@ -113,5 +115,6 @@ RECIPES = {
             lambda: (DEBIAN_SUITE, *PYTHON_PACKAGES, *DPKG_EXCLUDES),
         ),
         Recipe("argoexec", argoexec.IMAGE, argoexec.CONFIG, argoexec.build, argoexec.inputs),
+        Recipe("mpi-pi", mpi.IMAGE, mpi.CONFIG, mpi.build, mpi.inputs),
     )
 }

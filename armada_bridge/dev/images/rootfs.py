@@ -49,10 +49,13 @@ def add_file(out: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) ->
     out.addfile(info, io.BytesIO(data))
 
 
-def mmdebstrap(packages: Sequence[str], target: str, hooks: Sequence[str] = ()) -> list[str]:
+def mmdebstrap(
+    packages: Sequence[str], target: str, hooks: Sequence[str] = (), skip: Sequence[str] = ()
+) -> list[str]:
     """The command that lays out Debian `DEBIAN_SUITE`'s essential packages and `packages` (without
     documentation) at `target` (a tarball, or /dev/null for a root that only its hooks use), then
-    runs `hooks` (mmdebstrap's customize hooks: `$1` is the root; `copy-in`, `download`, ...)."""
+    runs `hooks` (mmdebstrap's customize hooks: `$1` is the root; `upload`, `download`, ...);
+    `skip`: steps of mmdebstrap's to leave out (its --skip, e.g. `cleanup/run`)."""
     return [
         require("mmdebstrap", "mmdebstrap"),
         "--mode=root",
@@ -61,16 +64,19 @@ def mmdebstrap(packages: Sequence[str], target: str, hooks: Sequence[str] = ()) 
         f"--include={','.join(packages)}",
         *(f"--dpkgopt=path-exclude={p}" for p in DPKG_EXCLUDES),
         *(f"--customize-hook={h}" for h in hooks),
+        *(f"--skip={s}" for s in skip),
         "--customize-hook=rm -rf $1/var/cache/apt/* $1/var/lib/apt/lists/*",
         DEBIAN_SUITE,
         target,
     ]
 
 
-def debian(packages: Sequence[str], hooks: Sequence[str] = ()) -> Callable[[Path, Path], None]:
+def debian(
+    packages: Sequence[str], hooks: Sequence[str] = (), skip: Sequence[str] = ()
+) -> Callable[[Path, Path], None]:
     """A recipe's build: Debian's `packages` as the root filesystem, `hooks` run in the work directory."""
 
     def build(work: Path, rootfs: Path) -> None:
-        run(mmdebstrap(packages, str(rootfs), hooks), cwd=work)
+        run(mmdebstrap(packages, str(rootfs), hooks, skip), cwd=work)
 
     return build
