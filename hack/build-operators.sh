@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the released operators pinned in hack/versions.env from their published Go modules (the
 # Dask operator: its PyPI package in a virtualenv of its own) into the cache, keyed by version,
-# beside the Kubernetes binaries. Each gets <cache>/bin/<name>-<version>/ holding the binary and
+# beside the Kubernetes binaries. Each gets <cache>/bin/<name>-<version>/ holding the binary (argo:
+# also `argoexec`, the binary of the executor image armada_bridge/dev/images/argoexec.py packages) and
 # `module/`, the parts of its module the dev environment reads (CRDs, webhook configs, samples).
 # A second run finds them and does nothing.
 #
@@ -35,19 +36,23 @@ run() {
 }
 have() { [ -f "$1/.complete" ]; }
 
-# build_go NAME MODULE VERSION BINARY PACKAGE [MODULE-DIRS...]   ($extra_ld: more -ldflags)
-# A wrapper module requires MODULE@VERSION (`go install M@V` fails where the proxy refuses the
-# version list) and takes over the module's own non-local `replace` directives, which Go ignores in
-# a dependency, so the build uses exactly the dependency versions upstream releases with.
-build_go() {
-  local name=$1 module=$2 v=$3 binary=$4 pkg=$5; shift 5
-  local out="$bin/$name-$v" mod="$cache/build/$name-$v"
-  if have "$out"; then say "$name $v: cached in $out"; return; fi
+# go_wrapper NAME MODULE VERSION: makes the wrapper module $cache/build/NAME-VERSION afresh. It requires
+# MODULE@VERSION (`go install M@V` fails where the proxy refuses the version list) and takes over the
+# module's own non-local `replace` directives, which Go ignores in a dependency, so the build uses
+# exactly the dependency versions upstream releases with. Sets $mod (the wrapper), $dir (the module's
+# own files) and $commit (the release's git commit, where the proxy knows it). With $links
+# ("PATH=TARGET ..."), the upstream repository's symlinks that module zips leave out: the wrapper then
+# builds a copy of the module with them put back.
+go_wrapper() {
+  local name=$1 module=$2 v=$3
+  mod="$cache/build/$name-$v"
   command -v go >/dev/null || { step="find go"; echo "build-operators: go is not on PATH" >&2; exit 1; }
-  rm -rf "$mod" "$out"; mkdir -p "$mod" "$out"
+  rm -rf "$mod"; mkdir -p "$mod"
   step="download $module@$v"; say "$step"
-  local dir
-  dir=$(cd "$mod" && go mod download -json "$module@$v" 2>"$logs/$name-download.log" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  local info
+  info=$(cd "$mod" && go mod download -json "$module@$v" 2>"$logs/$name-download.log") || { cat "$logs/$name-download.log" >&2; exit 1; }
+  dir=$(sed -n 's/.*"Dir": "\(.*\)".*/\1/p' <<<"$info")
+  commit=$(sed -n 's/.*"Hash": "\([0-9a-f]*\)".*/\1/p' <<<"$info")
   [ -n "$dir" ] || { cat "$logs/$name-download.log" >&2; exit 1; }
   step="write wrapper module for $name $v"; say "$step"
   printf 'module armada-bridge.local/%s-build\n\ngo 1.26.0\n\nrequire %s %s\n' "$name" "$module" "$v" >"$mod/go.mod"
@@ -63,20 +68,71 @@ for r in json.load(sys.stdin).get("Replace") or []:
     old = r["Old"]["Path"] + ("@" + r["Old"]["Version"] if r["Old"].get("Version") else "")
     print(old + "=" + new["Path"] + ("@" + new["Version"] if new.get("Version") else ""))
 ')
-  step="resolve $name $v dependencies"; say "$step"
-  (cd "$mod" && run "$name-get" go get "$pkg@$v")
-  step="compile $name $v"; say "$step (a few minutes on 2 cores)"
-  (cd "$mod" && CGO_ENABLED=0 run "$name" go build -trimpath -ldflags "-s -w ${extra_ld:-}" -o "$out/$binary" "$pkg")
-  step="copy $name's manifests from its module"; say "$step"
+  if [ -n "${links:-}" ]; then
+    step="put back the symlinks $module@$v's zip leaves out"; say "$step"
+    cp -r "$dir" "$mod/src"
+    chmod -R u+w "$mod/src"
+    local link
+    for link in $links; do
+      [ -f "$mod/src/$(dirname "${link%%=*}")/${link#*=}" ] || { echo "build-operators: $module@$v has no ${link#*=} beside ${link%%=*}" >&2; exit 1; }
+      [ -e "$mod/src/${link%%=*}" ] || ln -s "${link#*=}" "$mod/src/${link%%=*}"
+    done
+    (cd "$mod" && go mod edit -replace "$module=./src")
+    dir="$mod/src"
+  fi
+}
+
+# go_compile LOG VERSION PACKAGE OUT: a static binary of PACKAGE at VERSION, built in the wrapper
+# module $mod ($extra_ld: more -ldflags; $commit_ld: the variable that gets the release's commit).
+go_compile() {
+  local log=$1 v=$2 pkg=$3 target=$4
+  local ld="-s -w ${extra_ld:-}"
+  if [ -n "${commit_ld:-}" ] && [ -n "$commit" ]; then ld+=" -X $commit_ld=$commit"; fi
+  step="resolve $pkg@$v dependencies"; say "$step"
+  (cd "$mod" && run "$log-get" go get "$pkg@$v")
+  step="compile $pkg $v"; say "$step (a few minutes on 2 cores)"
+  (cd "$mod" && CGO_ENABLED=0 run "$log" go build -trimpath -ldflags "$ld" -o "$target" "$pkg")
+}
+
+# copy_module OUT PATH...: the parts of the module ($dir) the dev environment reads, into OUT/module.
+copy_module() {
+  local out=$1 d; shift
+  step="copy $(basename "$out")'s files from its module"; say "$step"
   mkdir -p "$out/module"
-  local d
   for d in "$@"; do
-    [ -e "$dir/$d" ] || { echo "build-operators: $module@$v has no $d" >&2; exit 1; }
+    [ -e "$dir/$d" ] || { echo "build-operators: $dir has no $d" >&2; exit 1; }
     mkdir -p "$out/module/$(dirname "$d")"
     cp -r "$dir/$d" "$out/module/$d"
   done
   chmod -R u+w "$out/module"
+}
+
+# build_go NAME MODULE VERSION BINARY PACKAGE [MODULE-PATHS...]: the operator's binary and the parts of
+# its module named, into $bin/NAME-VERSION (complete when it holds `.complete`).
+build_go() {
+  local name=$1 module=$2 v=$3 binary=$4 pkg=$5; shift 5
+  local out="$bin/$name-$v" mod dir commit
+  if have "$out"; then say "$name $v: cached in $out"; return; fi
+  rm -rf "$out"; mkdir -p "$out"
+  go_wrapper "$name" "$module" "$v"
+  go_compile "$name" "$v" "$pkg" "$out/$binary"
+  copy_module "$out" "$@"
   touch "$out/.complete"
+  step=""
+}
+
+# build_go_also NAME MODULE VERSION BINARY PACKAGE [MODULE-PATHS...]: one more binary of the module that
+# build_go built as NAME (and more of its files), beside it in $bin/NAME-VERSION, complete when that
+# directory holds `.complete-BINARY` (so a cache from before this binary existed gains it).
+build_go_also() {
+  local name=$1 module=$2 v=$3 binary=$4 pkg=$5; shift 5
+  local out="$bin/$name-$v" mod dir commit
+  if [ -f "$out/.complete-$binary" ]; then say "$binary $v: cached in $out"; return; fi
+  rm -f "$out/$binary"; mkdir -p "$out"
+  go_wrapper "$name" "$module" "$v"
+  go_compile "$name-$binary" "$v" "$pkg" "$out/$binary"
+  [ $# -eq 0 ] || copy_module "$out" "$@"
+  touch "$out/.complete-$binary"
   step=""
 }
 
@@ -144,11 +200,18 @@ build_one() {
         trainer-controller-manager github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager \
         manifests/base examples/yaml ;;
     argo)
-      # Its version names the argoexec image it puts in workflow pods (quay.io/argoproj/argoexec:V).
-      extra_ld="-X github.com/argoproj/argo-workflows/v3.version=$ARGO_WORKFLOWS_VERSION" \
-      build_go argo github.com/argoproj/argo-workflows/v3 "$ARGO_WORKFLOWS_VERSION" \
-        workflow-controller github.com/argoproj/argo-workflows/v3/cmd/workflow-controller \
-        manifests/base/crds examples ;;
+      # Stamped as upstream's Makefile stamps a release (version, tag, commit, clean tree): the
+      # version names the argoexec image the controller puts in workflow pods
+      # (quay.io/argoproj/argoexec:V), and `version` prints V. argoexec is that image's binary
+      # (armada_bridge/dev/images/argoexec.py packages it), with the files upstream's image adds.
+      # Its Linux build needs a symlink of the repository that the module zip leaves out.
+      local argo=github.com/argoproj/argo-workflows/v3 v=$ARGO_WORKFLOWS_VERSION
+      local links="workflow/executor/osspecific/signal_linux.go=signal_darwin.go"
+      local extra_ld="-X $argo.version=$v -X $argo.gitTag=$v -X $argo.gitTreeState=clean" commit_ld="$argo.gitCommit"
+      build_go argo "$argo" "$v" workflow-controller "$argo/cmd/workflow-controller" \
+        manifests/base/crds examples
+      build_go_also argo "$argo" "$v" argoexec "$argo/cmd/argoexec" \
+        hack/ssh_known_hosts hack/nsswitch.conf ;;
     training-operator-mxjob)
       # The last training-operator release that serves MXJob (v1.9 removed it), run beside v1.9.4.
       build_go training-operator-mxjob github.com/kubeflow/training-operator "$TRAINING_OPERATOR_MXJOB_VERSION" \
