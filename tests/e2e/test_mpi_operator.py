@@ -1,10 +1,14 @@
 """The MPI operator, released and unchanged, with `--gang-scheduling=volcano`: its own MPIJob
 v2beta1 sample (launcher + workers, one gang) runs whole in one remote cluster and ends Succeeded
-when its launcher completes; one too big for any cluster waits whole and is not failed."""
+when its launcher completes, on KWOK nodes and for real on real nodes (the pi program's result in
+the launcher's log); one too big for any cluster waits whole and is not failed."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+
+from kubernetes import client as k8s
 
 from armada_bridge.dev.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods
@@ -65,6 +69,31 @@ def test_mpijob_too_big_for_any_cluster_waits_whole_and_is_not_failed(
     assert_waits_whole(cluster_api, namespace, 5)
     state = conditions(get(job))
     assert state.get("Failed") != "True" and state.get("Succeeded") != "True", state
+    kubectl("delete", "mpijob", name, "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace)
+
+
+def test_mpijob_pi_really_runs_on_real_nodes_and_its_result_is_in_the_launchers_log(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """The sample on real nodes: the workers run sshd, the launcher's `mpirun` reaches them over
+    ssh by their names under the job's headless Service (the remote cluster's DNS), with the
+    operator's key Secret and hostfile ConfigMap mirrored there, and prints pi."""
+    operators(OPERATOR)
+    (job,) = sample(OPERATOR, SAMPLE)
+    name = job["metadata"]["name"]
+    apply(adapt(job, namespace, cpu="100m", cpu_limit="1", memory="256Mi", real=True))
+
+    done = wait_status(job, "Succeeded", lambda j: conditions(j).get("Succeeded") == "True", timeout=240)
+    assert conditions(done).get("Failed") != "True"
+    cluster = one_remote_cluster(cluster_api, namespace, 3)
+    (launcher,) = front_pods(cluster_api, namespace, "training.kubeflow.org/job-role=launcher")
+    log = k8s.CoreV1Api(cluster_api("front")).read_namespaced_pod_log(launcher.metadata.name, namespace)
+    assert re.search(r"pi is approximately 3\.14159", log), log
+    # Both ranks ran, each on a worker (the launcher runs none: the sample's hostfile names workers).
+    assert {f"{name}-worker-0", f"{name}-worker-1"} <= set(re.findall(rf"{name}-worker-\d+", log)), log
+    assert cluster
+
     kubectl("delete", "mpijob", name, "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace)
 

@@ -11,6 +11,7 @@ import yaml
 
 from armada_bridge import keys
 from armada_bridge.dev.operators import operators
+from armada_bridge.dev.realnode.placement import on_a_real_node
 
 Obj = dict[str, Any]
 
@@ -42,9 +43,13 @@ def adapt(
     memory: str = "1Gi",
     runtime: str | None = None,
     queue: str = "default",
+    real: bool = False,
+    cpu_limit: str | None = None,
 ) -> Obj:
-    """The sample changed only in namespace, sizes, the queue label and (for pods that run to
-    completion) how long KWOK lets their containers run."""
+    """The sample changed only in namespace, sizes (CPU limited to `cpu_limit` when given, else to
+    its request), the queue label and (for pods that run to completion on KWOK nodes) how long
+    KWOK lets their containers run; with `real`, its pods ask for the real nodes, where their
+    containers really run (armada_bridge.dev.realnode.placement)."""
     obj["metadata"]["namespace"] = namespace
     for t in pod_templates(obj):
         md = t.setdefault("metadata", {})
@@ -54,6 +59,8 @@ def adapt(
         for c in t["spec"]["containers"]:
             c["resources"] = {
                 "requests": {"cpu": cpu, "memory": memory},
-                "limits": {"cpu": cpu, "memory": memory},
+                "limits": {"cpu": cpu_limit or cpu, "memory": memory},
             }
+        if real:
+            on_a_real_node(t["spec"])
     return obj
