@@ -1,19 +1,18 @@
 """Argo Workflows, released and unchanged: its own steps and DAG samples run in one remote cluster
-(no gang protocol: the pods share the Workflow as root controller) and end Succeeded. A step with
-output parameters never completes: its results are reported by the argoexec `wait` container
-through the front API, which the remote pods cannot reach yet (and a KWOK pod runs no container)."""
+(no gang protocol: the pods share the Workflow as root controller) and end Succeeded. On real
+nodes, a DAG task's output parameter reaches the next task: argoexec's `wait` container reports it
+through the front API from the remote pod."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.dev.operators.samples import sample
+from armada_bridge.dev.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import apply, kubectl, one_remote_cluster, wait_gone_from_remotes, wait_status
-from tests.support import wait_for
 
 OPERATOR = "argo"
 
@@ -58,23 +57,77 @@ def test_dag_workflow_runs_in_one_remote_cluster_and_succeeds(
     _runs_and_succeeds("examples/dag-diamond.yaml", 4, namespace, cluster_api)
 
 
-def test_limitation_output_parameters_are_never_reported(
+# What argoexec's `wait` container needs of the workflow's ServiceAccount to report a step's results
+# (Argo's docs, "Workflow RBAC": WorkflowTaskResults since v3.4).
+EXECUTOR_ROLE = {
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "Role",
+    "metadata": {"name": "executor"},
+    "rules": [
+        {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]}
+    ],
+}
+
+
+def output_parameter_dag(namespace: str) -> dict[str, Any]:
+    """Argo's output-parameter sample as a DAG (the second task consumes the first's output
+    parameter), its pods on the real nodes (the Workflow's own affinity and tolerations; the
+    imported images, never pulled)."""
+    wf = workflow("examples/output-parameter.yaml", namespace, "wf")
+    wf["spec"]["podMetadata"]["annotations"] = {}
+    templates = {t["name"]: t for t in wf["spec"]["templates"]}
+    steps = templates.pop(wf["spec"]["entrypoint"])["steps"]
+    (generate,), (consume,) = steps
+    consume["dependencies"] = [generate["name"]]
+    for argument in consume["arguments"]["parameters"]:
+        argument["value"] = argument["value"].replace("{{steps.", "{{tasks.")
+    wf["spec"]["templates"] = [
+        {"name": "main", "dag": {"tasks": [generate, consume]}},
+        *templates.values(),
+    ]
+    wf["spec"]["entrypoint"] = "main"
+    on_a_real_node(wf["spec"])
+    for t in templates.values():
+        t["container"]["imagePullPolicy"] = "IfNotPresent"
+    return wf
+
+
+def test_dag_output_parameter_reaches_the_next_task_on_real_nodes(
     namespace: str, cluster_api: Api, operators: Callable[..., None]
 ) -> None:
-    """Pinned limitation (docs/operators.md): the step's pod completes remotely, but its outputs
-    never reach the Workflow, so the step stays Pending and the Workflow Running."""
+    """argoexec (the pinned version's image, built here) reports the first task's output parameter
+    through the front API from the remote pod; the controller passes it to the second task, which
+    prints it; the Workflow ends Succeeded with the output in its status."""
     operators(OPERATOR)
-    wf = workflow("examples/output-parameter.yaml", namespace, "wf")
-    apply(wf)
-    wait_for(
-        "the first step's pod completed remotely",
-        lambda: any(p.status.phase == "Succeeded" for p in front_pods(cluster_api, namespace)),
-        timeout=120,
+    apply({**EXECUTOR_ROLE, "metadata": {"name": "executor", "namespace": namespace}})
+    apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "executor", "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "executor"},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": namespace}],
+        }
     )
-    time.sleep(10)
-    current = wait_status(wf, "still running", lambda w: phase(w) == "Running")
-    nodes = (current.get("status") or {}).get("nodes") or {}
-    producer = [n for n in nodes.values() if n.get("displayName") == "generate-parameter"]
-    assert producer and producer[0]["phase"] != "Succeeded", producer
+    wf = output_parameter_dag(namespace)
+    apply(wf)
+    done = wait_status(
+        wf, "phase Succeeded", lambda w: phase(w) in ("Succeeded", "Failed", "Error"), timeout=240
+    )
+    assert phase(done) == "Succeeded", done["status"]
+    nodes = {n["displayName"]: n for n in done["status"]["nodes"].values()}
+    (produced,) = nodes["generate-parameter"]["outputs"]["parameters"]
+    assert (produced["name"], produced["value"]) == ("hello-param", "hello world")  # not the default
+    (consumed,) = nodes["consume-parameter"]["inputs"]["parameters"]
+    assert consumed["value"] == "hello world"
+    (pod,) = [
+        p
+        for p in front_pods(cluster_api, namespace)
+        if (p.metadata.annotations or {}).get("workflows.argoproj.io/node-name") == "wf.consume-parameter"
+    ]
+    # The step's own output first (argoexec, which runs the command, logs after it).
+    log = kubectl("logs", pod.metadata.name, "-c", "main", "-n", namespace)
+    assert log.splitlines()[0] == "hello world", log
+    assert one_remote_cluster(cluster_api, namespace, 2)
     kubectl("delete", "workflow", "wf", "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace)
