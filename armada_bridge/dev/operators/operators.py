@@ -552,6 +552,9 @@ def component(
                 f"--health-probe-bind-address=127.0.0.1:{ports['health']}",
                 "--batch-scheduler=volcano",
                 "--log-stdout-encoder=console",
+                # It follows Ray through the head's dashboard Service, whose pods run remotely:
+                # through the front API server's service proxy (the front reaches pod addresses).
+                "--use-kubernetes-proxy",
             ],
             env=kube,
             ready_url=f"http://127.0.0.1:{ports['health']}/readyz",
