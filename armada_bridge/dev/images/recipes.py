@@ -6,6 +6,8 @@ packages and this repository's sources, each under the name the pods that use it
   (`docker.io/library/busybox:latest`).
 - `python`: Debian's Python 3 with CA certificates (mmdebstrap), for programs the tests run inside
   containers.
+
+Debian root filesystems with PyPI packages are built by rootfs.DebianRoot.
 """
 
 from __future__ import annotations
@@ -13,21 +15,23 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import shutil
 import subprocess
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from armada_bridge import versions
 from armada_bridge.dev.images.oci import ImageConfig
-
-SOURCES = versions.REPO_ROOT / "hack" / "images"
-PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-DEBIAN_SUITE = "bookworm"
-# Left out of Debian root filesystems: documentation, manuals and translations.
-DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*", "/usr/share/info/*")
+from armada_bridge.dev.images.rootfs import (
+    DEBIAN_SUITE,
+    DPKG_EXCLUDES,
+    PATH,
+    SOURCES,
+    DebianRoot,
+    package_version,
+    require,
+    run,
+)
 
 
 @dataclass(frozen=True)
@@ -44,13 +48,6 @@ class Recipe:
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
 
 
-def _run(argv: list[str], cwd: Path | None = None) -> None:
-    r = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
-    if r.returncode != 0:
-        tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-20:])
-        raise RuntimeError(f"`{' '.join(argv[:3])} ...` failed (exit {r.returncode}):\n{tail}")
-
-
 def _dir(out: tarfile.TarFile, name: str, mode: int = 0o755) -> None:
     info = tarfile.TarInfo(name)
     info.type, info.mode = tarfile.DIRTYPE, mode
@@ -63,23 +60,9 @@ def _file(out: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> No
     out.addfile(info, io.BytesIO(data))
 
 
-def _package_version(package: str) -> str:
-    r = subprocess.run(
-        ["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True, check=False
-    )
-    return r.stdout.strip() if r.returncode == 0 else "missing"
-
-
-def _require(command: str, package: str) -> str:
-    path = shutil.which(command)
-    if path is None:
-        raise RuntimeError(f"{command} not found: install Debian's {package} (hack/setup.sh does)")
-    return path
-
-
 def _pause(work: Path, rootfs: Path) -> None:
     binary = work / "pause"
-    _run([_require("gcc", "gcc"), "-static", "-O2", "-o", str(binary), str(SOURCES / "pause.c")])
+    run([require("gcc", "gcc"), "-static", "-O2", "-o", str(binary), str(SOURCES / "pause.c")])
     with tarfile.open(rootfs, "w") as out:
         _file(out, "pause", binary.read_bytes(), 0o755)
 
@@ -92,7 +75,7 @@ BASE_FILES = {
 
 
 def _busybox(work: Path, rootfs: Path) -> None:
-    busybox = _require("busybox", "busybox-static")
+    busybox = require("busybox", "busybox-static")
     applets = subprocess.run(
         [busybox, "--list-full"], capture_output=True, text=True, check=True
     ).stdout.split()
@@ -109,24 +92,6 @@ def _busybox(work: Path, rootfs: Path) -> None:
             link = tarfile.TarInfo(applet)
             link.type, link.linkname = tarfile.SYMTYPE, "/bin/busybox"
             out.addfile(link)
-
-
-def _debian(packages: tuple[str, ...]) -> Callable[[Path, Path], None]:
-    def build(work: Path, rootfs: Path) -> None:
-        argv = [
-            _require("mmdebstrap", "mmdebstrap"),
-            "--mode=root",
-            "--variant=essential",
-            "--quiet",
-            f"--include={','.join(packages)}",
-            *(f"--dpkgopt=path-exclude={p}" for p in DPKG_EXCLUDES),
-            "--customize-hook=rm -rf $1/var/cache/apt/* $1/var/lib/apt/lists/*",
-            DEBIAN_SUITE,
-            str(rootfs),
-        ]
-        _run(argv, cwd=work)
-
-    return build
 
 
 PYTHON_PACKAGES = ("python3", "ca-certificates")
@@ -146,13 +111,13 @@ RECIPES = {
             "busybox",
             ImageConfig(env={"PATH": PATH}, cmd=["sh"]),
             _busybox,
-            lambda: (_package_version("busybox-static"),),
+            lambda: (package_version("busybox-static"),),
         ),
         Recipe(
             "python",
             "armada-bridge.local/python:3-bookworm",
             ImageConfig(env={"PATH": PATH, "LANG": "C.UTF-8"}, cmd=["python3"]),
-            _debian(PYTHON_PACKAGES),
+            DebianRoot(PYTHON_PACKAGES).build,
             lambda: (DEBIAN_SUITE, *PYTHON_PACKAGES, *DPKG_EXCLUDES),
         ),
     )
