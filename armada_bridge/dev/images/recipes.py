@@ -6,6 +6,8 @@ packages and this repository's sources, each under the name the pods that use it
   (`docker.io/library/busybox:latest`).
 - `python`: Debian's Python 3 with CA certificates (mmdebstrap), for programs the tests run inside
   containers.
+- `dask`: `dask-kubernetes:dev`, the name of the Dask operator's own samples: Debian's Python 3 with
+  `dask[distributed]` (dask.py).
 
 Debian root filesystems with PyPI packages are built by rootfs.DebianRoot.
 """
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from armada_bridge.dev.images import dask
 from armada_bridge.dev.images.oci import ImageConfig
 from armada_bridge.dev.images.rootfs import (
     DEBIAN_SUITE,
@@ -120,5 +123,6 @@ RECIPES = {
             DebianRoot(PYTHON_PACKAGES).build,
             lambda: (DEBIAN_SUITE, *PYTHON_PACKAGES, *DPKG_EXCLUDES),
         ),
+        Recipe("dask", dask.NAME, dask.CONFIG, dask.ROOT.build, dask.inputs),
     )
 }
