@@ -6,6 +6,8 @@ packages and this repository's sources, each under the name the pods that use it
   (`docker.io/library/busybox:latest`).
 - `python`: Debian's Python 3 with CA certificates (mmdebstrap), for programs the tests run inside
   containers.
+- `spark`: `docker.io/apache/spark:4.0.4`, Spark from PyPI's pyspark on Debian's Java 17, with our
+  own entrypoint and pi programs where the Spark operator's samples look (spark.py).
 - `ray`: `rayproject/ray:2.52.0`, Debian's Python 3 with `ray[default]`, as KubeRay's pods run it
   (ray.py).
 - `dask`: `dask-kubernetes:dev`, the name of the Dask operator's own samples: Debian's Python 3 with
@@ -25,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from armada_bridge.dev.images import dask, ray
+from armada_bridge.dev.images import dask, ray, spark
 from armada_bridge.dev.images.oci import ImageConfig
 from armada_bridge.dev.images.rootfs import (
     DEBIAN_SUITE,
@@ -125,6 +127,7 @@ RECIPES = {
             DebianRoot(PYTHON_PACKAGES).build,
             lambda: (DEBIAN_SUITE, *PYTHON_PACKAGES, *DPKG_EXCLUDES),
         ),
+        Recipe("spark", spark.NAME, spark.CONFIG, spark.ROOT.build, spark.inputs),
         Recipe("ray", ray.NAME, ray.CONFIG, ray.ROOT.build, ray.inputs),
         Recipe("dask", dask.NAME, dask.CONFIG, dask.ROOT.build, dask.inputs),
     )
