@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds the images the dev environment's real nodes run (armada_bridge/dev/images/recipes.py: the
-# pause sandbox, busybox, Python, Argo's executor `argoexec`, the MPI operator's pi example `mpi-pi`)
-# from Debian's packages, this repository and the pinned operators' modules, as OCI archives in the
-# cache outside the repository, keyed by content. A second run finds them and does nothing.
+# pause sandbox, busybox, Python; for the operators' pods Argo's executor (argoexec), the MPI
+# operator's pi example (mpi-pi), Spark (docker.io/apache/spark:4.0.4), Ray (rayproject/ray:2.52.0)
+# and Dask (dask-kubernetes:dev)) from Debian's packages, PyPI, this repository and the pinned
+# operators' modules, as OCI archives in the cache outside the repository, keyed by content. A
+# second run finds them and does nothing. Spark, Ray and Dask take minutes each and make archives
+# of hundreds of MiB (Spark's jars alone are 440 MiB).
 #
 #   hack/build-images.sh [KEY ...]    build what is missing; prints key, image name, archive
 set -euo pipefail

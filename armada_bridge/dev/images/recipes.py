@@ -10,6 +10,14 @@ packages and this repository's sources, each under the name the pods that use it
   static binary hack/build-operators.sh builds beside the workflow controller (argoexec.py).
 - `mpi-pi`: the MPI operator's pi example (`mpioperator/mpi-pi:openmpi`): Debian's OpenMPI and
   OpenSSH, user mpiuser (uid 1000), hack/images/mpi-pi.c at /home/mpiuser/pi (mpi.py).
+- `spark`: `docker.io/apache/spark:4.0.4`, Spark from PyPI's pyspark on Debian's Java 17, with our
+  own entrypoint and pi programs where the Spark operator's samples look (spark.py).
+- `ray`: `rayproject/ray:2.52.0`, Debian's Python 3 with `ray[default]`, as KubeRay's pods run it
+  (ray.py).
+- `dask`: `dask-kubernetes:dev`, the name of the Dask operator's own samples: Debian's Python 3 with
+  `dask[distributed]` (dask.py).
+
+Debian root filesystems with PyPI packages are built by rootfs.DebianRoot.
 """
 
 from __future__ import annotations
@@ -22,22 +30,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from armada_bridge import versions
-from armada_bridge.dev.images import argoexec, mpi
+from armada_bridge.dev.images import argoexec, dask, mpi, ray, spark
 from armada_bridge.dev.images.oci import ImageConfig
 from armada_bridge.dev.images.rootfs import (
     DEBIAN_SUITE,
     DPKG_EXCLUDES,
     PATH,
+    SOURCES,
+    DebianRoot,
     add_dir,
     add_file,
-    debian,
     package_version,
     require,
     run,
 )
-
-SOURCES = versions.REPO_ROOT / "hack" / "images"
 
 
 @dataclass(frozen=True)
@@ -111,9 +117,12 @@ RECIPES = {
             "python",
             "armada-bridge.local/python:3-bookworm",
             ImageConfig(env={"PATH": PATH, "LANG": "C.UTF-8"}, cmd=["python3"]),
-            debian(PYTHON_PACKAGES),
+            DebianRoot(PYTHON_PACKAGES).build,
             lambda: (DEBIAN_SUITE, *PYTHON_PACKAGES, *DPKG_EXCLUDES),
         ),
+        Recipe("spark", spark.NAME, spark.CONFIG, spark.ROOT.build, spark.inputs),
+        Recipe("ray", ray.NAME, ray.CONFIG, ray.ROOT.build, ray.inputs),
+        Recipe("dask", dask.NAME, dask.CONFIG, dask.ROOT.build, dask.inputs),
         Recipe("argoexec", argoexec.IMAGE, argoexec.CONFIG, argoexec.build, argoexec.inputs),
         Recipe("mpi-pi", mpi.IMAGE, mpi.CONFIG, mpi.build, mpi.inputs),
     )
