@@ -1,15 +1,18 @@
 """KubeRay, released and unchanged, with `--batch-scheduler=volcano`: its own RayCluster sample runs
-whole in one remote cluster and reports `ready`; one too big for any cluster waits whole. A RayJob
-cannot be followed by the operator (pinned limitation)."""
+whole in one remote cluster and reports `ready`; one too big for any cluster waits whole. On real
+nodes its RayJob sample is submitted to the remote head and followed to SUCCEEDED."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-from kubernetes import client as k8s
+import yaml
 
 from armada_bridge import keys
+from armada_bridge.dev.images import ray
 from armada_bridge.dev.operators.samples import adapt, sample
+from armada_bridge.dev.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, cluster_of, front_pods
 from tests.e2e.operators import (
     apply,
@@ -23,6 +26,7 @@ from tests.e2e.operators import (
 )
 
 OPERATOR = "kuberay"
+RAY_IMAGE = ray.NAME
 SAMPLE = "config/samples/ray-cluster.sample.yaml"
 
 
@@ -62,29 +66,63 @@ def test_raycluster_too_big_for_any_cluster_waits_whole(
     wait_gone_from_remotes(cluster_api, namespace)
 
 
-def test_limitation_rayjob_fails_as_the_operator_cannot_reach_the_ray_dashboard(
+def test_rayjob_is_submitted_to_the_remote_head_and_succeeds_on_real_nodes(
     namespace: str, cluster_api: Api, operators: Callable[..., None]
 ) -> None:
-    """Pinned limitation (docs/operators.md): a RayJob's cluster runs whole in one remote cluster
-    and gets ready, but the operator follows the job through the Ray dashboard on the head
-    Service (`<cluster>-head-svc.<ns>.svc.cluster.local:8265`), a name its host cannot resolve or
-    reach; once the submitter ends, KubeRay gives up and marks the RayJob Failed."""
+    """KubeRay's own RayJob sample on real nodes: its RayCluster runs whole in one remote cluster,
+    the submitter pod (KubeRay's Job, kept with the RayJob's other pods) submits the job to the head
+    by its Service name there, the job runs on the Ray cluster, and KubeRay follows it through the
+    front API server's service proxy to the head's dashboard until it ends SUCCEEDED.
+
+    Changed from the sample: its runtime environment's `pip` packages (fetched from PyPI at job start,
+    which no pod here can reach) and the line that checks one of them; its `env_vars` stay and the
+    job still checks them."""
     operators(OPERATOR)
-    k8s.CoreV1Api(cluster_api("front")).patch_namespace(
-        namespace, {"metadata": {"labels": {keys.QUEUE_LABEL: "default"}}}
-    )  # also for the submitter Job's pod, which KubeRay writes itself
     docs = sample(OPERATOR, "config/samples/ray-job.sample.yaml")
     (rj,) = [d for d in docs if d["kind"] == "RayJob"]
-    for d in docs:
-        d["metadata"]["namespace"] = namespace
-        apply(adapt(d, namespace, cpu="1", memory="1Gi") if d is rj else d)
-    done = wait_status(rj, "a terminal deployment status", lambda j: _deployment(j) in ("Complete", "Failed"))
-    assert _deployment(done) == "Failed", done["status"]
+    (code,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    runtime_env = yaml.safe_load(rj["spec"]["runtimeEnvYAML"])
+    assert runtime_env.pop("pip")
+    rj["spec"]["runtimeEnvYAML"] = yaml.safe_dump(runtime_env)
+    program = code["data"]["sample_code.py"]
+    code["data"]["sample_code.py"] = "\n".join(
+        line for line in program.splitlines() if "requests" not in line
+    )
+    code["metadata"]["namespace"] = namespace
+    apply(code)
+    adapt(rj, namespace, cpu="200m", cpu_limit="1", memory="2Gi", real=True)
+    submitter = {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "submitter",
+                "image": RAY_IMAGE,
+                "resources": {
+                    "requests": {"cpu": "100m", "memory": "512Mi"},
+                    "limits": {"cpu": "1", "memory": "1Gi"},
+                },
+            }
+        ],
+    }
+    rj["spec"]["submitterPodTemplate"] = {
+        "metadata": {"labels": {keys.QUEUE_LABEL: "default"}},
+        "spec": on_a_real_node(submitter),
+    }
+    apply(rj)
+
+    done = wait_status(
+        rj, "a terminal deployment status", lambda j: _deployment(j) in ("Complete", "Failed"), timeout=300
+    )
+    assert (_deployment(done), done["status"].get("jobStatus")) == ("Complete", "SUCCEEDED"), done["status"]
     cluster = done["status"]["rayClusterName"]
-    assert done["status"]["rayClusterStatus"]["head"]["podName"]
-    assert done["status"].get("dashboardURL", "").endswith(":8265"), done["status"]
-    pods = [p for p in front_pods(cluster_api, namespace) if p.metadata.name.startswith(cluster)]
-    assert len({cluster_of(p) for p in pods}) == 1 and len(pods) == 2, [p.metadata.name for p in pods]
+    pods = front_pods(cluster_api, namespace)
+    assert len({cluster_of(p) for p in pods}) == 1, [(p.metadata.name, cluster_of(p)) for p in pods]
+    assert len([p for p in pods if p.metadata.name.startswith(cluster)]) == 2
+    # The submitter's log is the job's: the actor counted with the runtime environment's variable.
+    (sub,) = front_pods(cluster_api, namespace, f"batch.kubernetes.io/job-name={rj['metadata']['name']}")
+    log = kubectl("logs", sub.metadata.name, "-n", namespace)
+    assert "test_counter got 5" in log, log
+    assert re.search(r"Job .rayjob-sample-\w+. succeeded", log), log
     kubectl("delete", "rayjob", rj["metadata"]["name"], "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace)
 
