@@ -1,11 +1,10 @@
 """The Dask operator (dask-kubernetes from PyPI, unchanged): its own DaskCluster and DaskJob samples
 (from its package's tests) run in one remote cluster (no gang protocol: the pods share the
-DaskCluster or DaskJob as root controller) and the DaskJob ends Successful. Pinned limitations
-(docs/operators.md): the DaskCluster's phase may stay Pending, and scaling down never completes."""
+DaskCluster or DaskJob as root controller) and the DaskJob ends Successful; on real nodes a DaskJob
+computes on its workers, and a DaskCluster scales down through its scheduler."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +12,7 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from armada_bridge.dev.operators.samples import sample
+from armada_bridge.dev.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, cluster_of, front_pods
 from tests.e2e.operators import REMOTES, apply, kubectl, wait_gone_from_remotes, wait_status
 from tests.support import wait_for
@@ -86,20 +86,77 @@ def test_daskjob_runs_in_one_remote_cluster_and_succeeds(
     wait_gone_from_remotes(cluster_api, namespace)
 
 
-def test_limitation_scale_down_cannot_retire_workers_through_the_scheduler(
+def _on_real_nodes(obj: dict[str, Any]) -> None:
+    """Every pod spec of a DaskCluster spec (its scheduler's and its workers') on the real nodes, small."""
+    for part in ("worker", "scheduler"):
+        _real_pod(obj["spec"][part]["spec"])
+
+
+def _real_pod(spec: dict[str, Any]) -> None:
+    for c in spec["containers"]:
+        c["resources"] = {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}
+    on_a_real_node(spec)
+
+
+def test_daskjob_computes_on_real_nodes_and_succeeds(
     namespace: str, cluster_api: Api, operators: Callable[..., None]
 ) -> None:
-    """Pinned limitation (docs/operators.md): scaling down asks the Dask scheduler which workers to
-    retire, over HTTP to the scheduler Service (no such name on the operator's host) and then
-    through a port-forward to the scheduler pod, which the vkubelet does not serve (404); kr8s
-    retries that without end, so no worker is removed until the DaskCluster is deleted."""
+    """The DaskJob sample on real nodes, its runner computing on the cluster's workers: the client
+    reaches the scheduler at the address the operator gives it (the scheduler Service's name, in
+    the remote cluster: its DNS and kube-proxy), the sum comes back, the job ends Successful."""
+    operators(OPERATOR)
+    _in_queue(cluster_api, namespace)
+    (job,) = sample(OPERATOR, f"{SAMPLES}/simplejob.yaml")
+    job["metadata"]["namespace"] = namespace
+    (runner,) = job["spec"]["job"]["spec"]["containers"]
+    runner["args"] = [
+        "python",
+        "-c",
+        "from dask.distributed import Client; client = Client(name='job'); "
+        "workers = client.scheduler_info()['workers']; "
+        "total = client.submit(sum, range(1001)).result(); "
+        "print(f'{len(workers)} workers, sum {total}', flush=True)",
+    ]
+    _real_pod(job["spec"]["job"]["spec"])
+    _on_real_nodes(job["spec"]["cluster"])
+    apply(job)
+    done = wait_status(
+        job,
+        "Successful",
+        lambda j: (j.get("status") or {}).get("jobStatus") in ("Successful", "Failed"),
+        timeout=240,
+    )
+    assert done["status"]["jobStatus"] == "Successful", done["status"]
+    clusters = _placed(cluster_api, namespace, 1)
+    assert len(clusters) == 1 and clusters <= set(REMOTES), clusters
+    (pod,) = front_pods(cluster_api, namespace, "dask.org/component=job-runner")
+    log = kubectl("logs", pod.metadata.name, "-n", namespace)
+    assert "2 workers, sum 500500" in log, log
+    kubectl("delete", "daskjob", "simple-job", "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace)
+
+
+def test_daskcluster_scales_down_through_its_scheduler_on_real_nodes(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """Scaling a DaskCluster down on real nodes: the operator asks the remote scheduler which
+    workers to retire (through a port-forward to the scheduler's Service: the front API server,
+    the vkubelet, the remote kubelet), the scheduler retires one, its Deployment goes and its pod
+    leaves the remote cluster, and the DaskCluster is Running."""
     operators(OPERATOR)
     _in_queue(cluster_api, namespace)
     (dc,) = sample(OPERATOR, f"{SAMPLES}/simplecluster.yaml")
     dc["metadata"]["namespace"] = namespace
-    _small(dc)
+    _on_real_nodes(dc)
     apply(dc)
-    _placed(cluster_api, namespace, 3)
+    workers = "dask.org/component=worker"
+    wait_for(
+        "2 workers Running",
+        lambda: (
+            len([p for p in front_pods(cluster_api, namespace, workers) if p.status.phase == "Running"]) == 2
+        ),
+        timeout=180,
+    )
     kubectl(
         "patch",
         "daskcluster",
@@ -111,8 +168,16 @@ def test_limitation_scale_down_cannot_retire_workers_through_the_scheduler(
         '{"spec":{"worker":{"replicas":1}}}',
     )
     apps = k8s.AppsV1Api(cluster_api("front"))
-    time.sleep(15)
-    workers = apps.list_namespaced_deployment(namespace, label_selector="dask.org/component=worker").items
-    assert len(workers) == 2, [d.metadata.name for d in workers]
+    wait_for(
+        "one worker Deployment left",
+        lambda: len(apps.list_namespaced_deployment(namespace, label_selector=workers).items) == 1,
+        timeout=120,
+    )
+    wait_for("one worker pod left", lambda: len(front_pods(cluster_api, namespace, workers)) == 1, timeout=90)
+    (scheduler,) = front_pods(cluster_api, namespace, "dask.org/component=scheduler")
+    log = kubectl("logs", scheduler.metadata.name, "-n", namespace)
+    assert "Retire worker addresses" in log or "Retiring worker" in log, log
+    current = wait_status(dc, "Running", lambda d: (d.get("status") or {}).get("phase") == "Running")
+    assert current["status"]["phase"] == "Running"
     kubectl("delete", "daskcluster", "simple", "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace)

@@ -13,7 +13,7 @@ from armada_bridge import keys
 from armada_bridge.dev.images import ray
 from armada_bridge.dev.operators.samples import adapt, sample
 from armada_bridge.dev.realnode.placement import on_a_real_node
-from tests.e2e.bridge import Api, cluster_of, front_pods
+from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods
 from tests.e2e.operators import (
     apply,
     assert_waits_whole,
@@ -24,6 +24,7 @@ from tests.e2e.operators import (
     wait_gone_from_remotes,
     wait_status,
 )
+from tests.support import wait_for
 
 OPERATOR = "kuberay"
 RAY_IMAGE = ray.NAME
@@ -124,6 +125,84 @@ def test_rayjob_is_submitted_to_the_remote_head_and_succeeds_on_real_nodes(
     assert "test_counter got 5" in log, log
     assert re.search(r"Job .rayjob-sample-\w+. succeeded", log), log
     kubectl("delete", "rayjob", rj["metadata"]["name"], "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace)
+
+
+def test_raycluster_autoscaler_scales_its_workers_through_the_front_api_on_real_nodes(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """KubeRay's autoscaler sample on real nodes: a detached actor needing a CPU the head does not
+    offer makes the autoscaler in the remote head pod raise the worker group through the front API;
+    KubeRay's new worker pod is admitted to the head's cluster and the actor runs there. Once the
+    actor is gone and the worker idle past the sample's 60 s, the autoscaler removes it and its
+    room is free again."""
+    operators(OPERATOR)
+    docs = sample(OPERATOR, "config/samples/ray-cluster.autoscaler.yaml")
+    (rc,) = [d for d in docs if d["kind"] == "RayCluster"]
+    for d in docs:
+        if d is not rc:
+            d["metadata"]["namespace"] = namespace
+            apply(d)
+    adapt(rc, namespace, cpu="200m", cpu_limit="1", memory="2Gi", real=True)
+    rc["spec"]["autoscalerOptions"]["resources"] = {
+        "requests": {"cpu": "100m", "memory": "512Mi"},
+        "limits": {"cpu": "500m", "memory": "512Mi"},
+    }
+    name = rc["metadata"]["name"]
+    apply(rc)
+    wait_status(rc, "state ready", lambda r: (r.get("status") or {}).get("state") == "ready", timeout=240)
+    (head,) = front_pods(cluster_api, namespace, "ray.io/node-type=head")
+    workers = "ray.io/node-type=worker"
+    assert front_pods(cluster_api, namespace, workers) == []
+
+    samples = "/home/ray/samples"
+    kubectl(
+        "exec",
+        head.metadata.name,
+        "-c",
+        "ray-head",
+        "-n",
+        namespace,
+        "--",
+        "python",
+        f"{samples}/detached_actor.py",
+        "actor1",
+    )
+    (worker,) = wait_for(
+        "the autoscaler's worker Running",
+        lambda: (
+            [p for p in front_pods(cluster_api, namespace, workers) if p.status.phase == "Running"] or None
+        ),
+        timeout=240,
+    )
+    assert cluster_of(worker) == cluster_of(head)
+    assert (worker.metadata.annotations or {}).get(keys.DECISION_SIGNATURE), worker.metadata.annotations
+    assert get(rc)["spec"]["workerGroupSpecs"][0]["replicas"] == 1  # the autoscaler's own patch
+
+    kubectl(
+        "exec",
+        head.metadata.name,
+        "-c",
+        "ray-head",
+        "-n",
+        namespace,
+        "--",
+        "python",
+        f"{samples}/terminate_detached_actor.py",
+        "actor1",
+    )
+    wait_for(
+        "the idle worker removed", lambda: front_pods(cluster_api, namespace, workers) == [], timeout=300
+    )
+    wait_for(
+        "the worker gone from its remote cluster",
+        lambda: all(
+            "worker" not in p.metadata.name
+            for p in remote_pods(cluster_api, str(cluster_of(head)), namespace)
+        ),
+        timeout=60,
+    )
+    kubectl("delete", "raycluster", name, "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace)
 
 

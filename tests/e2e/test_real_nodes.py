@@ -209,7 +209,12 @@ def _host_view(env: Environment, network: PodNetwork, real: RealNodes) -> dict[s
     )
     return {
         "bridge": network.exists(),
-        "veths": [link["ifname"] for link in links if link.get("master") == network.bridge],
+        # On the bridge, or named after it (a cluster's veth outliving the bridge).
+        "veths": [
+            link["ifname"]
+            for link in links
+            if link.get("master") == network.bridge or link["ifname"].startswith(f"{network.bridge}-")
+        ],
         "namespaces": network.namespaces(),
         "cgroups": cgroups,
         "mounts": host.mounts_under(env.state_dir),

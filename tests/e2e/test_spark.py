@@ -3,12 +3,12 @@ its own SparkPi sample for Volcano (`examples/spark-pi-volcano.yaml`) is submitt
 controller through a real `spark-submit` (PyPI pyspark, Debian's Java); the driver pod goes through
 the bridge to a remote cluster and the application ends COMPLETED when the driver does; one whose
 reservation (its PodGroup's minResources: driver + executors) fits no cluster waits whole and is not
-failed. Executors are created by a really running driver, which the KWOK remotes cannot provide:
-pinned below."""
+failed. On real nodes the driver really runs and creates its executors through the front API,
+which run in its cluster, and SparkPi's result is in the driver's log."""
 
 from __future__ import annotations
 
-import time
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +16,7 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from armada_bridge.dev.operators.samples import sample
+from armada_bridge.dev.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods
 from tests.e2e.operators import (
     REMOTES,
@@ -45,9 +46,12 @@ def spark_app(
     executors: int | None = None,
     runtime: str | None = None,
     queue: str = "default",
+    real: bool = False,
 ) -> Obj:
     """The operator's own SparkPi sample for Volcano, with its job namespace's RBAC applied, changed
-    only in namespace, sizes, the queue label and (driver) how long KWOK lets it run."""
+    only in namespace, sizes, the queue label and (driver) how long KWOK lets it run; with `real`,
+    its pods on the real nodes (the application's own tolerations and affinity for driver and
+    executors), each asking for a fifth of a core."""
     for doc in sample(OPERATOR, JOB_NAMESPACE_RBAC):
         doc["metadata"]["namespace"] = namespace
         apply(doc)
@@ -62,6 +66,12 @@ def spark_app(
         spec["executor"]["instances"] = executors
     if runtime is not None:
         spec["driver"].setdefault("annotations", {})[keys.SIMULATED_RUNTIME] = runtime
+    if real:
+        for role in ("driver", "executor"):
+            placement = on_a_real_node({})
+            spec[role].update(
+                coreRequest="200m", tolerations=placement["tolerations"], affinity=placement["affinity"]
+            )
     return app
 
 
@@ -126,31 +136,41 @@ def test_sparkapplication_too_big_for_any_cluster_waits_whole_and_is_not_failed(
     wait_gone_from_remotes(cluster_api, namespace)
 
 
-def test_limitation_executors_never_appear_as_the_driver_does_not_really_run(
+def test_sparkpi_really_runs_its_driver_and_executors_on_real_nodes(
     namespace: str, cluster_api: Api, operators: Callable[..., None]
 ) -> None:
-    """Spark's driver, once running, creates the executor pods through the Kubernetes API. In the
-    KWOK remotes no container runs, so the driver never asks for them: the application is RUNNING
-    (the operator follows the driver pod) with no executor, and the operator reports none."""
+    """The sample on real nodes: the driver runs remotely and creates its two executors through the
+    front API (as `https://kubernetes.default.svc`, with its own ServiceAccount's token); they are
+    captured, admitted by the extender to the driver's cluster, reach the driver through its
+    headless Service there, and compute; the application ends COMPLETED and the driver's log on the
+    front says what SparkPi found."""
     operators(OPERATOR)
-    app = spark_app(namespace)  # no simulated runtime: the driver runs until deleted
+    app = spark_app(namespace, real=True)
     name = app["metadata"]["name"]
     apply(app)
 
-    running = wait_status(app, "RUNNING", lambda a: state(a) == "RUNNING")
+    # The driver deletes its executors when it ends: they are looked at while they run.
+    executors = wait_for(
+        "the driver's two executors Running",
+        lambda: running if len(running := _running(cluster_api, namespace, EXECUTOR)) == 2 else None,
+        timeout=240,
+    )
     (driver,) = front_pods(cluster_api, namespace, DRIVER)
-    assert driver.status.phase == "Running" and cluster_of(driver) in REMOTES
-    time.sleep(15)
-    assert front_pods(cluster_api, namespace, EXECUTOR) == []
-    remote = {c: sorted(p.metadata.name for p in remote_pods(cluster_api, c, namespace)) for c in REMOTES}
-    assert remote == {c: [driver.metadata.name] if c == cluster_of(driver) else [] for c in REMOTES}
-    current = get(app)
-    assert state(current) == "RUNNING"
-    assert not (current.get("status") or {}).get("executorState"), current["status"]
-    assert running["status"]["driverInfo"]["podName"] == driver.metadata.name
-
+    assert {cluster_of(p) for p in [driver, *executors]} == {cluster_of(driver)}
+    for e in executors:  # made by the driver, admitted like any other pod
+        assert (e.metadata.annotations or {}).get(keys.DECISION_SIGNATURE), e.metadata.annotations
+        assert e.metadata.labels.get("spark-exec-id"), e.metadata.labels  # Spark's own label for them
+    done = wait_status(app, "COMPLETED", lambda a: state(a) in ("COMPLETED", "FAILED"), timeout=300)
+    assert state(done) == "COMPLETED", done["status"]
+    assert len(done["status"].get("executorState") or {}) == 2, done["status"]
+    log = kubectl("logs", driver.metadata.name, "-n", namespace)
+    assert re.search(r"Pi is roughly 3\.1\d*", log), log[-3000:]
     kubectl("delete", "sparkapplication", name, "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace)
+
+
+def _running(api: Api, namespace: str, selector: str) -> list[Any]:
+    return [p for p in front_pods(api, namespace, selector) if p.status.phase == "Running"]
 
 
 def _podgroup(api: Api, namespace: str, name: str) -> dict[str, Any] | None:

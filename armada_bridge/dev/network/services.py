@@ -72,7 +72,9 @@ class ClusterNetwork:
         if self.gateway not in _addresses(self.namespace, INNER_BRIDGE):
             ip(*inside, "addr", "add", f"{self.gateway}/{PREFIX}", "dev", INNER_BRIDGE)
         ip(*inside, "link", "set", "dev", INNER_BRIDGE, "up")
-        if ip("link", "show", "dev", self.host_veth, check=False).returncode != 0:
+        if ip(*inside, "link", "show", "dev", UPLINK, check=False).returncode != 0:
+            # A host end left from an earlier namespace of this name (its peer went with it) goes.
+            ip("link", "delete", "dev", self.host_veth, check=False)
             ip("link", "add", self.host_veth, "type", "veth", "peer", "name", UPLINK, "netns", self.namespace)
         ip("link", "set", "dev", self.host_veth, "master", self.network.bridge, "up")
         ip(*inside, "link", "set", "dev", UPLINK, "master", INNER_BRIDGE, "up")
@@ -129,10 +131,25 @@ def clusters_with_namespace(network: PodNetwork) -> list[str]:
 
 
 def delete_namespace(network: PodNetwork, cluster: str) -> None:
-    """`cluster`'s namespace: its bridge, its end of the veth (and so the host's end), kube-proxy's
-    rules go with it. Its processes must be stopped first (a namespace lasts while one is in it)."""
-    if (NETNS_DIR / namespace_name(network, cluster)).exists():
-        ip("netns", "delete", namespace_name(network, cluster), check=False)
+    """`cluster`'s namespace (its bridge and kube-proxy's and kubelet's rules go with it) and the
+    host's end of its veth, deleted as such: a namespace lasts while anything still holds it, and
+    its veth with it."""
+    namespace = namespace_name(network, cluster)
+    if not (NETNS_DIR / namespace).exists():
+        return
+    uplink = json.loads(ip("-j", "-n", namespace, "link", "show", "dev", UPLINK, check=False).stdout or "[]")
+    peer = uplink[0].get("link_index") if uplink else None
+    ip("netns", "delete", namespace, check=False)
+    for link in json.loads(ip("-j", "link", "show", "type", "veth", check=False).stdout or "[]"):
+        if link.get("ifindex") == peer and str(link.get("ifname", "")).startswith(f"{network.bridge}-"):
+            ip("link", "delete", "dev", link["ifname"], check=False)
+
+
+def delete_host_veths(network: PodNetwork) -> None:
+    """Whatever host end of a cluster's veth is still there (its namespace was held past deletion)."""
+    for link in json.loads(ip("-j", "link", "show", "type", "veth", check=False).stdout or "[]"):
+        if str(link.get("ifname", "")).startswith(f"{network.bridge}-"):
+            ip("link", "delete", "dev", link["ifname"], check=False)
 
 
 def _addresses(namespace: str, link: str) -> set[str]:

@@ -275,6 +275,7 @@ class RealNodes:
         }
         for cluster in sorted(clusters | set(services.clusters_with_namespace(self.network))):
             self.teardown_cluster(cluster)
+        services.delete_host_veths(self.network)
         self.supervisor.stop(api_port.NAME)
         self.network.delete()
         problems += self.host.restore()
