@@ -62,7 +62,9 @@ def api_query(kind: str, container: str | None, query: MultiMapping[str]) -> lis
     (input/output/error/tty, as kube-apiserver sends them) and the API's (stdin/stdout/...)."""
     out: list[tuple[str, str]] = []
     if kind == "portForward":
-        out += [("ports", p) for p in query.getall("ports", [])]
+        # kube-apiserver names them `port` towards kubelets (WebSocket clients need them there;
+        # SPDY ones say them in their streams), the API `ports`.
+        out += [("ports", p) for name in ("port", "ports") for p in query.getall(name, [])]
         return out
     if container:
         out.append(("container", container))

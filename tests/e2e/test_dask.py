@@ -113,6 +113,7 @@ def test_daskjob_computes_on_real_nodes_and_succeeds(
         "python",
         "-c",
         "from dask.distributed import Client; client = Client(name='job'); "
+        "client.wait_for_workers(2, timeout=120); "
         "workers = client.scheduler_info()['workers']; "
         "total = client.submit(sum, range(1001)).result(); "
         "print(f'{len(workers)} workers, sum {total}', flush=True)",

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from kubernetes.stream import portforward
 
 from armada_bridge import keys
 from armada_bridge.dev import binaries
@@ -377,6 +378,21 @@ def _kubectl_background(env: Environment, *args: str) -> tuple[subprocess.Popen[
     return proc, lines
 
 
+def _websocket_port_forward(front: k8s.CoreV1Api, namespace: str, pod: str, port: int, request: bytes) -> str:
+    """What the pod's `port` answers to `request`, through a WebSocket port-forward on the front."""
+    forwarded = portforward(front.connect_get_namespaced_pod_portforward, pod, namespace, ports=str(port))
+    try:
+        sock = forwarded.socket(port)
+        sock.settimeout(20)
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+        return answer.decode(errors="replace")
+    finally:
+        forwarded.close()
+
+
 def test_port_forward_and_attach_reach_the_real_container(
     dev_env: Environment, real: k8s.CoreV1Api, namespace: str
 ) -> None:
@@ -410,6 +426,11 @@ def test_port_forward_and_attach_reach_the_real_container(
             return any(f"attached={marker}" in line for line in attached) or None
 
         wait_for("the request in the attached output", seen_attached, timeout=30, interval=1)
+        # A WebSocket client (the Kubernetes Python client, as kr8s and the Dask operator use one):
+        # kube-apiserver hands its ports to the vkubelet as the kubelet's `port` query.
+        assert f"{marker}\n" in _websocket_port_forward(
+            real, namespace, "web", 8000, b"GET /index.html HTTP/1.0\r\n\r\n"
+        )
     finally:
         for proc in (forward, attach):
             proc.terminate()

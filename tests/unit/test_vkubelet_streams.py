@@ -46,6 +46,9 @@ def test_false_flags_are_dropped() -> None:
 def test_port_forward_query_keeps_ports_only() -> None:
     q = MultiDict([("ports", "8080"), ("ports", "9090"), ("tty", "1")])
     assert streams.api_query("portForward", None, q) == [("ports", "8080"), ("ports", "9090")]
+    # kube-apiserver passes a WebSocket client's ports to kubelets as `port`.
+    q = MultiDict([("port", "8000"), ("name", "web"), ("_preload_content", "false")])
+    assert streams.api_query("portForward", None, q) == [("ports", "8000")]
 
 
 def test_is_upgrade() -> None:
