@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kubernetes.client.rest import ApiException
@@ -37,6 +38,7 @@ SAMPLE = "examples/spark-pi-volcano.yaml"
 JOB_NAMESPACE_RBAC = "config/spark-rbac/spark-application-rbac.yaml"
 DRIVER = "spark-role=driver"
 EXECUTOR = "spark-role=executor"
+PROGRAMS = Path(__file__).with_name("realnode_programs")
 
 
 def spark_app(
@@ -165,6 +167,78 @@ def test_sparkpi_really_runs_its_driver_and_executors_on_real_nodes(
     assert len(done["status"].get("executorState") or {}) == 2, done["status"]
     log = kubectl("logs", driver.metadata.name, "-n", namespace)
     assert re.search(r"Pi is roughly 3\.1\d*", log), log[-3000:]
+    kubectl("delete", "sparkapplication", name, "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace)
+
+
+def test_dynamic_allocation_executors_come_and_go_under_the_applications_queue_on_real_nodes(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """Dynamic allocation (the operator's `dynamicAllocation`, with shuffle tracking) on real nodes:
+    a backlog of slow tasks makes the running driver ask for executors beyond its first, each
+    captured and admitted to the driver's cluster under the application's queue; when its stage is
+    done and the executors idle past their timeout, the driver releases them down to its minimum,
+    and their pods leave the front and the remote cluster while the application still runs."""
+    operators(OPERATOR)
+    program = "spark_elastic.py"
+    apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "programs", "namespace": namespace},
+            "data": {program: (PROGRAMS / program).read_text()},
+        }
+    )
+    app = spark_app(namespace, real=True)
+    spec = app["spec"]
+    spec.pop("mainClass")
+    spec.update(
+        type="Python",
+        pythonVersion="3",
+        mainApplicationFile=f"local:///opt/programs/{program}",
+        dynamicAllocation={
+            "enabled": True,
+            "shuffleTrackingEnabled": True,
+            "initialExecutors": 1,
+            "minExecutors": 1,
+            "maxExecutors": 4,
+        },
+        sparkConf={
+            "spark.dynamicAllocation.schedulerBacklogTimeout": "1s",
+            "spark.dynamicAllocation.executorIdleTimeout": "10s",
+        },
+        volumes=[{"name": "programs", "configMap": {"name": "programs"}}],
+    )
+    spec["executor"]["coreRequest"] = "100m"
+    spec["driver"]["volumeMounts"] = [{"name": "programs", "mountPath": "/opt/programs"}]
+    name = app["metadata"]["name"]
+    apply(app)
+
+    peak = wait_for(
+        "more executors than the first, asked for by the running driver",
+        lambda: running if len(running := _running(cluster_api, namespace, EXECUTOR)) >= 3 else None,
+        timeout=240,
+    )
+    (driver,) = front_pods(cluster_api, namespace, DRIVER)
+    cluster = cluster_of(driver)
+    for e in peak:
+        assert cluster_of(e) == cluster, (e.metadata.name, cluster_of(e), cluster)
+        assert e.metadata.labels.get(keys.QUEUE_LABEL) == "default", e.metadata.labels
+        assert (e.metadata.annotations or {}).get(keys.DECISION_SIGNATURE), e.metadata.annotations
+    released = wait_for(
+        "idle executors released down to the minimum",
+        lambda: left if len(left := front_pods(cluster_api, namespace, EXECUTOR)) == 1 else None,
+        timeout=180,
+    )
+    assert state(get(app)) == "RUNNING"  # released while the application runs on
+    gone = {e.metadata.name for e in peak} - {e.metadata.name for e in released}
+    remaining = {p.metadata.name for p in remote_pods(cluster_api, str(cluster), namespace)}
+    assert gone and not gone & remaining, (gone, remaining)
+
+    done = wait_status(app, "COMPLETED", lambda a: state(a) in ("COMPLETED", "FAILED"), timeout=300)
+    assert state(done) == "COMPLETED", done["status"]
+    log = kubectl("logs", driver.metadata.name, "-n", namespace)
+    assert "first stage: 120" in log and "second stage: 12" in log, log[-3000:]
     kubectl("delete", "sparkapplication", name, "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace)
 
