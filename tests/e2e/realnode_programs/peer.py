@@ -1,4 +1,5 @@
-"""Run inside a remote pod: `peer.py serve PORT` answers one connection with what it read, upper-cased;
+"""Run inside a remote pod: `peer.py serve PORT [LINGER]` answers one connection with what it read,
+upper-cased, then stays LINGER seconds (0 by default);
 `peer.py call NAME PORT` reaches NAME (a DNS name of the remote cluster, resolved with the
 container's own resolver), retrying until it answers, and prints the address and the answer."""
 
@@ -13,6 +14,7 @@ if sys.argv[1] == "serve":
             data = conn.recv(1024)
             conn.sendall(data.upper())
         print(f"served {peer[0]}: {data.decode()}", flush=True)
+    time.sleep(float(sys.argv[3]) if len(sys.argv) > 3 else 0)
 else:
     name, port = sys.argv[2], int(sys.argv[3])
     deadline = time.monotonic() + 90
