@@ -2,19 +2,23 @@
 each job kind run whole in one remote cluster and end Succeeded, MXJob through v1.8.1 (the last
 release that serves it) beside v1.9.4, and MPIJob v1 with the front serving its CRD in place of the
 MPI operator's for the test; a job too big for any cluster waits whole (the operator creates no pod
-before its PodGroup is Inqueue) and is not failed."""
+before its PodGroup is Inqueue) and is not failed. On real nodes a PyTorchJob's master and worker
+really rendezvous and all-reduce with PyTorch's gloo backend."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
 from kubernetes import client as k8s
 
+from armada_bridge import keys
+from armada_bridge.dev.images import pytorch
 from armada_bridge.dev.operators.operators import SHARED_CRD, catalog, enabled
 from armada_bridge.dev.operators.samples import adapt, sample
-from tests.e2e.bridge import Api, front_pods
+from tests.e2e.bridge import Api, front_pods, remote_pods
 from tests.e2e.operators import (
     apply,
     conditions,
@@ -176,6 +180,60 @@ def test_pytorchjob_too_big_for_any_cluster_waits_whole_and_is_not_failed(
     assert front_pods(cluster_api, namespace) == []
     state = conditions(get(job))
     assert state.get("Failed") != "True" and state.get("Running") != "True", state
+    kubectl("delete", "pytorchjob", name, "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(cluster_api, namespace)
+
+
+def test_pytorchjob_workers_really_rendezvous_and_all_reduce_on_real_nodes(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """The operator's PyTorchJob sample (Master 1 + Worker 1) on real nodes, its image and program
+    replaced by ours (armada-bridge.local/pytorch: Debian's PyTorch 1.13 on CPUs; the sample's
+    downloads MNIST, which no pod here can reach). The worker's init container (the operator's,
+    image `alpine:3.10`) waits until the master's Service resolves in the remote cluster's DNS; then
+    both ranks meet at MASTER_ADDR:MASTER_PORT as the operator set them, all-reduce their ranks
+    with gloo (0 + 1 = 1) and train 5 DDP steps to the same weights; the job ends Succeeded."""
+    operators(OPERATOR)
+    (job,) = sample(OPERATOR, "examples/pytorch/simple.yaml")
+    name = job["metadata"]["name"]
+    replicas = job["spec"]["pytorchReplicaSpecs"]
+    assert {r: s["replicas"] for r, s in replicas.items()} == {"Master": 1, "Worker": 1}
+    for spec in replicas.values():
+        (container,) = spec["template"]["spec"]["containers"]
+        # The sample's `Always` would pull; the real nodes have the image imported.
+        container.update(
+            image=pytorch.NAME, imagePullPolicy="IfNotPresent", command=["python3", pytorch.PROGRAM, "5"]
+        )
+    apply(adapt(job, namespace, cpu="200m", cpu_limit="1", memory="1Gi", real=True))
+
+    done = wait_status(job, "Succeeded", lambda j: conditions(j).get("Succeeded") == "True", timeout=300)
+    assert conditions(done).get("Failed") != "True"
+    cluster = one_remote_cluster(cluster_api, namespace, 2)
+    remote = k8s.CoreV1Api(cluster_api(cluster))
+    for p in remote_pods(cluster_api, cluster, namespace):
+        labels = remote.read_node(p.spec.node_name).metadata.labels or {}
+        assert labels.get(keys.NODE_TYPE_LABEL) != keys.DEV_NODE_TYPE_VALUE, (
+            p.metadata.name,
+            p.spec.node_name,
+        )
+
+    master, worker = f"{name}-master-0", f"{name}-worker-0"
+    logs = {pod: kubectl("logs", pod, "-c", "pytorch", "-n", namespace) for pod in (master, worker)}
+    assert "rank 0/2: all_reduce sum = 1.0" in logs[master], logs[master]
+    assert "rank 1/2: all_reduce sum = 1.0" in logs[worker], logs[worker]
+    for rank, pod in enumerate((master, worker)):
+        assert f"rank {rank}/2: step 5 loss " in logs[pod], logs[pod]
+    # DDP averaged the gradients: both ranks end with the same weights, though each had its own data.
+    weights = {pod: re.findall(r"weights sum = (-?[\d.]+)", log) for pod, log in logs.items()}
+    assert len(weights[master]) == 1 and weights[master] == weights[worker], weights
+    # The operator's init container found the master's Service by its short name.
+    (init,) = next(
+        p for p in front_pods(cluster_api, namespace) if p.metadata.name == worker
+    ).status.init_container_statuses
+    assert init.name == "init-pytorch" and init.state.terminated.exit_code == 0, init
+    init_log = kubectl("logs", worker, "-c", "init-pytorch", "-n", namespace)
+    assert f"Name:\t{master}.{namespace}.svc.cluster.local" in init_log, init_log
+
     kubectl("delete", "pytorchjob", name, "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace)
 

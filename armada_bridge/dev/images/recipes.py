@@ -4,6 +4,10 @@ packages and this repository's sources, each under the name the pods that use it
 - `pause`: the pod sandbox (hack/images/pause.c, built static): containerd's `sandbox_image`.
 - `busybox`: the tests' shell image (Debian's `busybox-static` and its applets), as `busybox`
   (`docker.io/library/busybox:latest`).
+- `alpine`: the same BusyBox as `alpine:3.10`, the image the training operator gives a PyTorchJob
+  worker's init container (`--pytorch-init-container-image`'s default), which waits with `sh`,
+  `seq` and `nslookup` for the master's Service; its `nslookup` answers as Alpine 3.10's does for
+  that loop (hack/images/alpine-nslookup.sh).
 - `python`: Debian's Python 3 with CA certificates (mmdebstrap), for programs the tests run inside
   containers.
 - `argoexec`: Argo Workflows' executor (`quay.io/argoproj/argoexec:<ARGO_WORKFLOWS_VERSION>`), the
@@ -16,6 +20,8 @@ packages and this repository's sources, each under the name the pods that use it
   (ray.py).
 - `dask`: `dask-kubernetes:dev`, the name of the Dask operator's own samples: Debian's Python 3 with
   `dask[distributed]` (dask.py).
+- `pytorch`: `armada-bridge.local/pytorch:1.13-bookworm`, Debian's PyTorch (CPU, gloo) with our own
+  distributed program, for PyTorchJobs on real nodes (pytorch.py).
 
 Debian root filesystems with PyPI packages are built by rootfs.DebianRoot.
 """
@@ -30,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from armada_bridge.dev.images import argoexec, dask, mpi, ray, spark
+from armada_bridge.dev.images import argoexec, dask, mpi, pytorch, ray, spark
 from armada_bridge.dev.images.oci import ImageConfig
 from armada_bridge.dev.images.rootfs import (
     DEBIAN_SUITE,
@@ -74,7 +80,10 @@ BASE_FILES = {
 }
 
 
-def _busybox(work: Path, rootfs: Path) -> None:
+def _busybox(work: Path, rootfs: Path, replaced: dict[str, tuple[Path, int]] | None = None) -> None:
+    """BusyBox and its applets; `replaced`: applets that are instead a file (path in the image ->
+    (source, mode))."""
+    replaced = replaced or {}
     busybox = require("busybox", "busybox-static")
     applets = subprocess.run(
         [busybox, "--list-full"], capture_output=True, text=True, check=True
@@ -89,9 +98,22 @@ def _busybox(work: Path, rootfs: Path) -> None:
         for applet in applets:
             if applet == "bin/busybox":
                 continue
+            if applet in replaced:
+                source, mode = replaced[applet]
+                add_file(out, applet, source.read_bytes(), mode)
+                continue
             link = tarfile.TarInfo(applet)
             link.type, link.linkname = tarfile.SYMTYPE, "/bin/busybox"
             out.addfile(link)
+
+
+# The training operator's PyTorch init container image (`--pytorch-init-container-image`'s default).
+ALPINE = "alpine:3.10"
+ALPINE_NSLOOKUP = SOURCES / "alpine-nslookup.sh"
+
+
+def _alpine(work: Path, rootfs: Path) -> None:
+    _busybox(work, rootfs, {"usr/bin/nslookup": (ALPINE_NSLOOKUP, 0o755)})
 
 
 PYTHON_PACKAGES = ("python3", "ca-certificates")
@@ -114,6 +136,13 @@ RECIPES = {
             lambda: (package_version("busybox-static"),),
         ),
         Recipe(
+            "alpine",
+            ALPINE,
+            ImageConfig(env={"PATH": PATH}, cmd=["/bin/sh"]),
+            _alpine,
+            lambda: (package_version("busybox-static"), ALPINE_NSLOOKUP.read_text()),
+        ),
+        Recipe(
             "python",
             "armada-bridge.local/python:3-bookworm",
             ImageConfig(env={"PATH": PATH, "LANG": "C.UTF-8"}, cmd=["python3"]),
@@ -125,5 +154,6 @@ RECIPES = {
         Recipe("dask", dask.NAME, dask.CONFIG, dask.ROOT.build, dask.inputs),
         Recipe("argoexec", argoexec.IMAGE, argoexec.CONFIG, argoexec.build, argoexec.inputs),
         Recipe("mpi-pi", mpi.IMAGE, mpi.CONFIG, mpi.build, mpi.inputs),
+        Recipe("pytorch", pytorch.NAME, pytorch.CONFIG, pytorch.ROOT.build, pytorch.inputs),
     )
 }
