@@ -13,7 +13,11 @@ if [ "$#" -ne 1 ]; then exec "$busybox" nslookup "$@"; fi
 case "$1" in
   -* | *.*) exec "$busybox" nslookup "$1" ;;
 esac
-for domain in $(awk '$1 == "search" || $1 == "domain" { $1 = ""; d = $0 } END { print d }' "$resolv_conf" 2>/dev/null); do
+domains=""
+while read -r key rest; do
+  case "$key" in search | domain) domains=$rest ;; esac
+done < "$resolv_conf"
+for domain in $domains; do
   "$busybox" nslookup "$1.$domain" && exit 0
 done
 exec "$busybox" nslookup "$1."

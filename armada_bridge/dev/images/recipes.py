@@ -4,10 +4,10 @@ packages and this repository's sources, each under the name the pods that use it
 - `pause`: the pod sandbox (hack/images/pause.c, built static): containerd's `sandbox_image`.
 - `busybox`: the tests' shell image (Debian's `busybox-static` and its applets), as `busybox`
   (`docker.io/library/busybox:latest`).
-- `alpine`: the same BusyBox as `alpine:3.10`, the image the training operator gives a PyTorchJob
-  worker's init container (`--pytorch-init-container-image`'s default), which waits with `sh`,
-  `seq` and `nslookup` for the master's Service; its `nslookup` answers as Alpine 3.10's does for
-  that loop (hack/images/alpine-nslookup.sh).
+- `alpine`: `alpine:3.10`, the image the training operator gives a PyTorchJob worker's init
+  container (`--pytorch-init-container-image`'s default), which waits with `sh`, `seq` and
+  `nslookup` for the master's Service: Debian's essential packages (dash as `sh`) and BusyBox, its
+  `nslookup` answering as Alpine 3.10's does for that loop (hack/images/alpine-nslookup.sh).
 - `python`: Debian's Python 3 with CA certificates (mmdebstrap), for programs the tests run inside
   containers.
 - `argoexec`: Argo Workflows' executor (`quay.io/argoproj/argoexec:<ARGO_WORKFLOWS_VERSION>`), the
@@ -80,10 +80,7 @@ BASE_FILES = {
 }
 
 
-def _busybox(work: Path, rootfs: Path, replaced: dict[str, tuple[Path, int]] | None = None) -> None:
-    """BusyBox and its applets; `replaced`: applets that are instead a file (path in the image ->
-    (source, mode))."""
-    replaced = replaced or {}
+def _busybox(work: Path, rootfs: Path) -> None:
     busybox = require("busybox", "busybox-static")
     applets = subprocess.run(
         [busybox, "--list-full"], capture_output=True, text=True, check=True
@@ -98,10 +95,6 @@ def _busybox(work: Path, rootfs: Path, replaced: dict[str, tuple[Path, int]] | N
         for applet in applets:
             if applet == "bin/busybox":
                 continue
-            if applet in replaced:
-                source, mode = replaced[applet]
-                add_file(out, applet, source.read_bytes(), mode)
-                continue
             link = tarfile.TarInfo(applet)
             link.type, link.linkname = tarfile.SYMTYPE, "/bin/busybox"
             out.addfile(link)
@@ -112,8 +105,15 @@ ALPINE = "alpine:3.10"
 ALPINE_NSLOOKUP = SOURCES / "alpine-nslookup.sh"
 
 
-def _alpine(work: Path, rootfs: Path) -> None:
-    _busybox(work, rootfs, {"usr/bin/nslookup": (ALPINE_NSLOOKUP, 0o755)})
+def _alpine_nslookup(work: Path, root: Path) -> None:
+    """`nslookup` as the init container's loop needs it (a BusyBox shell would run its own applet
+    whatever PATH says: Debian's dash is the image's `sh`)."""
+    target = root / "usr" / "bin" / "nslookup"
+    target.write_text(ALPINE_NSLOOKUP.read_text())
+    target.chmod(0o755)
+
+
+ALPINE_ROOT = DebianRoot(("busybox",), customize=_alpine_nslookup)
 
 
 PYTHON_PACKAGES = ("python3", "ca-certificates")
@@ -139,8 +139,8 @@ RECIPES = {
             "alpine",
             ALPINE,
             ImageConfig(env={"PATH": PATH}, cmd=["/bin/sh"]),
-            _alpine,
-            lambda: (package_version("busybox-static"), ALPINE_NSLOOKUP.read_text()),
+            ALPINE_ROOT.build,
+            lambda: (*ALPINE_ROOT.inputs(), ALPINE_NSLOOKUP.read_text()),
         ),
         Recipe(
             "python",
