@@ -85,7 +85,7 @@ def ca_and_serving(directory: Path, ca_names: list[str], hosts: list[str]) -> di
     wanted = ",".join(sorted(ca_names)) + ";" + ",".join(sorted(hosts))
     if all(p.is_file() for p in files.values()) and stamp.is_file() and stamp.read_text() == wanted:
         return files
-    sans = ",".join(f"IP:{h}" if _is_ip(h) else f"DNS:{h}" for h in sorted(set(hosts)))
+    sans = ",".join(f"IP:{h}" if is_ip(h) else f"DNS:{h}" for h in sorted(set(hosts)))
     ca_sans = ",".join(f"DNS:{n}" for n in sorted(set(ca_names)))
     csr = directory / "tls.csr"
     ext = directory / "tls.ext"
@@ -165,7 +165,7 @@ def client_certificate(directory: Path, stem: str, subject: str, ca: tuple[Path,
     return cert, key
 
 
-def _is_ip(host: str) -> bool:
+def is_ip(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
     except ValueError:

@@ -17,7 +17,6 @@ import asyncio
 import base64
 import copy
 import datetime as dt
-import ipaddress
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from armada_bridge import keys
+from armada_bridge.certs import is_ip
 from armada_bridge.contract.remotecluster import FrontApi
 from armada_bridge.kube import CONFIGMAPS, SECRETS, ApiError, Kube, Resource
 from armada_bridge.kube.informer import Informer
@@ -113,7 +113,7 @@ def with_front_api(body: Obj, front: Obj, secret: str, endpoint: Endpoint) -> Ob
         {"name": "KUBERNETES_PORT", "value": f"tcp://{endpoint.host}:{endpoint.port}"},
     ]
     names = {e["name"] for e in env}
-    if _is_address(endpoint.host):
+    if is_ip(endpoint.host):
         alias = {"ip": endpoint.host, "hostnames": list(IN_CLUSTER_API_NAMES)}
         spec["hostAliases"] = [*(spec.get("hostAliases") or []), alias]
     front_containers = {
@@ -129,14 +129,6 @@ def with_front_api(body: Obj, front: Obj, secret: str, endpoint: Endpoint) -> Ob
             if mounts:
                 c["volumeMounts"] = [*(c.get("volumeMounts") or []), *mounts]
     return out
-
-
-def _is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 def token_secret(front: Obj, token: str, ca: str, refresh_at: dt.datetime) -> Obj:

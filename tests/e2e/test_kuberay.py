@@ -155,19 +155,12 @@ def test_raycluster_autoscaler_scales_its_workers_through_the_front_api_on_real_
     workers = "ray.io/node-type=worker"
     assert front_pods(cluster_api, namespace, workers) == []
 
-    samples = "/home/ray/samples"
-    kubectl(
-        "exec",
-        head.metadata.name,
-        "-c",
-        "ray-head",
-        "-n",
-        namespace,
-        "--",
-        "python",
-        f"{samples}/detached_actor.py",
-        "actor1",
-    )
+    def run_on_head(program: str) -> None:
+        kubectl(
+            "exec", head.metadata.name, "-c", "ray-head", "-n", namespace, "--", "python", program, "actor1"
+        )
+
+    run_on_head("/home/ray/samples/detached_actor.py")
     (worker,) = wait_for(
         "the autoscaler's worker Running",
         lambda: (
@@ -179,18 +172,7 @@ def test_raycluster_autoscaler_scales_its_workers_through_the_front_api_on_real_
     assert (worker.metadata.annotations or {}).get(keys.DECISION_SIGNATURE), worker.metadata.annotations
     assert get(rc)["spec"]["workerGroupSpecs"][0]["replicas"] == 1  # the autoscaler's own patch
 
-    kubectl(
-        "exec",
-        head.metadata.name,
-        "-c",
-        "ray-head",
-        "-n",
-        namespace,
-        "--",
-        "python",
-        f"{samples}/terminate_detached_actor.py",
-        "actor1",
-    )
+    run_on_head("/home/ray/samples/terminate_detached_actor.py")
     wait_for(
         "the idle worker removed", lambda: front_pods(cluster_api, namespace, workers) == [], timeout=300
     )
