@@ -14,7 +14,7 @@ import pytest
 
 from armada_bridge import keys
 from armada_bridge.dev.binary.kwok_cluster import interleaved
-from armada_bridge.dev.images.oci import CONTAINERD_NAME, ImageConfig, full_name, write_archive
+from armada_bridge.dev.images.oci import CONTAINERD_NAME, ImageConfig, full_name, image_name, write_archive
 from armada_bridge.dev.network import dns
 from armada_bridge.dev.network.podnet import NetworkError, PodNetwork
 from armada_bridge.dev.network.services import INNER_BRIDGE, ClusterNetwork
@@ -56,6 +56,7 @@ def test_an_image_archive_is_an_oci_layout_whose_digests_hold(tmp_path: Path) ->
     (entry,) = index["manifests"]
     assert entry["digest"] == digest
     assert entry["annotations"][CONTAINERD_NAME] == "docker.io/library/busybox:latest"
+    assert image_name(target) == "docker.io/library/busybox:latest"  # what a node checks it has
     manifest = json.loads(blobs[f"blobs/sha256/{digest[7:]}"])
     config = json.loads(blobs[f"blobs/sha256/{manifest['config']['digest'][7:]}"])
     assert config["config"] == {"Env": ["PATH=/bin"], "Cmd": ["sh"], "User": "185", "WorkingDir": "/"}

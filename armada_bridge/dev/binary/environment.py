@@ -42,6 +42,7 @@ from armada_bridge.dev.binary.kwok_cluster import PORT_OPTIONS, KwokCluster, int
 from armada_bridge.dev.bridge import bridge, extender_setup, vkubelet_setup
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.images import build as images
+from armada_bridge.dev.images import oci
 from armada_bridge.dev.kwok import kwok_exec
 from armada_bridge.dev.kwok import nodes as nodes_mod
 from armada_bridge.dev.kwok.stages import remote_stages
@@ -192,7 +193,7 @@ class Environment(BaseEnvironment):
             if planned:
                 realnode.require_host()
             node_bins = binaries_mod.ensure_node() if planned else None
-            archives = list(images.ensure_all().values()) if planned else []
+            archives = {a: oci.image_name(a) for a in images.ensure_all().values()} if planned else {}
             network = (self.pod_network() or podnet.choose(self.state_dir)) if planned else None
             for name in self.cluster_names():
                 if name not in wanted:

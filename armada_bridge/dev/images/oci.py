@@ -109,3 +109,15 @@ def write_archive(rootfs_tar: Path, name: str, config: ImageConfig, target: Path
         _add_bytes(out, f"blobs/sha256/{manifest_digest[7:]}", manifest_blob)
         out.add(rootfs_tar, arcname=f"blobs/sha256/{layer_digest[7:]}")
     return manifest_digest
+
+
+def image_name(archive: Path) -> str:
+    """The full image name an archive written by :func:`write_archive` carries (its index comes
+    before the blobs: only the archive's start is read)."""
+    with tarfile.open(archive, "r|") as t:
+        for member in t:
+            if member.name == "index.json":
+                f = t.extractfile(member)
+                index = json.loads(f.read()) if f else {}
+                return str(index["manifests"][0]["annotations"][CONTAINERD_NAME])
+    raise ValueError(f"{archive}: no index.json")

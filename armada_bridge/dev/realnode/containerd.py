@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from armada_bridge.dev.components import Component
@@ -104,14 +105,18 @@ def ctr(node_dir: Path, *args: str, timeout: float = 300) -> subprocess.Complete
     )
 
 
-def import_images(node_dir: Path, archives: list[Path]) -> list[Path]:
-    """Import the OCI archives the node does not have yet (a stamp in `node_dir` lists those it
-    has: each archive's name carries its content's digest); return the ones imported."""
+def import_images(node_dir: Path, archives: Mapping[Path, str]) -> list[Path]:
+    """Import the OCI archives (each with the full name of its image) the node does not have: a
+    stamp in `node_dir` lists those imported (an archive's name carries its content's digest), and
+    an image gone from the runtime since, say removed by kubelet, is imported again. Return the
+    ones imported."""
     stamp = node_dir / "images-imported"
     have = set(stamp.read_text().split("\n")) if stamp.is_file() else set()
+    listed = ctr(node_dir, "images", "ls", "-q")
+    present = set(listed.stdout.split()) if listed.returncode == 0 else set()
     done = []
     for archive in archives:
-        if str(archive) in have:
+        if str(archive) in have and archives[archive] in present:
             continue
         r = ctr(node_dir, "images", "import", str(archive))
         if r.returncode != 0:

@@ -60,7 +60,9 @@ def configuration(
         # Images are imported, never pulled: never collect them, never evict for disk.
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
-        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+        # No disk signal: under disk pressure kubelet would free room by removing every image not in
+        # use, the sandbox's too, and none can be pulled back (the host's disk is shared anyway).
+        "evictionHard": {"memory.available": "100Mi"},
         "serializeImagePulls": False,
         "registerWithTaints": [
             {"key": keys.DEV_REAL_NODE_TAINT_KEY, "effect": keys.DEV_REAL_NODE_TAINT_EFFECT}

@@ -136,7 +136,7 @@ class RealNodes:
         pki: Path,
         ports: Mapping[str, int],
         reserved: dict[str, str],
-        images: list[Path],
+        images: Mapping[Path, str],
         kubelet_binary: Path,
         cluster_net: ClusterNetwork,
         cluster_dns: str,
