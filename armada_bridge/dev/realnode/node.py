@@ -141,9 +141,10 @@ class RealNodes:
         cluster_net: ClusterNetwork,
         cluster_dns: str,
     ) -> None:
-        """Start (or keep) `node`'s containerd and kubelet, registered with the cluster at `server`
-        (reachable from the cluster's network namespace) whose CA is in `pki`, its pods on `cluster_net` and resolving names at `cluster_dns`; its
-        images imported (after `ensure_cluster`)."""
+        """Start (or keep) `node`'s containerd and kubelet, in its cluster's network namespace
+        (`cluster_net`), registered with the cluster at `server` (an address reachable from there)
+        whose CA is in `pki`, its pods resolving names at `cluster_dns`; its images imported (after
+        `ensure_cluster`)."""
         d = self.node_dir(node)
         if len(str(containerd.socket(d))) > SOCKET_PATH_MAX:
             raise ClusterError(
