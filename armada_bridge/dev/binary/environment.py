@@ -290,6 +290,7 @@ class Environment(BaseEnvironment):
                 mine = [n for n in planned if n.cluster == name]
                 real = self.real_nodes()
                 if mine and real and node_bins:
+                    pod_facing_server = self._pod_facing(c.server())
                     cluster_net, cluster_dns = real.ensure_cluster(
                         name,
                         wanted.index(name),
@@ -300,7 +301,7 @@ class Environment(BaseEnvironment):
                     for n in mine:
                         real.ensure(
                             n,
-                            server=self._pod_facing(c.server()),
+                            server=pod_facing_server,
                             pki=c.workdir / "pki",
                             ports=ports,
                             reserved=reserved,
@@ -313,7 +314,7 @@ class Environment(BaseEnvironment):
                     log(f"{name}: {len(mine)} real node(s) Ready: {', '.join(n.name for n in mine)}")
                     real.ensure_services(
                         cluster_net,
-                        self._pod_facing(c.server()),
+                        pod_facing_server,
                         c.workdir / "pki",
                         mine[0].name,
                         node_bins.kube_proxy,

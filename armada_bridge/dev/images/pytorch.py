@@ -12,11 +12,10 @@ their rank numbers and trains a little with DistributedDataParallel, printing bo
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from armada_bridge.dev.images.oci import ImageConfig
-from armada_bridge.dev.images.rootfs import PATH, SOURCES, DebianRoot
+from armada_bridge.dev.images.rootfs import PATH, SOURCES, DebianRoot, install
 
 TORCH_VERSION = "1.13"  # bookworm's python3-torch 1.13.1
 NAME = f"armada-bridge.local/pytorch:{TORCH_VERSION}-bookworm"
@@ -28,10 +27,7 @@ CONFIG = ImageConfig(env={"PATH": PATH, "LANG": "C.UTF-8"}, cmd=["python3", PROG
 
 
 def _lay_out(work: Path, root: Path) -> None:
-    target = root / PROGRAM.lstrip("/")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(SOURCE, target)
-    target.chmod(0o644)
+    install(root, PROGRAM, SOURCE)
 
 
 ROOT = DebianRoot(PACKAGES, customize=_lay_out)

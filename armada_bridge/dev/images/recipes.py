@@ -46,6 +46,7 @@ from armada_bridge.dev.images.rootfs import (
     DebianRoot,
     add_dir,
     add_file,
+    install,
     package_version,
     require,
     run,
@@ -108,9 +109,7 @@ ALPINE_NSLOOKUP = SOURCES / "alpine-nslookup.sh"
 def _alpine_nslookup(work: Path, root: Path) -> None:
     """`nslookup` as the init container's loop needs it (a BusyBox shell would run its own applet
     whatever PATH says: Debian's dash is the image's `sh`)."""
-    target = root / "usr" / "bin" / "nslookup"
-    target.write_text(ALPINE_NSLOOKUP.read_text())
-    target.chmod(0o755)
+    install(root, "/usr/bin/nslookup", ALPINE_NSLOOKUP, 0o755)
 
 
 ALPINE_ROOT = DebianRoot(("busybox",), customize=_alpine_nslookup)

@@ -69,6 +69,14 @@ def add_file(out: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) ->
     out.addfile(info, io.BytesIO(data))
 
 
+def install(root: Path, path: str, source: Path, mode: int = 0o644) -> None:
+    """`source`'s content at `path` (absolute in the image) in the root directory `root`, with `mode`."""
+    target = root / path.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    target.chmod(mode)
+
+
 def site_packages(root: Path) -> Path:
     """The root's own site-packages directory (where `pip` put the recipe's packages)."""
     found = sorted(root.glob(SITE_PACKAGES))

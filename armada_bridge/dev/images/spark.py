@@ -14,7 +14,6 @@ against the wheel's jars.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from armada_bridge import versions
@@ -24,6 +23,7 @@ from armada_bridge.dev.images.rootfs import (
     SOURCES,
     DebianRoot,
     add_user,
+    install,
     package_version,
     require,
     run,
@@ -79,10 +79,7 @@ def _lay_out(work: Path, root: Path) -> None:
     for part in DISTRIBUTION:
         (home / part).symlink_to(Path("/") / (pyspark / part).relative_to(root))
     for source, (target, mode) in PROGRAMS.items():
-        path = root / target
-        path.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(SOURCE / source, path)
-        path.chmod(mode)
+        install(root, target, SOURCE / source, mode)
     _examples_jar(work, pyspark / "jars", root / EXAMPLES_JAR)
     add_user(root, "spark", UID, UID, "/home/spark", group="spark")
     work_dir = root / WORK_DIR.lstrip("/")
