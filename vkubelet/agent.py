@@ -327,7 +327,7 @@ class ClusterAgent:
         if not self.synced.is_set():  # not listed yet: what the node last said
             st = node.get("status") or {}
             return Capacity(dict(st.get("capacity") or {}), dict(st.get("allocatable") or {}), 0)
-        return cluster_capacity(self.nodes.items(), self.foreign_pods.items())  # foreign: not ours
+        return cluster_capacity(self.nodes.items(), self.foreign_pods.items(), self.remote_pods.items())
 
     def pod_count(self) -> int:
         return self.pods.report() if self.pods is not None else 0

@@ -24,9 +24,16 @@ from tests.e2e.operators import (
     wait_gone_from_remotes,
     wait_status,
 )
+from tests.e2e.ray_clusters import (
+    HEAD,
+    OPERATOR,
+    WORKERS,
+    autoscaling_raycluster,
+    detached_actors,
+    terminate_actors,
+)
 from tests.support import wait_for
 
-OPERATOR = "kuberay"
 RAY_IMAGE = ray.NAME
 SAMPLE = "config/samples/ray-cluster.sample.yaml"
 
@@ -137,34 +144,18 @@ def test_raycluster_autoscaler_scales_its_workers_through_the_front_api_on_real_
     actor is gone and the worker idle past the sample's 60 s, the autoscaler removes it and its
     room is free again."""
     operators(OPERATOR)
-    docs = sample(OPERATOR, "config/samples/ray-cluster.autoscaler.yaml")
-    (rc,) = [d for d in docs if d["kind"] == "RayCluster"]
-    for d in docs:
-        if d is not rc:
-            d["metadata"]["namespace"] = namespace
-            apply(d)
-    adapt(rc, namespace, cpu="200m", cpu_limit="1", memory="2Gi", real=True)
-    rc["spec"]["autoscalerOptions"]["resources"] = {
-        "requests": {"cpu": "100m", "memory": "512Mi"},
-        "limits": {"cpu": "500m", "memory": "512Mi"},
-    }
+    rc = autoscaling_raycluster(namespace)
     name = rc["metadata"]["name"]
     apply(rc)
     wait_status(rc, "state ready", lambda r: (r.get("status") or {}).get("state") == "ready", timeout=240)
-    (head,) = front_pods(cluster_api, namespace, "ray.io/node-type=head")
-    workers = "ray.io/node-type=worker"
-    assert front_pods(cluster_api, namespace, workers) == []
+    (head,) = front_pods(cluster_api, namespace, HEAD)
+    assert front_pods(cluster_api, namespace, WORKERS) == []
 
-    def run_on_head(program: str) -> None:
-        kubectl(
-            "exec", head.metadata.name, "-c", "ray-head", "-n", namespace, "--", "python", program, "actor1"
-        )
-
-    run_on_head("/home/ray/samples/detached_actor.py")
+    detached_actors(head.metadata.name, namespace, ["actor1"])
     (worker,) = wait_for(
         "the autoscaler's worker Running",
         lambda: (
-            [p for p in front_pods(cluster_api, namespace, workers) if p.status.phase == "Running"] or None
+            [p for p in front_pods(cluster_api, namespace, WORKERS) if p.status.phase == "Running"] or None
         ),
         timeout=240,
     )
@@ -172,9 +163,9 @@ def test_raycluster_autoscaler_scales_its_workers_through_the_front_api_on_real_
     assert (worker.metadata.annotations or {}).get(keys.DECISION_SIGNATURE), worker.metadata.annotations
     assert get(rc)["spec"]["workerGroupSpecs"][0]["replicas"] == 1  # the autoscaler's own patch
 
-    run_on_head("/home/ray/samples/terminate_detached_actor.py")
+    terminate_actors(head.metadata.name, namespace, ["actor1"])
     wait_for(
-        "the idle worker removed", lambda: front_pods(cluster_api, namespace, workers) == [], timeout=300
+        "the idle worker removed", lambda: front_pods(cluster_api, namespace, WORKERS) == [], timeout=300
     )
     wait_for(
         "the worker gone from its remote cluster",

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from armada_bridge.dev.operators.samples import sample
-from armada_bridge.dev.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods
 from tests.e2e.operators import (
     REMOTES,
-    Obj,
     apply,
     assert_waits_whole,
     get,
@@ -30,55 +26,8 @@ from tests.e2e.operators import (
     wait_gone_from_remotes,
     wait_status,
 )
+from tests.e2e.spark_apps import DRIVER, EXECUTOR, OPERATOR, elastic_app, spark_app, state
 from tests.support import wait_for
-
-OPERATOR = "spark-operator"
-SAMPLE = "examples/spark-pi-volcano.yaml"
-# The ServiceAccount and Role its Helm chart installs in each job namespace (the driver runs as it).
-JOB_NAMESPACE_RBAC = "config/spark-rbac/spark-application-rbac.yaml"
-DRIVER = "spark-role=driver"
-EXECUTOR = "spark-role=executor"
-PROGRAMS = Path(__file__).with_name("realnode_programs")
-
-
-def spark_app(
-    namespace: str,
-    *,
-    cores: int = 1,
-    executors: int | None = None,
-    runtime: str | None = None,
-    queue: str = "default",
-    real: bool = False,
-) -> Obj:
-    """The operator's own SparkPi sample for Volcano, with its job namespace's RBAC applied, changed
-    only in namespace, sizes, the queue label and (driver) how long KWOK lets it run; with `real`,
-    its pods on the real nodes (the application's own tolerations and affinity for driver and
-    executors), each asking for a fifth of a core."""
-    for doc in sample(OPERATOR, JOB_NAMESPACE_RBAC):
-        doc["metadata"]["namespace"] = namespace
-        apply(doc)
-    (app,) = sample(OPERATOR, SAMPLE)
-    app["metadata"]["namespace"] = namespace
-    spec = app["spec"]
-    assert spec["batchScheduler"] == "volcano"
-    for role in ("driver", "executor"):
-        spec[role]["cores"] = cores
-        spec[role].setdefault("labels", {})[keys.QUEUE_LABEL] = queue
-    if executors is not None:
-        spec["executor"]["instances"] = executors
-    if runtime is not None:
-        spec["driver"].setdefault("annotations", {})[keys.SIMULATED_RUNTIME] = runtime
-    if real:
-        for role in ("driver", "executor"):
-            placement = on_a_real_node({})
-            spec[role].update(
-                coreRequest="200m", tolerations=placement["tolerations"], affinity=placement["affinity"]
-            )
-    return app
-
-
-def state(app: Obj) -> str:
-    return str(((app.get("status") or {}).get("applicationState") or {}).get("state") or "")
 
 
 def test_sparkapplication_driver_runs_in_a_remote_cluster_and_completes(
@@ -180,37 +129,7 @@ def test_dynamic_allocation_executors_come_and_go_under_the_applications_queue_o
     done and the executors idle past their timeout, the driver releases them down to its minimum,
     and their pods leave the front and the remote cluster while the application still runs."""
     operators(OPERATOR)
-    program = "spark_elastic.py"
-    apply(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "programs", "namespace": namespace},
-            "data": {program: (PROGRAMS / program).read_text()},
-        }
-    )
-    app = spark_app(namespace, real=True)
-    spec = app["spec"]
-    spec.pop("mainClass")
-    spec.update(
-        type="Python",
-        pythonVersion="3",
-        mainApplicationFile=f"local:///opt/programs/{program}",
-        dynamicAllocation={
-            "enabled": True,
-            "shuffleTrackingEnabled": True,
-            "initialExecutors": 1,
-            "minExecutors": 1,
-            "maxExecutors": 4,
-        },
-        sparkConf={
-            "spark.dynamicAllocation.schedulerBacklogTimeout": "1s",
-            "spark.dynamicAllocation.executorIdleTimeout": "10s",
-        },
-        volumes=[{"name": "programs", "configMap": {"name": "programs"}}],
-    )
-    spec["executor"]["coreRequest"] = "100m"
-    spec["driver"]["volumeMounts"] = [{"name": "programs", "mountPath": "/opt/programs"}]
+    app = elastic_app(namespace, "spark_elastic.py")
     name = app["metadata"]["name"]
     apply(app)
 

@@ -258,6 +258,26 @@ def test_capacity_counts_usable_nodes_minus_foreign_pods() -> None:
     assert cap.allocatable["pods"] == "218"
 
 
+def test_capacity_gives_back_what_our_pods_hold_on_nodes_left_out() -> None:
+    """The front counts every pod bound to the virtual node: ours on a cordoned or NotReady node
+    hold no usable room, so the allocatable grows by what they use and the front sees the room
+    left on the usable nodes."""
+    nodes = [node("a", "8"), node("cordoned", "8", unschedulable=True), node("down", "8", ready=False)]
+    ours = [
+        pod_on("a", "3", bridge=True),
+        pod_on("cordoned", "2", bridge=True),
+        pod_on("down", "1", bridge=True),
+        pod_on("", "4", bridge=True),  # not placed in the remote cluster yet: room on a usable node
+    ]
+    foreign = [pod_on("a", "500m")]
+    cap = cluster_capacity(nodes, foreign, ours)
+    assert cap.capacity["cpu"] == "8"
+    # 8 - 0.5 foreign + 2 + 1 held on the nodes left out: less the 10 CPUs of our four pods the
+    # front counts, 0.5 CPU, the room on node a once the unplaced pod lands there.
+    assert cap.allocatable["cpu"] == "10500m"
+    assert cap.allocatable["pods"] == "111"  # 110 - 1 foreign + 2 of ours on the nodes left out
+
+
 def test_format_quantity() -> None:
     assert format_quantity("cpu", 1500) == "1500m"
     assert format_quantity("memory", 2**30 * 1000) == "1Gi"
