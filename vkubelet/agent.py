@@ -327,7 +327,19 @@ class ClusterAgent:
         if not self.synced.is_set():  # not listed yet: what the node last said
             st = node.get("status") or {}
             return Capacity(dict(st.get("capacity") or {}), dict(st.get("allocatable") or {}), 0)
-        return cluster_capacity(self.nodes.items(), self.foreign_pods.items(), self.remote_pods.items())
+        return cluster_capacity(self.nodes.items(), self.foreign_pods.items(), self._ours())
+
+    def _ours(self) -> list[tuple[Obj, Obj]]:
+        """Our remote pods with their front pods (whose specs say what they use)."""
+        if self.pods is None:
+            return []
+        pairs = []
+        for remote in self.remote_pods.items():
+            uid = (remote["metadata"].get("labels") or {}).get(keys.FRONT_UID)
+            front = self.pods.front_pod(uid) if uid else None
+            if front is not None:
+                pairs.append((remote, front))
+        return pairs
 
     def pod_count(self) -> int:
         return self.pods.report() if self.pods is not None else 0

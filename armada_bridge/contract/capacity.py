@@ -71,14 +71,17 @@ class Capacity:
     nodes: int
 
 
-def cluster_capacity(nodes: Iterable[Obj], others: Iterable[Obj], ours: Iterable[Obj] = ()) -> Capacity:
+def cluster_capacity(
+    nodes: Iterable[Obj], others: Iterable[Obj], ours: Iterable[tuple[Obj, Obj]] = ()
+) -> Capacity:
     """A cluster's usable nodes summed: capacity, and allocatable minus what `others` (pods
     admitted there) use. A node whose quantities cannot be read is left out.
 
-    `ours` are the pods the front binds to this cluster's virtual node: the front counts all of
-    them against its allocatable, so those running on nodes left out (cordoned, not Ready) add
-    what they use, and the room the front sees is the room on the usable nodes (else draining a
-    node would make the front's scheduler refuse pods the core placed on the others)."""
+    `ours` are the bridge's pods in this cluster, each as (remote pod, front pod: the one whose
+    spec says what it uses): the front counts all of them against the virtual node's allocatable,
+    so those running on nodes left out (cordoned, not Ready) add what they use, and the room the
+    front sees is the room on the usable nodes (else draining a node would make the front's
+    scheduler refuse pods the core placed on the others)."""
     cap: Resources = {}
     alloc: Resources = {}
     names: set[str] = set()
@@ -98,9 +101,9 @@ def cluster_capacity(nodes: Iterable[Obj], others: Iterable[Obj], ours: Iterable
         if running_on_node(p) and p["spec"]["nodeName"] in names:
             add_into(used, admitted_pod_usage(p))
     left = free(alloc, used)
-    for p in ours:
-        if running_on_node(p) and p["spec"]["nodeName"] not in names:
-            add_into(left, admitted_pod_usage(p))
+    for remote, front in ours:
+        if running_on_node(remote) and remote["spec"]["nodeName"] not in names:
+            add_into(left, admitted_pod_usage(front))
     return Capacity(
         {k: format_quantity(k, v) for k, v in sorted(cap.items())},
         {k: format_quantity(k, v) for k, v in sorted(left.items())},
