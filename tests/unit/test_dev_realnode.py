@@ -17,6 +17,7 @@ from armada_bridge.dev.binary.kwok_cluster import interleaved
 from armada_bridge.dev.images.oci import (
     CONTAINERD_NAME,
     DOCKER_MANIFEST,
+    REF_NAME,
     ImageConfig,
     full_name,
     image_name,
@@ -63,6 +64,7 @@ def test_an_image_archive_is_an_oci_layout_whose_digests_hold(tmp_path: Path) ->
     (entry,) = index["manifests"]
     assert entry["digest"] == digest
     assert entry["annotations"][CONTAINERD_NAME] == "docker.io/library/busybox:latest"
+    assert entry["annotations"][REF_NAME] == "docker.io/library/busybox:latest"  # podman's name for it
     assert image_name(target) == "docker.io/library/busybox:latest"  # what a node checks it has
     manifest = json.loads(blobs[f"blobs/sha256/{digest[7:]}"])
     config = json.loads(blobs[f"blobs/sha256/{manifest['config']['digest'][7:]}"])
