@@ -2,8 +2,10 @@
 # Builds the images the dev environment's real nodes run (armada_bridge/dev/images/recipes.py: the
 # pause sandbox, busybox, Python; for the operators' pods Argo's executor (argoexec), the MPI
 # operator's pi example (mpi-pi), Spark (docker.io/apache/spark:4.0.4), Ray (rayproject/ray:2.52.0)
-# and Dask (dask-kubernetes:dev)) from Debian's packages, PyPI, this repository and the pinned
-# operators' modules, as OCI archives in the cache outside the repository, keyed by content. A
+# and Dask (dask-kubernetes:dev); and the bridge's own runtime image, the Dockerfile's (bridge:
+# ghcr.io/armadaproject/armada-bridge:<version>, docs/install.md)) from Debian's packages, PyPI,
+# this repository and the pinned operators' modules, as OCI archives (which ctr import, docker
+# load and podman load read) in the cache outside the repository, keyed by content. A
 # second run finds them and does nothing. Spark, Ray and Dask take minutes each and make archives
 # of hundreds of MiB (Spark's jars alone are 440 MiB).
 #

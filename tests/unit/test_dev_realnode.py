@@ -14,7 +14,15 @@ import pytest
 
 from armada_bridge import keys
 from armada_bridge.dev.binary.kwok_cluster import interleaved
-from armada_bridge.dev.images.oci import CONTAINERD_NAME, ImageConfig, full_name, image_name, write_archive
+from armada_bridge.dev.images.oci import (
+    CONTAINERD_NAME,
+    DOCKER_MANIFEST,
+    REF_NAME,
+    ImageConfig,
+    full_name,
+    image_name,
+    write_archive,
+)
 from armada_bridge.dev.network import dns
 from armada_bridge.dev.network.podnet import NetworkError, PodNetwork
 from armada_bridge.dev.network.services import INNER_BRIDGE, ClusterNetwork
@@ -56,6 +64,7 @@ def test_an_image_archive_is_an_oci_layout_whose_digests_hold(tmp_path: Path) ->
     (entry,) = index["manifests"]
     assert entry["digest"] == digest
     assert entry["annotations"][CONTAINERD_NAME] == "docker.io/library/busybox:latest"
+    assert entry["annotations"][REF_NAME] == "docker.io/library/busybox:latest"  # podman's name for it
     assert image_name(target) == "docker.io/library/busybox:latest"  # what a node checks it has
     manifest = json.loads(blobs[f"blobs/sha256/{digest[7:]}"])
     config = json.loads(blobs[f"blobs/sha256/{manifest['config']['digest'][7:]}"])
@@ -64,6 +73,13 @@ def test_an_image_archive_is_an_oci_layout_whose_digests_hold(tmp_path: Path) ->
     assert config["rootfs"]["diff_ids"] == [layer["digest"]]
     assert blobs[f"blobs/sha256/{layer['digest'][7:]}"] == rootfs.read_bytes()
     assert json.loads(blobs["oci-layout"]) == {"imageLayoutVersion": "1.0.0"}
+    # The docker-archive manifest (`docker load`): the same config and layer blobs, the full name.
+    (docker,) = json.loads(blobs[DOCKER_MANIFEST])
+    assert docker == {
+        "Config": f"blobs/sha256/{manifest['config']['digest'][7:]}",
+        "RepoTags": ["docker.io/library/busybox:latest"],
+        "Layers": [f"blobs/sha256/{layer['digest'][7:]}"],
+    }
 
 
 def test_real_nodes_get_disjoint_address_blocks_of_one_flat_network(tmp_path: Path) -> None:

@@ -1,5 +1,9 @@
-"""A root filesystem tarball as a one-layer OCI image archive (the OCI image layout in a tar), which
-`ctr images import`, `docker load` (recent engines) and `podman load` all read."""
+"""A root filesystem tarball as a one-layer OCI image archive: the OCI image layout in a tar
+(`oci-layout`, `index.json`, `blobs/`), which `ctr images import` and `podman load` read, with the
+docker-archive `manifest.json` beside it naming the same blobs, as `docker save` (25 and later)
+writes them: Docker's classic image store loads only that (its `docker load` opens manifest.json
+and nothing else); its containerd image store, like containerd, reads the OCI layout. Each format
+carries the image's full name where its loader looks for it."""
 
 from __future__ import annotations
 
@@ -16,7 +20,12 @@ CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
 LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar"
 # The annotation containerd's importer reads an image's full name from.
 CONTAINERD_NAME = "io.containerd.image.name"
+# The OCI layout's own name of an image: podman's oci-archive loader takes it as the image's whole
+# name (containers/common libimage), so it is the full name too, not only the tag (containerd
+# reads it only when CONTAINERD_NAME is missing).
 REF_NAME = "org.opencontainers.image.ref.name"
+# The docker-archive manifest (`docker load`), beside the OCI layout's index.json.
+DOCKER_MANIFEST = "manifest.json"
 
 
 @dataclass(frozen=True)
@@ -97,14 +106,22 @@ def write_archive(rootfs_tar: Path, name: str, config: ImageConfig, target: Path
                 "mediaType": MANIFEST_TYPE,
                 "digest": manifest_digest,
                 "size": len(manifest_blob),
-                "annotations": {CONTAINERD_NAME: ref, REF_NAME: ref.rsplit(":", 1)[1]},
+                "annotations": {CONTAINERD_NAME: ref, REF_NAME: ref},
             }
         ],
     }
+    docker = [
+        {
+            "Config": f"blobs/sha256/{config_digest[7:]}",
+            "RepoTags": [ref],
+            "Layers": [f"blobs/sha256/{layer_digest[7:]}"],
+        }
+    ]
     target.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(target, "w") as out:
         _add_bytes(out, "oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}).encode())
         _add_bytes(out, "index.json", json.dumps(index, sort_keys=True).encode())
+        _add_bytes(out, DOCKER_MANIFEST, json.dumps(docker).encode())
         _add_bytes(out, f"blobs/sha256/{config_digest[7:]}", config_blob)
         _add_bytes(out, f"blobs/sha256/{manifest_digest[7:]}", manifest_blob)
         out.add(rootfs_tar, arcname=f"blobs/sha256/{layer_digest[7:]}")

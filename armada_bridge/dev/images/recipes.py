@@ -22,6 +22,9 @@ packages and this repository's sources, each under the name the pods that use it
   `dask[distributed]` (dask.py).
 - `pytorch`: `armada-bridge.local/pytorch:1.13-bookworm`, Debian's PyTorch (CPU, gloo) with our own
   distributed program, for PyTorchJobs on real nodes (pytorch.py).
+- `bridge`: the bridge's own runtime image, what the Dockerfile describes, under the name the Helm
+  chart runs (`ghcr.io/armadaproject/armada-bridge:<tag>`): Debian's Python 3.11 and openssl, this
+  repository's wheel without the local environment, its dependencies from PyPI (runtime.py).
 
 Debian root filesystems with PyPI packages are built by rootfs.DebianRoot.
 """
@@ -36,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from armada_bridge.dev.images import argoexec, dask, mpi, pytorch, ray, spark
+from armada_bridge.dev.images import argoexec, dask, mpi, pytorch, ray, runtime, spark
 from armada_bridge.dev.images.oci import ImageConfig
 from armada_bridge.dev.images.rootfs import (
     DEBIAN_SUITE,
@@ -154,5 +157,6 @@ RECIPES = {
         Recipe("argoexec", argoexec.IMAGE, argoexec.CONFIG, argoexec.build, argoexec.inputs),
         Recipe("mpi-pi", mpi.IMAGE, mpi.CONFIG, mpi.build, mpi.inputs),
         Recipe("pytorch", pytorch.NAME, pytorch.CONFIG, pytorch.ROOT.build, pytorch.inputs),
+        Recipe("bridge", runtime.NAME, runtime.CONFIG, runtime.build, runtime.inputs),
     )
 }

@@ -30,6 +30,10 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEBIAN_SUITE = "bookworm"
 # Left out of Debian root filesystems: documentation, manuals and translations.
 DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*", "/usr/share/info/*")
+# mmdebstrap's hooks that merge /usr with directory symlinks, as debootstrap does, and install
+# usr-is-merged: without them bookworm's essential init-system-helpers brings the usrmerge package,
+# and with it all of Perl (50 MiB; perl-base stays).
+MERGED_USR_HOOKS = "/usr/share/mmdebstrap/hooks/merged-usr"
 # Where pip puts packages in a Debian root (Debian's python3 installs under /usr/local), as a glob.
 SITE_PACKAGES = "usr/local/lib/python3*/dist-packages"
 # Inside the root while pip installs: the wheels and the pip that installs them (removed after).
@@ -85,18 +89,28 @@ def site_packages(root: Path) -> Path:
     return found[0]
 
 
-def add_user(root: Path, name: str, uid: int, gid: int, home: str, group: str | None = None) -> None:
-    """The account `name` (uid, primary group gid, bash, `home` made and owned by it) in the root;
-    `group`, when given, is a new group of that name with id gid."""
+def add_user(
+    root: Path,
+    name: str,
+    uid: int,
+    gid: int,
+    home: str,
+    group: str | None = None,
+    shell: str = "/bin/bash",
+    make_home: bool = True,
+) -> None:
+    """The account `name` (uid, primary group gid, `shell`, `home`, made and owned by it when
+    `make_home`) in the root; `group`, when given, is a new group of that name with id gid."""
     etc = root / "etc"
     if group is not None:
         with open(etc / "group", "a") as f:
             f.write(f"{group}:x:{gid}:\n")
     with open(etc / "passwd", "a") as f:
-        f.write(f"{name}:x:{uid}:{gid}:{name}:{home}:/bin/bash\n")
-    path = root / home.lstrip("/")
-    path.mkdir(parents=True, exist_ok=True)
-    os.chown(path, uid, gid)
+        f.write(f"{name}:x:{uid}:{gid}:{name}:{home}:{shell}\n")
+    if make_home:
+        path = root / home.lstrip("/")
+        path.mkdir(parents=True, exist_ok=True)
+        os.chown(path, uid, gid)
 
 
 def pip_install_argv(requirements: Sequence[str]) -> list[str]:
@@ -122,6 +136,12 @@ def pip_install_argv(requirements: Sequence[str]) -> list[str]:
         "--no-warn-script-location",
         *requirements,
     ]
+
+
+def staged(requirement: str) -> str:
+    """`requirement` as the root's pip sees it: a wheel file of the host's (a project of ours, built
+    beforehand) is its staged copy, which the host's `pip wheel` put beside the others."""
+    return f"{_STAGE}/wheels/{Path(requirement).name}" if requirement.endswith(".whl") else requirement
 
 
 def _stage_pip(requirements: Sequence[str], stage: Path) -> None:
@@ -152,18 +172,20 @@ def mmdebstrap(
     hooks: Sequence[str] = (),
     skip: Sequence[str] = (),
     directory: bool = False,
+    hook_dirs: Sequence[str] = (),
 ) -> list[str]:
     """The command that lays out Debian `DEBIAN_SUITE`'s essential packages and `packages` (without
     documentation) at `target` (a tarball, a directory when `directory`, or /dev/null for a root
     that only its hooks use), then runs `hooks` (mmdebstrap's customize hooks: `$1` is the root;
     `upload`, `download`, ...); `skip`: steps of mmdebstrap's to leave out (its --skip, e.g.
-    `cleanup/run`)."""
+    `cleanup/run`); `hook_dirs`: directories of mmdebstrap's hook scripts (e.g. MERGED_USR_HOOKS)."""
     return [
         require("mmdebstrap", "mmdebstrap"),
         "--mode=root",
         "--variant=essential",
         "--quiet",
         *(["--format=directory"] if directory else []),
+        *(f"--hook-dir={d}" for d in hook_dirs),
         f"--include={','.join(packages)}",
         *(f"--dpkgopt=path-exclude={p}" for p in DPKG_EXCLUDES),
         # Packages that make their manuals alternatives (OpenJDK's java.1) fail to configure when
@@ -195,15 +217,24 @@ Customize = Callable[[Path, Path], None]
 @dataclass(frozen=True)
 class DebianRoot:
     """A Debian root filesystem: `packages` (mmdebstrap's essential variant plus these, without
-    recommends), then the PyPI `pip` requirements installed into its python3, then `customize`."""
+    recommends), then the PyPI `pip` requirements (or wheel files of the host's, with what they
+    require) installed into its python3, then `customize`; `hook_dirs`: mmdebstrap's hook
+    directories to lay it out with."""
 
     packages: tuple[str, ...]
     pip: tuple[str, ...] = ()
     customize: Customize | None = None
+    hook_dirs: tuple[str, ...] = ()
 
     def inputs(self) -> tuple[str, ...]:
         """What the root is made from (the recipe adds what its `customize` reads)."""
-        return (DEBIAN_SUITE, *self.packages, *DPKG_EXCLUDES, *(f"pip:{r}" for r in self.pip))
+        return (
+            DEBIAN_SUITE,
+            *self.packages,
+            *DPKG_EXCLUDES,
+            *(f"pip:{r}" for r in self.pip),
+            *(f"hook-dir:{d}" for d in self.hook_dirs),
+        )
 
     def build(self, work: Path, rootfs: Path) -> None:
         """Write the root filesystem as the tarball `rootfs`, working in `work`."""
@@ -213,11 +244,11 @@ class DebianRoot:
             _stage_pip(self.pip, stage)
             hooks += [
                 f'cp -a {shlex.quote(str(stage))} "$1{_STAGE}"',
-                f'chroot "$1" {shlex.join(pip_install_argv(self.pip))}',
+                f'chroot "$1" {shlex.join(pip_install_argv([staged(r) for r in self.pip]))}',
                 f'rm -rf "$1{_STAGE}"',
             ]
         root = work / "root"
-        argv = mmdebstrap(self.packages, str(root), hooks, directory=True)
+        argv = mmdebstrap(self.packages, str(root), hooks, directory=True, hook_dirs=self.hook_dirs)
         try:
             run(argv, cwd=work)
             if self.customize is not None:
