@@ -217,6 +217,17 @@ def _host_view(env: Environment, network: PodNetwork, real: RealNodes) -> dict[s
             if link.get("master") == network.bridge or link["ifname"].startswith(f"{network.bridge}-")
         ],
         "namespaces": network.namespaces(),
+        # Through a cluster's router: the front's Service range.
+        "routes": [
+            r["dst"]
+            for r in json.loads(
+                subprocess.run(
+                    ["ip", "-j", "route", "show", "table", "all"], capture_output=True, text=True
+                ).stdout
+                or "[]"
+            )
+            if r.get("dev") == network.bridge and r.get("gateway")
+        ],
         "cgroups": cgroups,
         "mounts": host.mounts_under(env.state_dir),
         "processes": env.pids(),
@@ -265,6 +276,7 @@ def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down
         during = _host_view(env, network, real)
         assert during["bridge"] and during["veths"] and during["namespaces"] and during["cgroups"], during
         assert during["mounts"] and during["processes"], during
+        assert during["routes"] == [env.settings()["front_services"]], during
         assert host.read_sysctls() != before  # kubelet set its values
         # kubelet's and kube-proxy's iptables rules are in the cluster's network namespace only.
         assert _host_rules() == rules
@@ -282,6 +294,7 @@ def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down
             "bridge": False,
             "veths": [],
             "namespaces": [],
+            "routes": [],
             "cgroups": [],
             "mounts": [],
             "processes": [],
@@ -442,3 +455,57 @@ def test_port_forward_and_attach_reach_the_real_container(
             proc.terminate()
             proc.wait(10)
     assert any("Forwarding from" in line for line in forwarded), forwarded
+
+
+def test_the_fronts_control_plane_reaches_a_service_whose_pod_runs_on_the_fronts_real_node(
+    dev_env: Environment, cluster_api: Api, namespace: str
+) -> None:
+    """The front has a real node, for the bridge's own pods when it is installed as an admin
+    installs it (its image, its chart). A Service whose pod runs there answers at its ClusterIP
+    from the host, where the front's kube-apiserver (calling a webhook) and kube-scheduler (an
+    extender) run, and by its DNS name from another pod there. The pods are not managed (no
+    queue): the front's scheduler places them itself."""
+    real_nodes = dev_env.real_nodes()
+    if real_nodes is None or "front-real-0" not in real_nodes.existing():
+        pytest.fail("the front has no real node: `armada-bridge dev up --real-nodes 1`")
+    front = k8s.CoreV1Api(cluster_api("front"))
+    server = {
+        "name": "main",
+        "image": RECIPES["bridge"].name,
+        "command": ["python", "-m", "http.server", "8080", "--directory", "/etc"],
+        "resources": {"requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
+    }
+    front.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": on_a_real_node({"containers": [server]}),
+        },
+    )
+    service = front.create_namespaced_service(
+        namespace,
+        {
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
+        },
+    )
+    web = running(front, namespace, "web")
+    assert web.spec.node_name == "front-real-0", web.spec.node_name
+
+    def answer() -> str | None:
+        try:
+            with urllib.request.urlopen(f"http://{service.spec.cluster_ip}/hostname", timeout=3) as r:
+                return str(r.read().decode())
+        except OSError:
+            return None  # its endpoints not yet in kube-proxy's rules
+
+    assert wait_for("the Service answering the host at its ClusterIP", answer, timeout=60).strip() == "web"
+    url = f"http://web.{namespace}.svc.cluster.local/hostname"
+    fetch = f"import urllib.request; print(urllib.request.urlopen({url!r}).read().decode())"
+    client = real_pod("client", ["python", "-c", fetch], image=RECIPES["bridge"].name)
+    client["metadata"]["labels"] = {}
+    front.create_namespaced_pod(namespace, client)
+    done = ended(front, namespace, "client")
+    log = front.read_namespaced_pod_log("client", namespace)
+    assert done.status.phase == "Succeeded" and log.strip() == "web", (done.status, log)
+    assert done.spec.node_name == "front-real-0"

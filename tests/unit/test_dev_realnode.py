@@ -7,6 +7,7 @@ import hashlib
 import io
 import ipaddress
 import json
+import os
 import tarfile
 from pathlib import Path
 
@@ -178,4 +179,12 @@ def test_real_nodes_together_offer_the_host_once() -> None:
         ("remote-1-real-1", 1),
         ("remote-2-real-0", 2),
         ("remote-2-real-1", 3),
+        ("front-real-0", 4),  # the bridge's own pods' node, its address block after the remotes'
     ]
+    assert node.plan(["remote-1"], 0) == []
+    front = plan[-1]
+    assert node.images_for(front) == node.FRONT_IMAGES and node.images_for(plan[0]) is None
+    # The front's node offers its own share beside the remotes' (which offer the host once).
+    assert node.reserved_for(plan[0], 4) == node.host_share(4)
+    cpus = (os.cpu_count() or 1) * 1000
+    assert int(node.reserved_for(front, 4)["cpu"].removesuffix("m")) == max(cpus - node.FRONT_SHARE_CPU_M, 0)

@@ -60,6 +60,8 @@ KWOK_NODES_ONLY = [
     f"kwok-controller=manage-nodes-with-annotation-selector={keys.KWOK_NODE_ANNOTATION}={keys.KWOK_NODE_ANNOTATION_VALUE}",
 ]
 DEFAULT_REAL_NODES = 1
+# kube-apiserver reaches real nodes' kubelets (logs, exec) at their address: no DNS names them.
+KUBELETS_BY_ADDRESS = "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname"
 
 
 class Environment(BaseEnvironment):
@@ -122,6 +124,13 @@ class Environment(BaseEnvironment):
                     [
                         *KWOK_NODES_ONLY,
                         *vkubelet_setup.front_apiserver_args(self.kwok_workdir / "clusters" / FRONT),
+                        KUBELETS_BY_ADDRESS,
+                        # Its Services' range, which the host reaches through its real node's router.
+                        *(
+                            [f"kube-apiserver=service-cluster-ip-range={services}"]
+                            if (services := self.settings().get("front_services"))
+                            else []
+                        ),
                     ]
                 ),
                 # Pods of real nodes reach the front API where the pod network meets the host.
@@ -143,7 +152,7 @@ class Environment(BaseEnvironment):
                 [
                     *(kwok_exec.kwokctl_args(exec_port) if exec_port else []),
                     *KWOK_NODES_ONLY,
-                    "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname",
+                    KUBELETS_BY_ADDRESS,
                     f"kube-apiserver=kubelet-client-certificate={pki / 'admin.crt'}",
                     f"kube-apiserver=kubelet-client-key={pki / 'admin.key'}",
                 ]
@@ -193,7 +202,7 @@ class Environment(BaseEnvironment):
             if planned:
                 realnode.require_host()
             node_bins = binaries_mod.ensure_node() if planned else None
-            archives = {a: oci.image_name(a) for a in images.ensure_all().values()} if planned else {}
+            built = images.ensure_all() if planned else {}
             network = (self.pod_network() or podnet.choose(self.state_dir)) if planned else None
             for name in self.cluster_names():
                 if name not in wanted:
@@ -232,11 +241,14 @@ class Environment(BaseEnvironment):
             }
             if network:
                 settings["pod_network"] = {"bridge": network.bridge, "subnet": network.subnet}
+                settings["front_services"] = previous.get("front_services") or podnet.choose_service_range(
+                    network
+                )
                 # The host as found, before anything changes it; the bridge before the front
                 # listens on its gateway.
                 RealNodes(self.state_dir, self.supervisor, network).prepare()
             self.settings_file.write_text(json.dumps(settings))
-            reserved = realnode.host_share(len(planned)) if planned else {}
+            remote_nodes = len([n for n in planned if n.cluster != FRONT])
             self._write_scheduler_config(ports["webhook"])
             for name in wanted:
                 c = self.cluster(name, bins)
@@ -299,13 +311,18 @@ class Environment(BaseEnvironment):
                         node_bins.coredns,
                     )
                     for n in mine:
+                        wanted_images = realnode.images_for(n)
                         real.ensure(
                             n,
                             server=pod_facing_server,
                             pki=c.workdir / "pki",
                             ports=ports,
-                            reserved=reserved,
-                            images=archives,
+                            reserved=realnode.reserved_for(n, remote_nodes),
+                            images={
+                                a: oci.image_name(a)
+                                for key, a in built.items()
+                                if wanted_images is None or key in wanted_images
+                            },
                             kubelet_binary=node_bins.kubelet,
                             cluster_net=cluster_net,
                             cluster_dns=cluster_dns,
@@ -319,6 +336,8 @@ class Environment(BaseEnvironment):
                         mine[0].name,
                         node_bins.kube_proxy,
                     )
+                    if name == FRONT:  # its control plane calls Services (webhooks, an extender)
+                        cluster_net.route_from_host(settings["front_services"])
                     log(f"{name}: Services (kube-proxy) ready")
 
             with ThreadPoolExecutor(max_workers=len(wanted)) as pool:

@@ -16,7 +16,7 @@ FIRST_DNS_HOST = 10  # cluster k's DNS is the network's address number 10 + k (a
 
 
 def address(network: PodNetwork, cluster_index: int) -> str:
-    """The DNS address of the `cluster_index`-th remote cluster (1, 2, ...)."""
+    """The DNS address of cluster number `cluster_index` (the front 0, the remote clusters 1, 2, ...)."""
     return str(network.network.network_address + FIRST_DNS_HOST + cluster_index)
 
 
@@ -48,5 +48,6 @@ def component(
         argv=[str(binary), "-conf", str(conf)],
         ready_url=f"http://127.0.0.1:{ready_port}/ready",
         follows_code=False,
-        inputs=text,
+        # A cluster made anew (another port) rewrites its kubeconfig: CoreDNS restarts to follow it.
+        inputs=text + kubeconfig.read_text(),
     )

@@ -6,8 +6,10 @@ host: the API servers listen there). Each remote cluster's pods hang off a bridg
 the cluster's network namespace (armada_bridge.dev.network.services), joined to the host bridge by
 a veth pair; each real node gives its pods addresses from a range of its own inside the one subnet
 (CNI `bridge` + `host-local`, Debian's containernetworking-plugins), so every pod reaches every
-other pod and the host at layer 2: no routes, forwarding or NAT on the host, nothing written to its
-iptables.
+other pod and the host at layer 2: no forwarding or NAT on the host, nothing written to its
+iptables. The one route the host gets is the front cluster's Service range through the front's
+router, so that its control plane (kube-apiserver calling a webhook, kube-scheduler an extender)
+reaches Services whose pods run on the front's real node; it goes with the bridge.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ CNI_BIN_DIR = Path("/usr/lib/cni")  # Debian's containernetworking-plugins
 NETWORK_NAME = "armada-bridge"
 PREFIX = 16
 NODE_BLOCK = 256  # addresses per real node
+SERVICE_PREFIX = 24  # the front cluster's Service range
 
 
 class NetworkError(RuntimeError):
@@ -165,10 +168,8 @@ def _between(
     return a.version == low.version and low <= a <= high  # type: ignore[operator]
 
 
-def choose(state_dir: Path) -> PodNetwork:
-    """A pod network for the environment in `state_dir`: a /16 in 10.64.0.0/10 that no route of the
-    host covers or overlaps, picked from the directory's hash (so two environments differ)."""
-    seed = int(hashlib.sha256(str(state_dir).encode()).hexdigest(), 16)
+def _host_routes() -> list[ipaddress.IPv4Network]:
+    """Every IPv4 destination the host routes (its own addresses included), default left out."""
     routes = json.loads(ip("-j", "route", "show", "table", "all", check=False).stdout or "[]")
     taken = []
     for r in routes:
@@ -179,10 +180,34 @@ def choose(state_dir: Path) -> PodNetwork:
             taken.append(ipaddress.IPv4Network(dst if "/" in dst else f"{dst}/32", strict=False))
         except ValueError:
             continue
-    for i in range(64):
-        candidate = ipaddress.IPv4Network(f"10.{64 + (seed + i) % 64}.0.0/{PREFIX}")
-        if not any(candidate.overlaps(t) for t in taken):
-            return PodNetwork(bridge=f"abr-{seed % 16**8:08x}"[:15], subnet=str(candidate))
-    raise NetworkError(
-        "no free /16 for the pod network in 10.64.0.0/10: every one overlaps a route of the host"
-    )
+    return taken
+
+
+def _free_sixteens(seed: int, taken: list[ipaddress.IPv4Network]) -> list[ipaddress.IPv4Network]:
+    """The /16s of 10.64.0.0/10 that no network of `taken` overlaps, in an order picked by `seed`."""
+    candidates = (ipaddress.IPv4Network(f"10.{64 + (seed + i) % 64}.0.0/{PREFIX}") for i in range(64))
+    return [c for c in candidates if not any(c.overlaps(t) for t in taken)]
+
+
+def choose(state_dir: Path) -> PodNetwork:
+    """A pod network for the environment in `state_dir`: a /16 in 10.64.0.0/10 that no route of the
+    host covers or overlaps, picked from the directory's hash (so two environments differ)."""
+    seed = int(hashlib.sha256(str(state_dir).encode()).hexdigest(), 16)
+    free = _free_sixteens(seed, _host_routes())
+    if not free:
+        raise NetworkError(
+            "no free /16 for the pod network in 10.64.0.0/10: every one overlaps a route of the host"
+        )
+    return PodNetwork(bridge=f"abr-{seed % 16**8:08x}"[:15], subnet=str(free[0]))
+
+
+def choose_service_range(network: PodNetwork) -> str:
+    """The front cluster's Service (ClusterIP) range: a /24 outside the pod network (its pods send
+    what is not on their network to their gateway, where kube-proxy is) that no route of the host
+    overlaps, the host reaching it through the front's router (services.ClusterNetwork)."""
+    taken = [*_host_routes(), network.network]
+    seed = int(hashlib.sha256(network.subnet.encode()).hexdigest(), 16)
+    free = _free_sixteens(seed, taken)
+    if not free:
+        raise NetworkError("no free /16 in 10.64.0.0/10 for the front cluster's Services")
+    return str(next(free[0].subnets(new_prefix=SERVICE_PREFIX)))

@@ -35,7 +35,7 @@ NETNS_DIR = Path("/run/netns")  # where `ip netns` keeps named namespaces
 class ClusterNetwork:
     network: PodNetwork
     cluster: str
-    index: int  # the cluster's number among the remote clusters (1, 2, ...)
+    index: int  # the cluster's number: the front 0, the remote clusters 1, 2, ...
 
     @property
     def namespace(self) -> str:
@@ -79,6 +79,11 @@ class ClusterNetwork:
         ip("link", "set", "dev", self.host_veth, "master", self.network.bridge, "up")
         ip(*inside, "link", "set", "dev", UPLINK, "master", INNER_BRIDGE, "up")
         self._in_namespace("sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward")
+
+    def route_from_host(self, cidr: str) -> None:
+        """The host reaches `cidr` (the cluster's Service range) through the cluster's router, where
+        kube-proxy sends it on; the route goes with the host bridge (or `delete_routes`)."""
+        ip("route", "replace", cidr, "via", self.gateway, "dev", self.network.bridge)
 
     def _in_namespace(self, *argv: str) -> None:
         r = subprocess.run(
@@ -143,6 +148,14 @@ def delete_namespace(network: PodNetwork, cluster: str) -> None:
     for link in json.loads(ip("-j", "link", "show", "type", "veth", check=False).stdout or "[]"):
         if link.get("ifindex") == peer and str(link.get("ifname", "")).startswith(f"{network.bridge}-"):
             ip("link", "delete", "dev", link["ifname"], check=False)
+
+
+def delete_routes(network: PodNetwork) -> None:
+    """The host's routes through a cluster's router (`route_from_host`): those on the host bridge
+    with a next hop."""
+    for route in json.loads(ip("-j", "route", "show", "dev", network.bridge, check=False).stdout or "[]"):
+        if route.get("gateway"):
+            ip("route", "delete", route["dst"], "via", route["gateway"], "dev", network.bridge, check=False)
 
 
 def delete_host_veths(network: PodNetwork) -> None:

@@ -1,5 +1,6 @@
-"""Real nodes of the dev remote clusters: a real kubelet and container runtime beside the KWOK
-nodes, wherever a container must really run.
+"""Real nodes of the dev clusters: a real kubelet and container runtime beside the KWOK nodes of the
+remote clusters, wherever a container must really run, and one in the front for the bridge's own
+pods.
 
 Each node is two supervised processes (containerd, kubelet; armada_bridge.dev.components) and a
 directory of its own, `<state>/realnodes/<node>/`, that holds everything they write: the runtime's
@@ -21,6 +22,7 @@ from pathlib import Path
 from armada_bridge.dev.base import ClusterError, log
 from armada_bridge.dev.clients import certificate_kubeconfig
 from armada_bridge.dev.components import Supervisor
+from armada_bridge.dev.names import FRONT
 from armada_bridge.dev.network import api_port, dns, services
 from armada_bridge.dev.network.podnet import CNI_BIN_DIR, PodNetwork
 from armada_bridge.dev.network.services import ClusterNetwork
@@ -29,6 +31,10 @@ from armada_bridge.dev.realnode import containerd, host, kubelet
 
 # Memory the environment's own processes (control planes, bridge, operators) keep from real nodes.
 KEPT_FOR_THE_ENVIRONMENT = 4 * 2**30
+# What the front's real node offers its pods, and the images it has (recipe keys).
+FRONT_SHARE_CPU_M = 1000
+FRONT_SHARE_MEMORY = 3 * 2**30
+FRONT_IMAGES = ("pause", "busybox", "bridge")
 MAX_PODS = 30
 # Ports of each real node, among the environment's ports (named `<kind>-<node>`).
 PORT_KINDS = ("kubelet", "kubelet-healthz", "containerd-stream")
@@ -50,12 +56,22 @@ class RealNode:
         return f"{self.cluster}-real-{self.index}"
 
 
-def plan(clusters: list[str], per_cluster: int) -> list[RealNode]:
-    return [
+def plan(remotes: list[str], per_cluster: int) -> list[RealNode]:
+    """`per_cluster` real nodes in each remote cluster and, when there are any, one in the front
+    (the bridge's own pods run there when it is installed as an admin installs it: its image,
+    its chart); the remotes' address blocks first."""
+    nodes = [
         RealNode(cluster, i, n * per_cluster + i)
-        for n, cluster in enumerate(clusters)
+        for n, cluster in enumerate(remotes)
         for i in range(per_cluster)
     ]
+    return [*nodes, RealNode(FRONT, 0, len(nodes))] if nodes else []
+
+
+def images_for(node: RealNode) -> tuple[str, ...] | None:
+    """The images (recipe keys) a node gets: the front's what the bridge's own pods and the tests'
+    shells there run; a remote's all (None)."""
+    return FRONT_IMAGES if node.cluster == FRONT else None
 
 
 def require_host() -> None:
@@ -81,6 +97,20 @@ def require_host() -> None:
 
 def port_names(node: RealNode) -> list[str]:
     return [f"{kind}-{node.name}" for kind in PORT_KINDS]
+
+
+def reserved_for(node: RealNode, remote_nodes: int) -> dict[str, str]:
+    """What `node` keeps from its pods (kubelet's systemReserved): the remote clusters' real nodes
+    together offer the host once (host_share); the front's offers FRONT_SHARE beside them (the
+    bridge's own few pods: the host's CPUs are shared anyway)."""
+    if node.cluster != FRONT:
+        return host_share(remote_nodes)
+    cpu_m = (os.cpu_count() or 1) * 1000
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {
+        "cpu": f"{max(cpu_m - FRONT_SHARE_CPU_M, 0)}m",
+        "memory": str(max(mem - FRONT_SHARE_MEMORY, 0)),
+    }
 
 
 def host_share(nodes: int) -> dict[str, str]:
@@ -255,10 +285,12 @@ class RealNodes:
         return problems
 
     def teardown_cluster(self, cluster: str) -> None:
-        """What `cluster` has for its real nodes (after they are gone): DNS, kube-proxy, network
-        namespace."""
+        """What `cluster` has for its real nodes (after they are gone): DNS, kube-proxy, the host's
+        route to its Services, network namespace."""
         for kind in CLUSTER_PROCESSES:
             self.supervisor.stop(f"{kind}-{cluster}")
+        if cluster == FRONT:
+            services.delete_routes(self.network)
         services.delete_namespace(self.network, cluster)
 
     def teardown_all(self) -> list[str]:
@@ -276,6 +308,7 @@ class RealNodes:
         }
         for cluster in sorted(clusters | set(services.clusters_with_namespace(self.network))):
             self.teardown_cluster(cluster)
+        services.delete_routes(self.network)
         services.delete_host_veths(self.network)
         self.supervisor.stop(api_port.NAME)
         self.network.delete()
