@@ -159,6 +159,8 @@ def test_non_default_values_in_another_namespace() -> None:
         c = chart.find(objs, "Deployment", name)["spec"]["template"]["spec"]["containers"][0]
         assert c["image"] == "registry.example.com/batch/armada-bridge:0.1.0"
         assert c["imagePullPolicy"] == "IfNotPresent"
+        pod = chart.find(objs, "Deployment", name)["spec"]["template"]["spec"]
+        assert pod["nodeSelector"] == values["nodeSelector"] and pod["tolerations"] == values["tolerations"]
     assert f"--namespace={ns}" in chart.container_args(objs, "armada-bridge-extender")
     assert f"--leader-election-namespace={ns}" in chart.container_args(objs, "armada-bridge-vkubelet")
     config = yaml.safe_load(

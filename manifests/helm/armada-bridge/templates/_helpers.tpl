@@ -21,3 +21,15 @@ imagePullPolicy: {{ . }}
 - armada-bridge-extender.{{ .Release.Namespace }}.svc
 - armada-bridge-extender.{{ .Release.Namespace }}.svc.cluster.local
 {{- end -}}
+
+{{/* Where the bridge's own pods may run: the values' nodeSelector and tolerations. */}}
+{{- define "armada-bridge.placement" -}}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
