@@ -33,6 +33,7 @@ def _dev(args: argparse.Namespace) -> int:
             operator_names=names,
             extender_replicas=args.extender_replicas,
             real_nodes=args.real_nodes,
+            host_bridge=False if args.without_bridge else None,
         )
         _print_status(statuses)
         _print_operators(env)
@@ -122,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--extender-replicas",
         type=int,
         help="extender processes electing a leader and sharing one port (default: as the last up, else 1)",
+    )
+    up.add_argument(
+        "--without-bridge",
+        action="store_true",
+        help="the front without the bridge's host processes, to install it as an admin does (its image "
+        "and Helm chart on the front's real node; docs/install.md); kept until `dev down`",
     )
     up.add_argument(
         "--provider",

@@ -122,7 +122,18 @@ async def run(args: argparse.Namespace) -> int:
     client_ca = args.client_ca_file.read_text() if args.client_ca_file else await auth.front_client_ca(front)
     ssl_ctx = auth.server_context(cert, key, client_ca)
 
-    api = KubeletApi(front, manager, ready=manager.clusters.synced.is_set)
+    elector = (
+        LeaderElector(front, args.leader_election_namespace, LEADER_LEASE, args.identity)
+        if args.leader_elect
+        else None
+    )
+
+    def ready() -> bool:
+        """The leader once it has listed its clusters; a standby at once (its work is to wait for
+        the Lease: a Deployment's rollout, `helm install --wait`, would never end otherwise)."""
+        return manager.clusters.synced.is_set() or (elector is not None and not elector.is_leader.is_set())
+
+    api = KubeletApi(front, manager, ready=ready)
     kubelet = web.AppRunner(api.app(), access_log=None)
     await kubelet.setup()
     await web.TCPSite(kubelet, host, port, ssl_context=ssl_ctx).start()
@@ -135,11 +146,6 @@ async def run(args: argparse.Namespace) -> int:
         runners.append(metrics)
     log.info("kubelet API on https://%s:%d (node address %s)", host, port, address)
 
-    elector = (
-        LeaderElector(front, args.leader_election_namespace, LEADER_LEASE, args.identity)
-        if args.leader_elect
-        else None
-    )
     return await run_until_stopped(
         lead=manager.run,
         elector=elector,

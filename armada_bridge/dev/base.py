@@ -104,6 +104,7 @@ class BaseEnvironment:
         operator_names: Sequence[str] = (),
         extender_replicas: int | None = None,
         real_nodes: int | None = None,
+        host_bridge: bool | None = None,
     ) -> list[ClusterStatus]:
         raise NotImplementedError
 

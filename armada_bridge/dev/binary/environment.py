@@ -112,6 +112,7 @@ class Environment(BaseEnvironment):
         bins = bins or binaries_mod.expected()
         network = self.pod_network()
         if name == FRONT:
+            services = self.settings().get("front_services")
             return KwokCluster(
                 name=name,
                 kwok_workdir=self.kwok_workdir,
@@ -126,15 +127,13 @@ class Environment(BaseEnvironment):
                         *vkubelet_setup.front_apiserver_args(self.kwok_workdir / "clusters" / FRONT),
                         KUBELETS_BY_ADDRESS,
                         # Its Services' range, which the host reaches through its real node's router.
-                        *(
-                            [f"kube-apiserver=service-cluster-ip-range={services}"]
-                            if (services := self.settings().get("front_services"))
-                            else []
-                        ),
+                        *([f"kube-apiserver=service-cluster-ip-range={services}"] if services else []),
                     ]
                 ),
-                # Pods of real nodes reach the front API where the pod network meets the host.
+                # Pods of real nodes reach the front API where the pod network meets the host, and
+                # the front's own pods at its `kubernetes` Service.
                 pod_facing_address=network.gateway if network else "",
+                extra_sans=(podnet.api_service_address(services),) if services else (),
                 feature_gates=",".join(f"{k}={str(v).lower()}" for k, v in FRONT_FEATURE_GATES.items()),
                 runtime_config=",".join(f"{k}={v}" for k, v in FRONT_RUNTIME_CONFIG.items()),
             )
@@ -177,13 +176,17 @@ class Environment(BaseEnvironment):
         operator_names: Sequence[str] = (),
         extender_replicas: int | None = None,
         real_nodes: int | None = None,
+        host_bridge: bool | None = None,
     ) -> list[ClusterStatus]:
         """Start (or reuse, or repair) the environment; also run `operator_names` and every operator
         an earlier `up` started (armada_bridge.dev.operators.operators). `extender_replicas` (kept from the
         last `up` when None, else 1): more than one runs the extender highly available, its
         replicas electing a leader and sharing the port the scheduler and the webhook call.
         `real_nodes` (kept from the last `up` when None, else 1): real nodes per remote cluster
-        (armada_bridge.dev.realnode), 0 for none."""
+        (armada_bridge.dev.realnode), 0 for none. `host_bridge` (kept from the last `up` when None,
+        else True): the bridge's processes on the host, wired into the front; False leaves the
+        front without a bridge (and its scheduler without the extender), to install it as an admin
+        does (its image and chart on the front's real node: docs/install.md)."""
         if workers < 1 or nodes < 1 or (extender_replicas is not None and extender_replicas < 1):
             raise ValueError("--workers, --nodes and --extender-replicas must be at least 1")
         if real_nodes is not None and real_nodes < 0:
@@ -197,6 +200,13 @@ class Environment(BaseEnvironment):
             per_cluster = (
                 int(previous.get("real_nodes", DEFAULT_REAL_NODES)) if real_nodes is None else real_nodes
             )
+            with_bridge = bool(previous.get("host_bridge", True)) if host_bridge is None else host_bridge
+            if previous and with_bridge != bool(previous.get("host_bridge", True)):
+                raise ClusterError(
+                    "the environment was made "
+                    + ("with" if previous.get("host_bridge", True) else "without")
+                    + " the bridge's host processes: `armada-bridge dev down` first"
+                )
             planned = realnode.plan(wanted[1:], per_cluster)
             self._remove_real_nodes_beyond(planned)
             if planned:
@@ -237,6 +247,7 @@ class Environment(BaseEnvironment):
                 "nodes": nodes,
                 "extender_replicas": replicas,
                 "real_nodes": per_cluster,
+                "host_bridge": with_bridge,
                 "ports": ports,
             }
             if network:
@@ -249,7 +260,7 @@ class Environment(BaseEnvironment):
                 RealNodes(self.state_dir, self.supervisor, network).prepare()
             self.settings_file.write_text(json.dumps(settings))
             remote_nodes = len([n for n in planned if n.cluster != FRONT])
-            self._write_scheduler_config(ports["webhook"])
+            self._write_scheduler_config(ports["webhook"] if with_bridge else None)
             for name in wanted:
                 c = self.cluster(name, bins)
                 stamp = c.workdir / "armada-bridge-definition"
@@ -343,7 +354,8 @@ class Environment(BaseEnvironment):
             with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
                 for future in [pool.submit(bring_up, n) for n in wanted]:
                     future.result()
-            bridge.install(self, bins)
+            if with_bridge:
+                bridge.install(self, bins)
             operators.install(self, bins, list(dict.fromkeys([*operators.enabled(self), *operator_names])))
         log(f"environment up in {time.monotonic() - started:.1f}s (state: {self.state_dir})")
         return self.status()
@@ -376,13 +388,36 @@ class Environment(BaseEnvironment):
         with self._lock():
             operators.install(self, binaries_mod.expected(), names)
 
-    def _write_scheduler_config(self, secure_port: int) -> None:
-        """The repo's front scheduler configuration, pointed at the local extender's secure port."""
-        cfg = extender_setup.scheduler_configuration(
-            yaml.safe_load(extender_setup.SCHEDULER_CONFIG_TEMPLATE.read_text()),
-            f"https://{self.bridge_host}:{secure_port}",
-            extender_setup.scheduler_tls(self),
+    def point_front_scheduler_at(self, url: str, ca_pem: str, server_name: str) -> None:
+        """The front kube-scheduler calls the extender at `url` (an installed bridge's Service, at
+        its ClusterIP: the scheduler runs on the host, like a control plane's, outside cluster DNS),
+        checking its certificate for `server_name` (the Service's DNS name, which the certificate
+        names) against `ca_pem`, and presenting the front's admin certificate; the repo's
+        configuration otherwise (manifests/scheduler/kube-scheduler-config.yaml)."""
+        ca = self.state_dir / "front-extender-ca.crt"
+        ca.write_text(ca_pem)
+        pki = self.cluster(FRONT).workdir / "pki"
+        tls = {
+            "caFile": str(ca),
+            "certFile": str(pki / "admin.crt"),
+            "keyFile": str(pki / "admin.key"),
+            "serverName": server_name,
+        }
+        template = yaml.safe_load(extender_setup.SCHEDULER_CONFIG_TEMPLATE.read_text())
+        self.cluster(FRONT).reconfigure_scheduler(
+            extender_setup.scheduler_configuration(template, url, tls)["extenders"]
         )
+
+    def _write_scheduler_config(self, secure_port: int | None) -> None:
+        """The repo's front scheduler configuration, pointed at the local extender's secure port
+        (without the extender when None: no bridge runs on the host)."""
+        template = yaml.safe_load(extender_setup.SCHEDULER_CONFIG_TEMPLATE.read_text())
+        if secure_port is None:
+            cfg = {k: v for k, v in template.items() if k != "extenders"}
+        else:
+            cfg = extender_setup.scheduler_configuration(
+                template, f"https://{self.bridge_host}:{secure_port}", extender_setup.scheduler_tls(self)
+            )
         target = self.state_dir / "front-kube-scheduler-config.yaml"
         text = yaml.safe_dump(cfg, sort_keys=False)
         if not target.is_file() or target.read_text() != text:

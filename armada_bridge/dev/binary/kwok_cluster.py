@@ -64,6 +64,9 @@ class KwokCluster:
     # network's gateway, when there are real nodes): kube-apiserver then listens on every address
     # and advertises this one; every other component stays on loopback.
     pod_facing_address: str = ""
+    # More addresses kube-apiserver's certificate names (the front's: its `kubernetes` Service's
+    # ClusterIP, where its in-cluster clients reach it).
+    extra_sans: tuple[str, ...] = ()
 
     @property
     def workdir(self) -> Path:
@@ -107,6 +110,7 @@ class KwokCluster:
                 "kubeApiserverCertSANs": [
                     LOOPBACK,
                     *([self.pod_facing_address] if self.pod_facing_address else []),
+                    *self.extra_sans,
                 ],
                 **ports,
             },
@@ -185,9 +189,32 @@ class KwokCluster:
         parts = [*self.extra_args, self.feature_gates, self.runtime_config, repr(self.extra_config)]
         if self.pod_facing_address:
             parts.append(self.pod_facing_address)
+        parts += self.extra_sans
         if self.kube_scheduler_config is not None and self.kube_scheduler_config.is_file():
             parts.append(self.kube_scheduler_config.read_text())
         return "\n".join(parts)
+
+    def reconfigure_scheduler(self, extenders: list[dict[str, Any]]) -> None:
+        """Give the running kube-scheduler these extenders, as an admin edits a control plane's
+        scheduler configuration: kwokctl's copy of it is changed and the scheduler restarted (kwokctl
+        starts what is not running). The cluster's definition is left as created."""
+        path = self.workdir / "scheduler.yaml"
+        cfg = yaml.safe_load(path.read_text())
+        cfg["extenders"] = extenders
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        pid = self.component_pids().get("kube-scheduler")
+        if pid and kill_and_wait([pid]):
+            raise ClusterError(f"{self.name}: kube-scheduler (pid {pid}) survived SIGKILL")
+        # kwokctl skips a component whose process still exists: a killed one may be a zombie until
+        # whoever adopted it reaps it.
+        deadline = time.monotonic() + 30
+        while self.component_pids().get("kube-scheduler") in (None, pid):
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"{self.name}: kube-scheduler did not start again:\n{self.log_tail('kube-scheduler')}"
+                )
+            self._kwokctl("start", "cluster")
+            time.sleep(0.5)
 
     def log_tail(self, component: str, lines: int = 10) -> str:
         try:

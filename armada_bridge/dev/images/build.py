@@ -17,6 +17,8 @@ from armada_bridge.dev.binaries import cache_root
 from armada_bridge.dev.images.oci import write_archive
 from armada_bridge.dev.images.recipes import RECIPES, Recipe
 
+KEPT_BUILDS = 3  # archives of one recipe kept in the cache, the newest
+
 
 def log(msg: str) -> None:
     print(f"[images] {msg}", file=sys.stderr, flush=True)
@@ -41,9 +43,15 @@ def ensure(recipe: Recipe) -> Path:
         partial = work / "image.tar"
         write_archive(rootfs, recipe.name, recipe.config, partial)
         partial.rename(target)  # whole or not at all
-    for stale in target.parent.glob(f"{recipe.key}-*.tar"):
-        if stale != target:
-            stale.unlink(missing_ok=True)
+    # Older builds go, but not the last few: another checkout (a CI clone, a worktree) may be
+    # importing its own (the bridge's image is keyed by the code's content).
+    others = sorted(
+        (p for p in target.parent.glob(f"{recipe.key}-*.tar") if p != target),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
+    for stale in others[KEPT_BUILDS - 1 :]:
+        stale.unlink(missing_ok=True)
     log(f"{recipe.key}: {target.stat().st_size / 2**20:.1f} MiB in {time.monotonic() - started:.0f}s")
     return target
 

@@ -150,12 +150,15 @@ class KindEnvironment(BaseEnvironment):
         operator_names: Sequence[str] = (),
         extender_replicas: int | None = None,
         real_nodes: int | None = None,
+        host_bridge: bool | None = None,
     ) -> list[ClusterStatus]:
         """Start (or reuse, or repair) the kind environment: remote clusters first (kind waits for
         their nodes), then the front, then the bridge, then the front's node (Ready once its
         CNI's pods ran, which its scheduler places only with the extender up)."""
         if workers < 1 or nodes < 1 or (extender_replicas is not None and extender_replicas < 1):
             raise ValueError("--workers, --nodes and --extender-replicas must be at least 1")
+        if host_bridge is False:
+            raise ValueError("--without-bridge is for the binary provider")
         if operator_names:
             raise ValueError(
                 "--operators is not available with --provider kind yet (the operators run on the host, "

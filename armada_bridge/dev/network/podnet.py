@@ -211,3 +211,9 @@ def choose_service_range(network: PodNetwork) -> str:
     if not free:
         raise NetworkError("no free /16 in 10.64.0.0/10 for the front cluster's Services")
     return str(next(free[0].subnets(new_prefix=SERVICE_PREFIX)))
+
+
+def api_service_address(service_range: str) -> str:
+    """The ClusterIP of the `kubernetes` Service in `service_range`: kube-apiserver gives it the
+    range's first address."""
+    return str(ipaddress.IPv4Network(service_range).network_address + 1)

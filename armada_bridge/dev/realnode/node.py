@@ -32,7 +32,7 @@ from armada_bridge.dev.realnode import containerd, host, kubelet
 # Memory the environment's own processes (control planes, bridge, operators) keep from real nodes.
 KEPT_FOR_THE_ENVIRONMENT = 4 * 2**30
 # What the front's real node offers its pods, and the images it has (recipe keys).
-FRONT_SHARE_CPU_M = 1000
+FRONT_SHARE_CPU_M = 2000  # the chart's requests: two extenders of 500m, two vkubelets of 200m
 FRONT_SHARE_MEMORY = 3 * 2**30
 FRONT_IMAGES = ("pause", "busybox", "bridge")
 MAX_PODS = 30
