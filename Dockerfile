@@ -7,6 +7,7 @@ COPY pyproject.toml README.md ./
 COPY armada_bridge ./armada_bridge
 COPY extender ./extender
 COPY vkubelet ./vkubelet
+COPY armada_api ./armada_api
 # The local environment, the demo and the CLI's dev commands are tools, not the runtime.
 RUN rm -rf armada_bridge/dev armada_bridge/demo.py \
     && pip install --no-cache-dir --prefix=/install .

@@ -1,0 +1,157 @@
+"""The gRPC servicers: Armada's Submit and QueueService, on the stubs the armada-client package
+ships. Each call takes the caller's token from its metadata and hands the work to
+:class:`~armada_api.submit.Jobs` or :class:`~armada_api.queue_calls.Queues`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeAlias
+
+import grpc
+from armada_client.armada import health_pb2, submit_pb2, submit_pb2_grpc
+from google.protobuf import empty_pb2
+
+from armada_api.errors import Refused, handled, status_for
+from armada_api.front import bearer_token
+from armada_api.queue_calls import Queues
+from armada_api.submit import Jobs
+
+Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
+EMPTY = empty_pb2.Empty()
+
+
+def token_of(context: Context) -> str:
+    return bearer_token(context.invocation_metadata())
+
+
+def not_served(what: str) -> Refused:
+    return Refused(
+        grpc.StatusCode.UNIMPLEMENTED, f"{what} is not served by the bridge yet (docs/armada-api.md)"
+    )
+
+
+async def _each(
+    request: submit_pb2.QueueList, call: Callable[[str, submit_pb2.Queue], Awaitable[None]], token: str
+) -> list[tuple[submit_pb2.Queue, str]]:
+    """A batch call: each queue on its own; the queues that failed, with why."""
+    failed = []
+    for queue in request.queues:
+        try:
+            await call(token, queue)
+        except Exception as e:
+            failed.append((queue, status_for(e)[1]))
+    return failed
+
+
+class QueueCalls:
+    """The queue calls, in both services that carry them."""
+
+    queues: Queues
+
+    @handled
+    async def CreateQueue(self, request: submit_pb2.Queue, context: Context) -> empty_pb2.Empty:
+        await self.queues.create(token_of(context), request)
+        return EMPTY
+
+    @handled
+    async def CreateQueues(self, request: submit_pb2.QueueList, context: Context) -> Any:
+        failed = await _each(request, self.queues.create, token_of(context))
+        return submit_pb2.BatchQueueCreateResponse(
+            failed_queues=[submit_pb2.QueueCreateResponse(queue=q, error=e) for q, e in failed]
+        )
+
+    @handled
+    async def UpdateQueue(self, request: submit_pb2.Queue, context: Context) -> empty_pb2.Empty:
+        await self.queues.update(token_of(context), request)
+        return EMPTY
+
+    @handled
+    async def UpdateQueues(self, request: submit_pb2.QueueList, context: Context) -> Any:
+        failed = await _each(request, self.queues.update, token_of(context))
+        return submit_pb2.BatchQueueUpdateResponse(
+            failed_queues=[submit_pb2.QueueUpdateResponse(queue=q, error=e) for q, e in failed]
+        )
+
+    @handled
+    async def DeleteQueue(self, request: submit_pb2.QueueDeleteRequest, context: Context) -> empty_pb2.Empty:
+        await self.queues.delete(token_of(context), request.name)
+        return EMPTY
+
+    @handled
+    async def GetQueue(self, request: submit_pb2.QueueGetRequest, context: Context) -> submit_pb2.Queue:
+        return await self.queues.get(token_of(context), request.name)
+
+    async def GetQueues(
+        self, request: submit_pb2.StreamingQueueGetRequest, context: Context
+    ) -> AsyncIterator[submit_pb2.StreamingQueueMessage]:
+        try:
+            messages = [m async for m in self.queues.get_all(token_of(context), request.num)]
+        except Exception as e:
+            await context.abort(*status_for(e))
+        for message in messages:
+            yield message
+
+
+class SubmitService(QueueCalls, submit_pb2_grpc.SubmitServicer):
+    def __init__(self, jobs: Jobs, queues: Queues) -> None:
+        self.jobs = jobs
+        self.queues = queues
+
+    @handled
+    async def SubmitJobs(self, request: submit_pb2.JobSubmitRequest, context: Context) -> Any:
+        job_ids = await self.jobs.submit(token_of(context), request)
+        return submit_pb2.JobSubmitResponse(
+            job_response_items=[submit_pb2.JobSubmitResponseItem(job_id=i) for i in job_ids]
+        )
+
+    @handled
+    async def CancelJobs(self, request: submit_pb2.JobCancelRequest, context: Context) -> Any:
+        return submit_pb2.CancellationResult(cancelled_ids=await self.jobs.cancel(token_of(context), request))
+
+    @handled
+    async def CancelJobSet(
+        self, request: submit_pb2.JobSetCancelRequest, context: Context
+    ) -> empty_pb2.Empty:
+        await self.jobs.cancel_job_set(token_of(context), request)
+        return EMPTY
+
+    @handled
+    async def ReprioritizeJobs(self, request: submit_pb2.JobReprioritizeRequest, context: Context) -> Any:
+        results = await self.jobs.reprioritize(token_of(context), request)
+        return submit_pb2.JobReprioritizeResponse(reprioritization_results=results)
+
+    @handled
+    async def PreemptJobs(self, request: submit_pb2.JobPreemptRequest, context: Context) -> Any:
+        raise not_served("PreemptJobs")
+
+    async def Health(self, request: empty_pb2.Empty, context: Context) -> health_pb2.HealthCheckResponse:
+        return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+
+
+class QueueService(QueueCalls, submit_pb2_grpc.QueueServiceServicer):
+    def __init__(self, queues: Queues) -> None:
+        self.queues = queues
+
+    @handled
+    async def CordonQueue(self, request: submit_pb2.QueueCordonRequest, context: Context) -> empty_pb2.Empty:
+        await self.queues.set_cordoned(token_of(context), request.name, True)
+        return EMPTY
+
+    @handled
+    async def UncordonQueue(
+        self, request: submit_pb2.QueueUncordonRequest, context: Context
+    ) -> empty_pb2.Empty:
+        await self.queues.set_cordoned(token_of(context), request.name, False)
+        return EMPTY
+
+    @handled
+    async def PreemptOnQueue(
+        self, request: submit_pb2.QueuePreemptRequest, context: Context
+    ) -> empty_pb2.Empty:
+        raise not_served("PreemptOnQueue")
+
+    @handled
+    async def CancelOnQueue(
+        self, request: submit_pb2.QueueCancelRequest, context: Context
+    ) -> empty_pb2.Empty:
+        raise not_served("CancelOnQueue")

@@ -1,0 +1,176 @@
+"""Armada's job calls (SubmitJobs, CancelJobs, CancelJobSet, ReprioritizeJobs) on front pods.
+
+Every write is the caller's own request (:meth:`Front.as_caller`); a request's writes are all made
+as dry runs first, so one the front would refuse changes nothing (docs/armada-api.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import grpc
+from armada_client.armada import submit_pb2
+
+from armada_api import jobs, states
+from armada_api.errors import Refused
+from armada_api.front import Front
+from armada_api.ids import is_job_id
+from armada_bridge import keys
+from armada_bridge.contract.pods import job_priority_value
+from armada_bridge.kube.client import ApiError, Kube
+from armada_bridge.kube.resources import PODS, QUEUES
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+DRY_RUN = {"dryRun": "All"}
+
+
+class Jobs:
+    def __init__(self, front: Front) -> None:
+        self.front = front
+
+    async def require_queue(self, name: str) -> None:
+        """Armada v0.22 answers a job call for a queue it does not know with PERMISSION_DENIED."""
+        if not jobs.is_queue_name(name) or await self.front.own.get_or_none(QUEUES, name) is None:
+            raise Refused(grpc.StatusCode.PERMISSION_DENIED, f"could not find queue {name!r}")
+
+    # ------------------------------------------------------------------ submit
+    async def submit(self, token: str, request: submit_pb2.JobSubmitRequest) -> list[str]:
+        wanted = jobs.job_pods(request)
+        await self.require_queue(request.queue)
+        async with self.front.as_caller(token) as kube:
+            new: dict[str, jobs.JobPod] = {}
+            for jp in wanted:
+                if jp.job_id in new or await self._submitted(kube, jp):
+                    continue  # a client id submitted before (or twice in this request)
+                new[jp.job_id] = jp
+            for jp in new.values():
+                await kube.request("POST", PODS.path(jp.namespace), params=DRY_RUN, body=jp.pod)
+            created: list[Obj] = []
+            try:
+                for jp in new.values():
+                    try:
+                        created.append(await kube.create(PODS, jp.pod))
+                    except ApiError as e:
+                        if not (
+                            e.conflict and jp.pod["metadata"]["annotations"].get(keys.CLIENT_ID_ANNOTATION)
+                        ):
+                            raise
+                        # the same client id submitted at the same time by another call: one pod
+            except BaseException:
+                await _undo(kube, created)
+                raise
+        return [jp.job_id for jp in wanted]
+
+    async def _submitted(self, kube: Kube, jp: jobs.JobPod) -> bool:
+        """Whether a job with a client id already has its pod (its id is derived from the client id)."""
+        if keys.CLIENT_ID_ANNOTATION not in jp.pod["metadata"]["annotations"]:
+            return False
+        pod = await kube.get_or_none(PODS, jp.pod["metadata"]["name"], jp.namespace)
+        return pod is not None and jobs.job_id_of(pod) == jp.job_id
+
+    # ------------------------------------------------------------------ cancel
+    async def cancel(self, token: str, request: submit_pb2.JobCancelRequest) -> list[str]:
+        ids = sorted({*request.job_ids, *([request.job_id] if request.job_id else [])})
+        if not ids:  # as Armada: no job id cancels the job set
+            return await self.cancel_job_set(
+                token,
+                submit_pb2.JobSetCancelRequest(
+                    queue=request.queue, job_set_id=request.job_set_id, reason=request.reason
+                ),
+            )
+        jobs.check_queue_and_job_set(request.queue, request.job_set_id)
+        await self.require_queue(request.queue)
+        pods = [p for p in await self._find(request.queue, request.job_set_id, ids) if _active(p)]
+        return await self._delete(token, pods)
+
+    async def cancel_job_set(self, token: str, request: submit_pb2.JobSetCancelRequest) -> list[str]:
+        jobs.check_queue_and_job_set(request.queue, request.job_set_id)
+        wanted = set(request.filter.states) if request.HasField("filter") else set()
+        if wanted - states.ACTIVE:
+            names = ", ".join(sorted(submit_pb2.JobState.Name(s) for s in wanted - states.ACTIVE))
+            raise jobs.RequestError(
+                f"a job set filter may only name QUEUED, PENDING and RUNNING, not {names}"
+            )
+        await self.require_queue(request.queue)
+        pods = await self._find(request.queue, request.job_set_id)
+        return await self._delete(
+            token, [p for p in pods if states.job_state(p) in (wanted or states.ACTIVE)]
+        )
+
+    async def _delete(self, token: str, pods: list[Obj]) -> list[str]:
+        async with self.front.as_caller(token) as kube:
+            for pod in pods:
+                await _delete(kube, pod, dry_run=True)
+            for pod in pods:
+                await _delete(kube, pod)
+        return sorted(jobs.job_id_of(p) for p in pods)
+
+    # ------------------------------------------------------------------ reprioritize
+    async def reprioritize(self, token: str, request: submit_pb2.JobReprioritizeRequest) -> dict[str, str]:
+        jobs.check_queue_and_job_set(request.queue, request.job_set_id)
+        await self.require_queue(request.queue)
+        ids = sorted(set(request.job_ids))
+        pods = await self._find(request.queue, request.job_set_id, ids or None)
+        value = str(job_priority_value(request.new_priority))
+        results = {
+            i: f"job {i} not found in job set {request.job_set_id} of queue {request.queue}" for i in ids
+        }
+        if not ids:
+            results[f"all jobs in job set {request.job_set_id}"] = ""
+        async with self.front.as_caller(token) as kube:
+            for pod in pods:
+                md = pod["metadata"]
+                try:
+                    patch = {"metadata": {"annotations": {keys.JOB_PRIORITY_ANNOTATION: value}}}
+                    await kube.patch(PODS, md["name"], patch, md["namespace"], uid=md["uid"])
+                    error = ""
+                except ApiError as e:
+                    error = e.message
+                if ids or error:
+                    results[jobs.job_id_of(pod)] = error
+        return results
+
+    # ------------------------------------------------------------------ finding jobs
+    async def _find(self, queue: str, job_set: str, ids: Iterable[str] | None = None) -> list[Obj]:
+        """The API's pods of a queue's job set (only those of `ids` when given), found with the
+        server's read-only identity: what is done to them is the caller's request."""
+        selector = jobs.job_set_selector(queue, job_set)
+        if ids is not None:
+            wanted = [i for i in ids if is_job_id(i)]  # nothing else could name one (nor widen the selector)
+            if not wanted:
+                return []
+            selector += f",{keys.ARMADA_JOB_ID_LABEL} in ({','.join(wanted)})"
+        listed = await self.front.own.list_all(PODS, None, labelSelector=selector)
+        return [p for p in listed.get("items") or [] if jobs.in_job_set(p, job_set)]
+
+
+def _active(pod: Obj) -> bool:
+    return states.job_state(pod) in states.ACTIVE
+
+
+async def _delete(kube: Kube, pod: Obj, *, dry_run: bool = False) -> None:
+    md = pod["metadata"]
+    body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": md["uid"]}}
+    try:
+        await kube.request(
+            "DELETE", PODS.path(md["namespace"], md["name"]), params=DRY_RUN if dry_run else None, body=body
+        )
+    except ApiError as e:
+        if not e.not_found:
+            raise
+
+
+async def _undo(kube: Kube, created: list[Obj]) -> None:
+    """Delete, as the caller, the pods a request created before it failed."""
+    for pod in created:
+        try:
+            await _delete(kube, pod)
+        except Exception:
+            log.exception(
+                "could not undo the creation of pod %s/%s",
+                pod["metadata"]["namespace"],
+                pod["metadata"]["name"],
+            )
