@@ -1,0 +1,311 @@
+"""Armada's API in front of the bridge, driven by a client nobody here wrote: the `armada-client`
+package from PyPI submits job sets to `python -m armada_api` running against the real front
+cluster; the bridge schedules the pods; bad requests get Armada's codes and change nothing
+(docs/armada-api.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import grpc
+import pytest
+from armada_client.armada import submit_pb2
+from armada_client.client import ArmadaClient
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
+from armada_client.k8s.io.apimachinery.pkg.api.resource.generated_pb2 import Quantity
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from armada_bridge.dev.names import FRONT
+from tests.support import wait_for
+
+Api = Callable[[str], k8s.ApiClient]
+
+
+@dataclass
+class Armada:
+    address: str
+
+    def client(self, token: str | None) -> ArmadaClient:
+        creds = grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP)
+        if token is not None:
+            creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(token))
+        return ArmadaClient(grpc.secure_channel(self.address, creds))
+
+
+@pytest.fixture(scope="module")
+def armada(dev_env: object) -> Iterator[Armada]:
+    """`python -m armada_api` on a free loopback port, against the dev front cluster."""
+    from armada_bridge.dev.binary.environment import Environment
+
+    assert isinstance(dev_env, Environment)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "armada_api", "--kubeconfig", str(dev_env.kubeconfig(FRONT))]
+    proc = subprocess.Popen([*cmd, "--listen", f"127.0.0.1:{port}"])
+    server = Armada(f"127.0.0.1:{port}")
+    try:
+        wait_for("the Armada API's health", lambda: _healthy(server), timeout=30)
+        yield server
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def _healthy(server: Armada) -> bool:
+    try:
+        return server.client(None).submit_health().status == 1  # SERVING
+    except grpc.RpcError:
+        return False
+
+
+def _token(api: Api, namespace: str, name: str, role: str | None) -> str:
+    """A ServiceAccount's token; with `role`, that ClusterRole in `namespace` (a RoleBinding)."""
+    admin = api(FRONT)
+    core_api, rbac = k8s.CoreV1Api(admin), k8s.RbacAuthorizationV1Api(admin)
+    core_api.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    if role:
+        rbac.create_namespaced_role_binding(
+            namespace,
+            {
+                "metadata": {"name": f"{name}-{role}"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            },
+        )
+    token = core_api.create_namespaced_service_account_token(
+        name, namespace, {"spec": {"expirationSeconds": 1800}}
+    )
+    return str(token.status.token)
+
+
+def _spec(cpu: str = "100m", name: str = "main") -> core.PodSpec:
+    resources = {"cpu": Quantity(string=cpu), "memory": Quantity(string="64Mi")}
+    return core.PodSpec(
+        containers=[
+            core.Container(
+                name=name,
+                image="busybox",
+                resources=core.ResourceRequirements(requests=resources, limits=resources),
+            )
+        ]
+    )
+
+
+def _pods(api: Api, namespace: str) -> list[k8s.V1Pod]:
+    return list(k8s.CoreV1Api(api(FRONT)).list_namespaced_pod(namespace).items)
+
+
+def _describe(api: Api, namespace: str) -> str:
+    """The pods' phases, decisions and the namespace's Events, for a failure's message."""
+    pods = [
+        (p.metadata.name, p.status.phase, (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER))
+        for p in _pods(api, namespace)
+    ]
+    events = k8s.CoreV1Api(api(FRONT)).list_namespaced_event(namespace).items
+    return f"pods {pods}; events {[(e.involved_object.name, e.reason, e.message) for e in events]}"
+
+
+def _rpc_error(call: Callable[[], object]) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as e:
+        call()
+    return e.value
+
+
+def test_armada_client_submits_a_job_set_the_bridge_schedules(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    queue, job_set = queues[0], f"set-{uuid.uuid4().hex[:6]}"
+    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    gang = {keys.GANG_ID: "g1", keys.GANG_CARDINALITY: "2"}
+    items = [
+        client.create_job_request_item(
+            namespace=namespace, pod_spec=_spec(), priority=1, labels={"app": "a"}
+        ),
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec(), client_id="only-once"),
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec(), annotations=gang),
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec(), annotations=gang),
+    ]
+    response = client.submit_jobs(queue=queue, job_set_id=job_set, job_request_items=items)
+    job_ids = [r.job_id for r in response.job_response_items]
+    assert len(set(job_ids)) == 4 and all(not r.error for r in response.job_response_items)
+
+    # The pods are in the namespace under the queue and the job set, and the bridge schedules them.
+    def scheduled() -> dict[str, str] | None:
+        pods = {p.metadata.labels.get(keys.ARMADA_JOB_ID_LABEL): p for p in _pods(cluster_api, namespace)}
+        clusters = {
+            i: (pods[i].metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) for i in job_ids if i in pods
+        }
+        return clusters if len(clusters) == 4 and all(clusters.values()) else None
+
+    try:
+        clusters = wait_for("the job set admitted by the bridge", scheduled, timeout=60)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; {_describe(cluster_api, namespace)}") from None
+    assert clusters[job_ids[2]] == clusters[job_ids[3]]  # the gang, in one remote cluster
+    by_job = {p.metadata.labels[keys.ARMADA_JOB_ID_LABEL]: p for p in _pods(cluster_api, namespace)}
+    first = by_job[job_ids[0]]
+    assert first.metadata.name == f"armada-{job_ids[0]}-0"
+    assert first.metadata.labels[keys.QUEUE_LABEL] == queue and first.metadata.labels["app"] == "a"
+    assert first.metadata.annotations[keys.ARMADA_JOB_SET_ID_ANNOTATION] == job_set
+    assert first.metadata.annotations[keys.JOB_PRIORITY_ANNOTATION] == "1"
+    wait_for(
+        "the job set running in the remote clusters",
+        lambda: all(p.status.phase == "Running" for p in _pods(cluster_api, namespace)),
+        timeout=60,
+    )
+
+    # A client id submitted again is the same job: nothing new is created.
+    again = client.submit_jobs(
+        queue=queue,
+        job_set_id=job_set,
+        job_request_items=[
+            client.create_job_request_item(namespace=namespace, pod_spec=_spec(), client_id="only-once")
+        ],
+    )
+    assert [r.job_id for r in again.job_response_items] == [job_ids[1]]
+    assert len(_pods(cluster_api, namespace)) == 4
+
+    # Reprioritized and cancelled, as the caller.
+    result = client.reprioritize_jobs(new_priority=5, job_ids=[job_ids[1]], job_set_id=job_set, queue=queue)
+    assert dict(result.reprioritization_results) == {job_ids[1]: ""}
+    pod = k8s.CoreV1Api(cluster_api(FRONT)).read_namespaced_pod(f"armada-{job_ids[1]}-0", namespace)
+    assert pod.metadata.annotations[keys.JOB_PRIORITY_ANNOTATION] == "5"
+    cancelled = client.cancel_jobs(queue=queue, job_set_id=job_set, job_id=job_ids[0])
+    assert list(cancelled.cancelled_ids) == [job_ids[0]]
+    wait_for(
+        "the cancelled job's pod gone",
+        lambda: (
+            job_ids[0]
+            not in {p.metadata.labels[keys.ARMADA_JOB_ID_LABEL] for p in _pods(cluster_api, namespace)}
+        ),
+        timeout=60,
+    )
+    client.cancel_jobset(queue=queue, job_set_id=job_set, filter_states=[])
+    wait_for("the job set cancelled", lambda: not _pods(cluster_api, namespace), timeout=60)
+
+
+def test_bad_requests_get_armadas_codes_and_change_nothing(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    queue = queues[0]
+    submitter = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    stranger = armada.client(_token(cluster_api, namespace, "stranger", None))  # no RBAC at all
+    good = submitter.create_job_request_item(namespace=namespace, pod_spec=_spec())
+
+    def submit(client: ArmadaClient, *items: submit_pb2.JobSubmitRequestItem, to: str = queue) -> object:
+        return client.submit_jobs(queue=to, job_set_id="bad", job_request_items=list(items))
+
+    cases = {
+        "unknown queue": (
+            grpc.StatusCode.PERMISSION_DENIED,
+            lambda: submit(submitter, good, to="no-such-queue"),
+        ),
+        "no rights": (grpc.StatusCode.PERMISSION_DENIED, lambda: submit(stranger, good)),
+        # the API server refuses the second item's pod spec (a container name is a DNS label): the
+        # valid first item is not created either
+        "malformed pod spec": (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            lambda: submit(
+                submitter,
+                good,
+                submitter.create_job_request_item(namespace=namespace, pod_spec=_spec(name="Not_A_Name")),
+            ),
+        ),
+        "bad quantity": (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            lambda: submit(
+                submitter,
+                good,
+                submitter.create_job_request_item(namespace=namespace, pod_spec=_spec(cpu="lots")),
+            ),
+        ),
+        "two pod specs": (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            lambda: submit(
+                submitter, submit_pb2.JobSubmitRequestItem(namespace=namespace, pod_specs=[_spec(), _spec()])
+            ),
+        ),
+        "no token": (grpc.StatusCode.UNAUTHENTICATED, lambda: submit(armada.client(None), good)),
+        "a token the front rejects": (
+            grpc.StatusCode.UNAUTHENTICATED,
+            lambda: submit(armada.client("forged"), good),
+        ),
+    }
+    for what, (code, call) in cases.items():
+        error = _rpc_error(call)
+        assert error.code() == code, f"{what}: {error.code()} {error.details()}"
+    time.sleep(1)
+    assert _pods(cluster_api, namespace) == []
+
+    # A stranger cannot cancel the submitter's job either: the pod stays.
+    (item,) = submit(submitter, good).job_response_items  # type: ignore[attr-defined]
+    error = _rpc_error(lambda: stranger.cancel_jobs(queue=queue, job_set_id="bad", job_id=item.job_id))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert [p.metadata.labels[keys.ARMADA_JOB_ID_LABEL] for p in _pods(cluster_api, namespace)] == [
+        item.job_id
+    ]
+
+
+def test_queue_calls_are_the_callers_rbac_on_queue_objects(
+    armada: Armada, namespace: str, cluster_api: Api
+) -> None:
+    admin = cluster_api(FRONT)
+    rbac = k8s.RbacAuthorizationV1Api(admin)
+    manager = f"queue-manager-{uuid.uuid4().hex[:6]}"
+    rbac.create_cluster_role(
+        {
+            "metadata": {"name": manager},
+            "rules": [{"apiGroups": [keys.GROUP], "resources": ["queues"], "verbs": ["*"]}],
+        }
+    )
+    try:
+        k8s.CoreV1Api(admin).create_namespaced_service_account(namespace, {"metadata": {"name": "manager"}})
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": manager},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": manager},
+                "subjects": [{"kind": "ServiceAccount", "name": "manager", "namespace": namespace}],
+            }
+        )
+        token = k8s.CoreV1Api(admin).create_namespaced_service_account_token(
+            "manager", namespace, {"spec": {}}
+        )
+        client = armada.client(str(token.status.token))
+        tenant = armada.client(_token(cluster_api, namespace, "tenant", "edit"))
+        name = f"aq-{uuid.uuid4().hex[:6]}"
+        queue = client.create_queue_request(name=name, priority_factor=2.0)
+        assert _rpc_error(lambda: tenant.create_queue(queue)).code() == grpc.StatusCode.PERMISSION_DENIED
+        wait_for("the manager's grant", lambda: _created(client, queue), timeout=30)
+        assert _rpc_error(lambda: client.create_queue(queue)).code() == grpc.StatusCode.ALREADY_EXISTS
+        got = client.get_queue(name)
+        assert (got.name, got.priority_factor, got.cordoned) == (name, 2.0, False)
+        client.update_queue(client.create_queue_request(name=name, priority_factor=3.0))
+        assert client.get_queue(name).priority_factor == 3.0
+        assert name in [q.name for q in client.get_queues()]
+        crd = k8s.CustomObjectsApi(admin).get_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", name)
+        assert crd["spec"]["priorityFactor"] == 3.0
+        client.delete_queue(name)
+        assert _rpc_error(lambda: client.get_queue(name)).code() == grpc.StatusCode.NOT_FOUND
+    finally:
+        rbac.delete_cluster_role(manager)
+        with contextlib.suppress(k8s.ApiException):
+            rbac.delete_cluster_role_binding(manager)
+
+
+def _created(client: ArmadaClient, queue: submit_pb2.Queue) -> bool:
+    try:
+        client.create_queue(queue)
+        return True
+    except grpc.RpcError as e:
+        if e.code() == grpc.StatusCode.PERMISSION_DENIED:
+            return False
+        raise
