@@ -10,7 +10,11 @@ import grpc
 
 from armada_api.errors import Refused
 from armada_bridge.kube.client import Kube, KubeConfig
+from armada_bridge.kube.resources import Resource
 
+SELFSUBJECTACCESSREVIEWS = Resource(
+    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False
+)
 #: how long one front request made for a caller may take (seconds)
 CALLER_TIMEOUT = 30.0
 
@@ -50,3 +54,15 @@ class Front:
             headers={"Authorization": f"Bearer {token}"},
         )
         return Kube(config, timeout=CALLER_TIMEOUT, user_agent="armada-bridge-armada-api")
+
+    async def may(self, token: str, verb: str, resource: str, namespace: str) -> bool:
+        """Whether the front lets the caller `verb` `resource` in `namespace` (the caller's own
+        SelfSubjectAccessReview: every authenticated user may ask what they may do)."""
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"namespace": namespace, "verb": verb, "resource": resource}},
+        }
+        async with self.as_caller(token) as kube:
+            answer = await kube.create(SELFSUBJECTACCESSREVIEWS, review)
+        return bool((answer.get("status") or {}).get("allowed"))

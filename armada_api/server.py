@@ -1,4 +1,4 @@
-"""The gRPC server: Armada's Submit and QueueService on one port, plaintext only on loopback."""
+"""The gRPC server: Armada's Submit, QueueService and Event on one port, plaintext only on loopback."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import socket
 from pathlib import Path
 
 import grpc
-from armada_client.armada import submit_pb2_grpc
+from armada_client.armada import event_pb2_grpc, submit_pb2_grpc
 
+from armada_api.event_stream import JobSetEvents
 from armada_api.front import Front
 from armada_api.queue_calls import Queues
-from armada_api.services import QueueService, SubmitService
+from armada_api.services import EventService, QueueService, SubmitService
 from armada_api.submit import Jobs
 
 
@@ -29,7 +30,9 @@ def make_server(
     """The server with both services, bound (not started); the port it got (0 picks a free one)."""
     server = grpc.aio.server()
     queues = Queues(front)
-    submit_pb2_grpc.add_SubmitServicer_to_server(SubmitService(Jobs(front), queues), server)
+    jobs = Jobs(front)
+    submit_pb2_grpc.add_SubmitServicer_to_server(SubmitService(jobs, queues), server)
+    event_pb2_grpc.add_EventServicer_to_server(EventService(JobSetEvents(front, jobs)), server)
     submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueService(queues), server)
     address = f"{host}:{port}"
     if tls_cert and tls_key:

@@ -8,10 +8,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeAlias
 
 import grpc
-from armada_client.armada import health_pb2, submit_pb2, submit_pb2_grpc
+from armada_client.armada import event_pb2, event_pb2_grpc, health_pb2, submit_pb2, submit_pb2_grpc
 from google.protobuf import empty_pb2
 
 from armada_api.errors import Refused, handled, status_for
+from armada_api.event_stream import JobSetEvents
 from armada_api.front import bearer_token
 from armada_api.queue_calls import Queues
 from armada_api.submit import Jobs
@@ -84,11 +85,11 @@ class QueueCalls:
     async def GetQueues(
         self, request: submit_pb2.StreamingQueueGetRequest, context: Context
     ) -> AsyncIterator[submit_pb2.StreamingQueueMessage]:
-        try:
-            messages = [m async for m in self.queues.get_all(token_of(context), request.num)]
-        except Exception as e:
-            await context.abort(*status_for(e))
-        for message in messages:
+        async def queues() -> AsyncIterator[submit_pb2.StreamingQueueMessage]:
+            async for message in self.queues.get_all(token_of(context), request.num):
+                yield message
+
+        async for message in _aborting(queues(), context):
             yield message
 
 
@@ -155,3 +156,48 @@ class QueueService(QueueCalls, submit_pb2_grpc.QueueServiceServicer):
         self, request: submit_pb2.QueueCancelRequest, context: Context
     ) -> empty_pb2.Empty:
         raise not_served("CancelOnQueue")
+
+
+class EventService(event_pb2_grpc.EventServicer):
+    def __init__(self, events: JobSetEvents) -> None:
+        self.events = events
+
+    async def GetJobSetEvents(
+        self, request: event_pb2.JobSetRequest, context: Context
+    ) -> AsyncIterator[event_pb2.EventStreamMessage]:
+        async def events() -> AsyncIterator[event_pb2.EventStreamMessage]:
+            stream = self.events.stream(
+                token_of(context),
+                request.queue,
+                request.id,
+                after=request.from_message_id,
+                watch=request.watch,
+                error_if_missing=request.errorIfMissing,
+            )
+            async for message in stream:
+                yield message
+
+        async for message in _aborting(events(), context):
+            yield message
+
+    async def Watch(
+        self, request: event_pb2.WatchRequest, context: Context
+    ) -> AsyncIterator[event_pb2.EventStreamMessage]:
+        """Armada's deprecated form of a watching GetJobSetEvents."""
+        same = event_pb2.JobSetRequest(
+            queue=request.queue, id=request.job_set_id, from_message_id=request.from_id, watch=True
+        )
+        async for message in self.GetJobSetEvents(same, context):
+            yield message
+
+    async def Health(self, request: empty_pb2.Empty, context: Context) -> health_pb2.HealthCheckResponse:
+        return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+
+
+async def _aborting(stream: AsyncIterator[Any], context: Context) -> AsyncIterator[Any]:
+    """A stream's messages; its error ends the call with Armada's code."""
+    try:
+        async for message in stream:
+            yield message
+    except Exception as e:
+        await context.abort(*status_for(e))

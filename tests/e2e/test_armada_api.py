@@ -9,6 +9,7 @@ import contextlib
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 import grpc
 import pytest
-from armada_client.armada import submit_pb2
+from armada_client.armada import event_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.k8s.io.apimachinery.pkg.api.resource.generated_pb2 import Quantity
@@ -309,3 +310,79 @@ def _created(client: ArmadaClient, queue: submit_pb2.Queue) -> bool:
         if e.code() == grpc.StatusCode.PERMISSION_DENIED:
             return False
         raise
+
+
+class _Collector:
+    """The events of a job set, read by the armada-client package's own resilient stream in a thread."""
+
+    def __init__(self, client: ArmadaClient, queue: str, job_set: str) -> None:
+        self.stream = client.get_job_events_stream(queue=queue, job_set_id=job_set)
+        self.events: list[tuple[str, str, str]] = []  # (id, type, job id)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(grpc.RpcError, StopIteration, ValueError):
+            for message in self.stream:
+                event = ArmadaClient.unmarshal_event_response(message)
+                self.events.append((event.id, event.type.value, event.message.job_id))
+
+    def of(self, job_id: str) -> list[str]:
+        return [t for _, t, j in list(self.events) if j == job_id]
+
+    def close(self) -> None:
+        self.stream.cancel()
+
+
+def test_a_job_sets_events_follow_its_pods_and_resume_after_an_id(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    queue, job_set = queues[0], f"events-{uuid.uuid4().hex[:6]}"
+    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    brief = {keys.SIMULATED_RUNTIME: "3s"}  # the dev remote clusters end such a pod Succeeded
+    items = [
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec(), annotations=brief),
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec(), annotations=brief),
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec()),  # runs until cancelled
+    ]
+    response = client.submit_jobs(queue=queue, job_set_id=job_set, job_request_items=items)
+    a, b, c = (r.job_id for r in response.job_response_items)
+    collector = _Collector(client, queue, job_set)
+    try:
+        lifecycle = ["submitted", "queued", "leased", "pending", "running", "succeeded"]
+        try:
+            wait_for(
+                "both brief jobs' events to their end, the third running",
+                lambda: collector.of(a) == lifecycle == collector.of(b) and "running" in collector.of(c),
+                timeout=90,
+            )
+        except AssertionError as e:
+            seen = {j: collector.of(j) for j in (a, b, c)}
+            raise AssertionError(f"{e}; events {seen}; {_describe(cluster_api, namespace)}") from None
+        client.cancel_jobs(queue=queue, job_set_id=job_set, job_id=c)
+        wait_for("the cancelled job's event", lambda: collector.of(c)[-1:] == ["cancelled"], timeout=60)
+        assert collector.of(c) == [*lifecycle[:-1], "cancelled"]
+        ids = [i for i, _, _ in collector.events]
+        assert len(ids) == len(set(ids))  # each event once
+    finally:
+        collector.close()
+
+    # From the pods as they are now (once the cancelled one is gone): the same ids, and a stream
+    # resumed after one sends what follows it.
+    wait_for("the cancelled job's pod gone", lambda: len(_pods(cluster_api, namespace)) == 2, timeout=60)
+
+    def listed(after: str = "") -> list[str]:
+        request = event_pb2.JobSetRequest(queue=queue, id=job_set, from_message_id=after, watch=False)
+        return [m.id for m in client.event_stub.GetJobSetEvents(request)]
+
+    everything = listed()
+    assert everything == sorted(everything) and set(everything) <= set(ids) and len(everything) == 12
+    assert listed(after=everything[4]) == everything[5:]
+
+    # Someone who may not list the namespace's pods sees no such job set.
+    stranger = armada.client(_token(cluster_api, namespace, "stranger", None))
+    request = event_pb2.JobSetRequest(queue=queue, id=job_set, watch=False, errorIfMissing=True)
+    error = _rpc_error(lambda: list(stranger.event_stub.GetJobSetEvents(request)))
+    assert error.code() == grpc.StatusCode.NOT_FOUND
+    error = _rpc_error(lambda: list(armada.client(None).event_stub.GetJobSetEvents(request)))
+    assert error.code() == grpc.StatusCode.UNAUTHENTICATED
