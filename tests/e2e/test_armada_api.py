@@ -25,6 +25,7 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from armada_bridge.dev.names import FRONT
+from tests.e2e.bridge import free_in_remotes
 from tests.support import wait_for
 
 Api = Callable[[str], k8s.ApiClient]
@@ -88,7 +89,7 @@ def _token(api: Api, namespace: str, name: str, role: str | None) -> str:
     return str(token.status.token)
 
 
-def _spec(cpu: str = "100m", name: str = "main") -> core.PodSpec:
+def _spec(cpu: str = "100m", name: str = "main", priority_class: str | None = None) -> core.PodSpec:
     resources = {"cpu": Quantity(string=cpu), "memory": Quantity(string="64Mi")}
     return core.PodSpec(
         containers=[
@@ -97,7 +98,8 @@ def _spec(cpu: str = "100m", name: str = "main") -> core.PodSpec:
                 image="busybox",
                 resources=core.ResourceRequirements(requests=resources, limits=resources),
             )
-        ]
+        ],
+        priorityClassName=priority_class,
     )
 
 
@@ -318,6 +320,7 @@ class _Collector:
     def __init__(self, client: ArmadaClient, queue: str, job_set: str) -> None:
         self.stream = client.get_job_events_stream(queue=queue, job_set_id=job_set)
         self.events: list[tuple[str, str, str]] = []  # (id, type, job id)
+        self.received: dict[tuple[str, str], float] = {}  # (job id, type) -> when (monotonic)
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
@@ -326,6 +329,7 @@ class _Collector:
             for message in self.stream:
                 event = ArmadaClient.unmarshal_event_response(message)
                 self.events.append((event.id, event.type.value, event.message.job_id))
+                self.received.setdefault((event.message.job_id, event.type.value), time.monotonic())
 
     def of(self, job_id: str) -> list[str]:
         return [t for _, t, j in list(self.events) if j == job_id]
@@ -386,3 +390,53 @@ def test_a_job_sets_events_follow_its_pods_and_resume_after_an_id(
     assert error.code() == grpc.StatusCode.NOT_FOUND
     error = _rpc_error(lambda: list(armada.client(None).event_stub.GetJobSetEvents(request)))
     assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_job_the_bridge_preempts_is_reported_preempted_within_2_s(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    """Issue 29's acceptance: queue a's preemptible jobs fill the remote clusters (one more than
+    fits); an urgent job of queue b makes the bridge's core preempt one; the client following a's
+    job set hears of it within 2 s of the pod being marked."""
+    a, b = queues
+    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    count = free_in_remotes(cluster_api) // 16 + 1
+    fill = [
+        client.create_job_request_item(
+            namespace=namespace, pod_spec=_spec("16", priority_class="armada-preemptible")
+        )
+        for _ in range(count)
+    ]
+    client.submit_jobs(queue=a, job_set_id="fill", job_request_items=fill)
+
+    def filled() -> bool:
+        pods = _pods(cluster_api, namespace)
+        running = [p for p in pods if p.status.phase == "Running"]
+        return len(pods) == count and len(running) == count - sum(1 for p in pods if not _cluster(p))
+
+    wait_for("queue a's jobs running as far as they fit", filled, timeout=120)
+    collector = _Collector(client, a, "fill")
+    try:
+        urgent = client.create_job_request_item(
+            namespace=namespace, pod_spec=_spec("16", priority_class="armada-urgent")
+        )
+        client.submit_jobs(queue=b, job_set_id="urgent", job_request_items=[urgent])
+
+        def marked() -> tuple[str, float] | None:
+            for p in _pods(cluster_api, namespace):
+                if p.status.phase == "Failed" and p.status.reason == "Preempted":
+                    return p.metadata.labels[keys.ARMADA_JOB_ID_LABEL], time.monotonic()
+            return None
+
+        job_id, seen_at = wait_for("a job of queue a preempted", marked, timeout=120, interval=0.05)
+        reported = wait_for(
+            "the preempted event", lambda: collector.received.get((job_id, "preempted")), timeout=10
+        )
+        assert reported - seen_at < 2.0, f"reported {reported - seen_at:.2f}s after the pod was marked"
+        assert collector.of(job_id)[-1] == "preempted"
+    finally:
+        collector.close()
+
+
+def _cluster(pod: k8s.V1Pod) -> str | None:
+    return (pod.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER)

@@ -224,3 +224,36 @@ def test_the_extender_gives_the_core_the_job_priority_a_pod_carries() -> None:
     (jp,) = jobs.job_pods(_request(_item(priority=7)))
     jp.pod["metadata"]["uid"] = "u1"
     assert job_from_pod(jp.pod, job_id="u1", queue="q1", gang=None, submit_time=0.0).priority == 7
+
+
+def test_a_job_submitted_through_the_api_is_the_same_job_to_the_core_as_its_pod_applied_with_kubectl() -> (
+    None
+):
+    """Issue 29's acceptance, for what decides scheduling: queue, gang, priority class, job
+    priority, requests and constraints are read from the pod alike, whoever created it."""
+    from dataclasses import replace
+
+    from extender import intent, protocols
+    from extender.translate import job_from_pod
+
+    gang = {keys.GANG_ID: "g", keys.GANG_CARDINALITY: "2", keys.GANG_NODE_UNIFORMITY_LABEL: "rack"}
+    spec = _spec(priorityClassName="armada-preemptible", nodeSelector={"zone": "a"})
+    (jp,) = jobs.job_pods(_request(_item(pod_specs=[spec], annotations=gang, priority=4)))
+    by_kubectl = {
+        "metadata": {
+            "name": "mine",
+            "namespace": "team",
+            "labels": {keys.QUEUE_LABEL: "q1"},
+            "annotations": {**gang, keys.JOB_PRIORITY_ANNOTATION: "4"},
+        },
+        "spec": {**jp.pod["spec"]},
+    }
+
+    def core_job(pod: dict[str, object]) -> object:
+        queue, _ = intent.queue_of(pod, volcano_podgroup=None, namespace_labels={})
+        assert queue is not None
+        job = job_from_pod(pod, job_id="x", queue=queue, gang=protocols.gang_of(pod, {}), submit_time=0.0)
+        return replace(job, id="")
+
+    assert core_job(jp.pod) == core_job(by_kubectl)
+    assert core_job(jp.pod).gang_id == "team/armada/g"  # type: ignore[attr-defined]
