@@ -56,7 +56,7 @@ def job_set_label_value(job_set: str) -> str:
 
 
 def is_queue_name(name: str) -> bool:
-    """A name a Queue object can have (a DNS label)."""
+    """A name a Queue object (or a namespace) can have: a DNS label."""
     return len(name) <= 63 and bool(_DNS_LABEL.match(name))
 
 
@@ -103,6 +103,8 @@ def job_pod(
 ) -> JobPod:
     if not item.namespace:
         raise RequestError("namespace is a required field")
+    if not is_queue_name(item.namespace):
+        raise RequestError(f"namespace {item.namespace!r} is not a valid namespace name")
     if len(item.client_id) > MAX_CLIENT_ID:
         raise RequestError(f"client id of length {len(item.client_id)} is longer than {MAX_CLIENT_ID}")
     if item.scheduler not in ("", "default"):

@@ -38,8 +38,9 @@ class Jobs:
 
     # ------------------------------------------------------------------ submit
     async def submit(self, token: str, request: submit_pb2.JobSubmitRequest) -> list[str]:
+        jobs.check_queue_and_job_set(request.queue, request.job_set_id)
+        await self.require_queue(request.queue)  # first, as Armada authorizes before it validates
         wanted = jobs.job_pods(request)
-        await self.require_queue(request.queue)
         async with self.front.as_caller(token) as kube:
             new: dict[str, jobs.JobPod] = {}
             for jp in wanted:

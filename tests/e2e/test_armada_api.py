@@ -6,6 +6,7 @@ cluster; the bridge schedules the pods; bad requests get Armada's codes and chan
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import subprocess
 import sys
@@ -14,9 +15,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 import pytest
+import yaml
 from armada_client.armada import event_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
@@ -24,16 +27,19 @@ from armada_client.k8s.io.apimachinery.pkg.api.resource.generated_pb2 import Qua
 from kubernetes import client as k8s
 
 from armada_bridge import keys
+from armada_bridge.dev import binaries
 from armada_bridge.dev.names import FRONT
 from tests.e2e.bridge import free_in_remotes
-from tests.support import wait_for
+from tests.support import kubectl, wait_for
 
 Api = Callable[[str], k8s.ApiClient]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
 class Armada:
     address: str
+    kubeconfig: Path
 
     def client(self, token: str | None) -> ArmadaClient:
         creds = grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP)
@@ -43,17 +49,42 @@ class Armada:
 
 
 @pytest.fixture(scope="module")
-def armada(dev_env: object) -> Iterator[Armada]:
-    """`python -m armada_api` on a free loopback port, against the dev front cluster."""
+def armada(dev_env: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Armada]:
+    """`python -m armada_api` on a free loopback port, against the dev front cluster, as the
+    shipped ServiceAccount with the shipped read-only rights (manifests/armada-api/rbac.yaml)."""
     from armada_bridge.dev.binary.environment import Environment
 
     assert isinstance(dev_env, Environment)
+    applied = kubectl(dev_env, "apply", "-f", str(ROOT / "manifests" / "armada-api" / "rbac.yaml"))
+    assert applied.returncode == 0, applied.stderr
+    made = kubectl(dev_env, "create", "token", "armada-bridge-armada-api", "-n", keys.SYSTEM_NAMESPACE)
+    assert made.returncode == 0, made.stderr
+    kubeconfig = yaml.safe_load(dev_env.kubeconfig(FRONT).read_text())
+    for user in kubeconfig["users"]:
+        user["user"] = {"token": made.stdout.strip()}  # its own identity: no admin certificate
+    own = tmp_path_factory.mktemp("armada-api") / "kubeconfig.yaml"
+    own.write_text(yaml.safe_dump(kubeconfig))
+    with _serving(own) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def _serving(kubeconfig: Path) -> Iterator[Armada]:
+    """A server process on a free loopback port, stopped after."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "armada_api", "--kubeconfig", str(dev_env.kubeconfig(FRONT))]
-    proc = subprocess.Popen([*cmd, "--listen", f"127.0.0.1:{port}"])
-    server = Armada(f"127.0.0.1:{port}")
+    cmd = [
+        sys.executable,
+        "-m",
+        "armada_api",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--listen",
+        f"127.0.0.1:{port}",
+    ]
+    proc = subprocess.Popen(cmd)
+    server = Armada(f"127.0.0.1:{port}", kubeconfig)
     try:
         wait_for("the Armada API's health", lambda: _healthy(server), timeout=30)
         yield server
@@ -342,7 +373,8 @@ def test_a_job_sets_events_follow_its_pods_and_resume_after_an_id(
     armada: Armada, namespace: str, queues: list[str], cluster_api: Api
 ) -> None:
     queue, job_set = queues[0], f"events-{uuid.uuid4().hex[:6]}"
-    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    token = _token(cluster_api, namespace, "submitter", "edit")
+    client = armada.client(token)
     brief = {keys.SIMULATED_RUNTIME: "3s"}  # the dev remote clusters end such a pod Succeeded
     items = [
         client.create_job_request_item(namespace=namespace, pod_spec=_spec(), annotations=brief),
@@ -382,6 +414,10 @@ def test_a_job_sets_events_follow_its_pods_and_resume_after_an_id(
     everything = listed()
     assert everything == sorted(everything) and set(everything) <= set(ids) and len(everything) == 12
     assert listed(after=everything[4]) == everything[5:]
+    # Another server (a restart, a replica) derives the same events with the same ids.
+    with _serving(armada.kubeconfig) as other:
+        request = event_pb2.JobSetRequest(queue=queue, id=job_set, watch=False)
+        assert [m.id for m in other.client(token).event_stub.GetJobSetEvents(request)] == everything
 
     # Someone who may not list the namespace's pods sees no such job set.
     stranger = armada.client(_token(cluster_api, namespace, "stranger", None))
@@ -440,3 +476,45 @@ def test_a_job_the_bridge_preempts_is_reported_preempted_within_2_s(
 
 def _cluster(pod: k8s.V1Pod) -> str | None:
     return (pod.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER)
+
+
+def test_armadactl_submits_its_example_job_files_and_watches_them_to_the_end(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api, tmp_path: Path
+) -> None:
+    """Armada's own armadactl (built from the Armada module at the pinned release) submits the
+    example job files of that release, a job and a gang, with the queue, job set and namespace of
+    this test and a simulated run time, then watches the job sets until their jobs end."""
+    armadactl = binaries.armadactl()
+    examples = armadactl.parent / "module" / "example"
+    token = tmp_path / "token"
+    token.write_text(_token(cluster_api, namespace, "submitter", "edit"))
+    config = tmp_path / "armadactl.yaml"
+    context = {
+        "armadaUrl": armada.address,
+        "forceNoTls": True,
+        "execAuth": {"cmd": "cat", "args": [str(token)]},
+    }
+    config.write_text(yaml.safe_dump({"currentContext": "bridge", "contexts": {"bridge": context}}))
+
+    def run(*args: str, timeout: float = 60) -> str:
+        done = subprocess.run(
+            [str(armadactl), "--config", str(config), *args], capture_output=True, text=True, timeout=timeout
+        )
+        assert done.returncode == 0, f"armadactl {' '.join(args)}: {done.stdout}{done.stderr}"
+        return done.stdout
+
+    for example in ("example-job.yaml", "example-gang-job.yaml"):
+        spec = yaml.safe_load((examples / example).read_text())
+        job_set = f"{spec['jobSetId']}-{uuid.uuid4().hex[:6]}"
+        spec.update(queue=queues[0], jobSetId=job_set)
+        for job in spec["jobs"]:
+            job["namespace"] = namespace
+            job.setdefault("annotations", {})[keys.SIMULATED_RUNTIME] = "2s"
+        job_file = tmp_path / example
+        job_file.write_text(yaml.safe_dump(spec))
+        submitted = re.findall(r"Submitted job with id (\S+)", run("submit", str(job_file)))
+        assert len(submitted) == len(spec["jobs"])
+        watched = run("watch", queues[0], job_set, "--exit-if-inactive", timeout=120)
+        for job_id in submitted:
+            assert re.search(rf"JobSucceededEvent, job id: {job_id}", watched), watched
+    assert all(p.status.phase == "Succeeded" for p in _pods(cluster_api, namespace))

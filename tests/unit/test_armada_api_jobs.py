@@ -92,6 +92,7 @@ def test_a_client_id_always_names_the_same_job_in_its_queue_and_namespace() -> N
     ("item", "message"),
     [
         (_item(namespace=""), "namespace is a required field"),
+        (_item(namespace="../kube-system"), "not a valid namespace"),
         (_item(pod_specs=[]), "at least one PodSpec"),
         (_item(pod_specs=[_spec(), _spec()]), "multiple pods are not supported"),
         (_item(pod_spec=_spec()), "exclusive"),
