@@ -6,9 +6,10 @@ as dry runs first, so one the front would refuse changes nothing (docs/armada-ap
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import grpc
 from armada_client.armada import submit_pb2
@@ -24,6 +25,7 @@ from armada_bridge.kube.resources import PODS, QUEUES
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
+T = TypeVar("T")
 DRY_RUN = {"dryRun": "All"}
 
 
@@ -42,27 +44,17 @@ class Jobs:
         await self.require_queue(request.queue)  # first, as Armada authorizes before it validates
         wanted = jobs.job_pods(request)
         async with self.front.as_caller(token) as kube:
-            new: dict[str, jobs.JobPod] = {}
-            for jp in wanted:
-                if jp.job_id in new or await self._submitted(kube, jp):
-                    continue  # a client id submitted before (or twice in this request)
-                new[jp.job_id] = jp
-            for jp in new.values():
-                await kube.request("POST", PODS.path(jp.namespace), params=DRY_RUN, body=jp.pod)
-            created: list[Obj] = []
-            try:
-                for jp in new.values():
-                    try:
-                        created.append(await kube.create(PODS, jp.pod))
-                    except ApiError as e:
-                        if not (
-                            e.conflict and jp.pod["metadata"]["annotations"].get(keys.CLIENT_ID_ANNOTATION)
-                        ):
-                            raise
-                        # the same client id submitted at the same time by another call: one pod
-            except BaseException:
-                await _undo(kube, created)
-                raise
+            unique = list({jp.job_id: jp for jp in wanted}.values())  # a client id twice: once
+            submitted = await _each(unique, lambda jp: self._submitted(kube, jp))
+            new = [jp for jp, done in zip(unique, submitted, strict=True) if not done]
+            await _each(
+                new, lambda jp: kube.request("POST", PODS.path(jp.namespace), params=DRY_RUN, body=jp.pod)
+            )
+            outcomes = await _each(new, lambda jp: _create(kube, jp), return_exceptions=True)
+            failed = [o for o in outcomes if isinstance(o, BaseException)]
+            if failed:
+                await _undo(kube, [o for o in outcomes if isinstance(o, dict)])
+                raise failed[0]
         return [jp.job_id for jp in wanted]
 
     async def _submitted(self, kube: Kube, jp: jobs.JobPod) -> bool:
@@ -103,10 +95,8 @@ class Jobs:
 
     async def _delete(self, token: str, pods: list[Obj]) -> list[str]:
         async with self.front.as_caller(token) as kube:
-            for pod in pods:
-                await _delete(kube, pod, dry_run=True)
-            for pod in pods:
-                await _delete(kube, pod)
+            await _each(pods, lambda p: _delete(kube, p, dry_run=True))
+            await _each(pods, lambda p: _delete(kube, p))
         return sorted(jobs.job_id_of(p) for p in pods)
 
     # ------------------------------------------------------------------ reprioritize
@@ -121,17 +111,21 @@ class Jobs:
         }
         if not ids:
             results[f"all jobs in job set {request.job_set_id}"] = ""
+        patch = {"metadata": {"annotations": {keys.JOB_PRIORITY_ANNOTATION: value}}}
+
+        async def one(pod: Obj) -> str:
+            md = pod["metadata"]
+            try:
+                await kube.patch(PODS, md["name"], patch, md["namespace"], uid=md["uid"])
+            except ApiError as e:
+                return e.message
+            return ""
+
         async with self.front.as_caller(token) as kube:
-            for pod in pods:
-                md = pod["metadata"]
-                try:
-                    patch = {"metadata": {"annotations": {keys.JOB_PRIORITY_ANNOTATION: value}}}
-                    await kube.patch(PODS, md["name"], patch, md["namespace"], uid=md["uid"])
-                    error = ""
-                except ApiError as e:
-                    error = e.message
-                if ids or error:
-                    results[jobs.job_id_of(pod)] = error
+            errors = await _each(pods, one)
+        for pod, error in zip(pods, errors, strict=True):
+            if ids or error:
+                results[jobs.job_id_of(pod)] = error
         return results
 
     # ------------------------------------------------------------------ finding jobs
@@ -162,6 +156,34 @@ async def _delete(kube: Kube, pod: Obj, *, dry_run: bool = False) -> None:
     except ApiError as e:
         if not e.not_found:
             raise
+
+
+#: front requests one call makes at once (a job set of hundreds of pods is not sent one by one)
+CONCURRENCY = 16
+
+
+async def _each(
+    items: Sequence[T], call: Callable[[T], Awaitable[Any]], *, return_exceptions: bool = False
+) -> list[Any]:
+    """`call` on every item, CONCURRENCY at a time; the results in order (the first error raised,
+    or with `return_exceptions` every outcome, as asyncio.gather gives them)."""
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(item: T) -> Any:
+        async with gate:
+            return await call(item)
+
+    return list(await asyncio.gather(*(one(i) for i in items), return_exceptions=return_exceptions))
+
+
+async def _create(kube: Kube, jp: jobs.JobPod) -> Obj | None:
+    """The created pod; None when the same client id's pod was just created by another call."""
+    try:
+        return await kube.create(PODS, jp.pod)
+    except ApiError as e:
+        if e.conflict and keys.CLIENT_ID_ANNOTATION in jp.pod["metadata"]["annotations"]:
+            return None
+        raise
 
 
 async def _undo(kube: Kube, created: list[Obj]) -> None:

@@ -268,6 +268,17 @@ def test_bad_requests_get_armadas_codes_and_change_nothing(
                 submitter, submit_pb2.JobSubmitRequestItem(namespace=namespace, pod_specs=[_spec(), _spec()])
             ),
         ),
+        # the bridge's own decision keys: the front's admission policy refuses them for a tenant,
+        # through the API as through kubectl (docs/security.md)
+        "a forged decision": (
+            grpc.StatusCode.PERMISSION_DENIED,
+            lambda: submit(
+                submitter,
+                submitter.create_job_request_item(
+                    namespace=namespace, pod_spec=_spec(), annotations={keys.ASSIGNED_CLUSTER: "remote-1"}
+                ),
+            ),
+        ),
         "no token": (grpc.StatusCode.UNAUTHENTICATED, lambda: submit(armada.client(None), good)),
         "a token the front rejects": (
             grpc.StatusCode.UNAUTHENTICATED,
@@ -518,3 +529,28 @@ def test_armadactl_submits_its_example_job_files_and_watches_them_to_the_end(
         for job_id in submitted:
             assert re.search(rf"JobSucceededEvent, job id: {job_id}", watched), watched
     assert all(p.status.phase == "Succeeded" for p in _pods(cluster_api, namespace))
+
+
+def test_a_request_the_front_refuses_half_way_leaves_nothing(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    """Dry runs pass one pod at a time; a ResourceQuota of 2 pods refuses the third real creation:
+    the two created are deleted again, and the call fails with the front's reason."""
+    core_api = k8s.CoreV1Api(cluster_api(FRONT))
+    core_api.create_namespaced_resource_quota(
+        namespace, {"metadata": {"name": "two"}, "spec": {"hard": {"pods": "2"}}}
+    )
+    wait_for(
+        "the quota counted",
+        lambda: (core_api.read_namespaced_resource_quota("two", namespace).status.hard or {}).get("pods"),
+        timeout=30,
+    )
+    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    items = [client.create_job_request_item(namespace=namespace, pod_spec=_spec()) for _ in range(3)]
+    error = _rpc_error(
+        lambda: client.submit_jobs(queue=queues[0], job_set_id="over", job_request_items=items)
+    )
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED and "quota" in error.details(), error.details()
+    wait_for(
+        "the pods created before the refusal deleted", lambda: not _pods(cluster_api, namespace), timeout=30
+    )
