@@ -26,7 +26,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.k8s.io.apimachinery.pkg.api.resource.generated_pb2 import Quantity
 from kubernetes import client as k8s
 
-from armada_bridge import keys
+from armada_bridge import certs, keys
 from armada_bridge.dev import binaries
 from armada_bridge.dev.names import FRONT
 from tests.e2e.bridge import free_in_remotes
@@ -40,9 +40,14 @@ ROOT = Path(__file__).resolve().parents[2]
 class Armada:
     address: str
     kubeconfig: Path
+    ca: bytes | None = None  # the server speaks TLS with a certificate of this CA
 
     def client(self, token: str | None) -> ArmadaClient:
-        creds = grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP)
+        creds = (
+            grpc.ssl_channel_credentials(root_certificates=self.ca)
+            if self.ca
+            else grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP)
+        )
         if token is not None:
             creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(token))
         return ArmadaClient(grpc.secure_channel(self.address, creds))
@@ -69,8 +74,9 @@ def armada(dev_env: object, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 
 @contextlib.contextmanager
-def _serving(kubeconfig: Path) -> Iterator[Armada]:
-    """A server process on a free loopback port, stopped after."""
+def _serving(kubeconfig: Path, *args: str, ca: bytes | None = None) -> Iterator[Armada]:
+    """A server process on a free loopback port (more `args`: TLS, with clients trusting `ca`),
+    stopped after."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -83,8 +89,8 @@ def _serving(kubeconfig: Path) -> Iterator[Armada]:
         "--listen",
         f"127.0.0.1:{port}",
     ]
-    proc = subprocess.Popen(cmd)
-    server = Armada(f"127.0.0.1:{port}", kubeconfig)
+    proc = subprocess.Popen([*cmd, *args])
+    server = Armada(f"127.0.0.1:{port}", kubeconfig, ca)
     try:
         wait_for("the Armada API's health", lambda: _healthy(server), timeout=30)
         yield server
@@ -554,3 +560,68 @@ def test_a_request_the_front_refuses_half_way_leaves_nothing(
     wait_for(
         "the pods created before the refusal deleted", lambda: not _pods(cluster_api, namespace), timeout=30
     )
+
+
+def test_reprioritized_jobs_are_admitted_first_within_their_queue(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    """The job priority an Armada client gives (and changes) orders the core's queue: with the
+    remote clusters full, of two waiting jobs the one reprioritized to 0 gets the first room."""
+    queue = queues[0]
+    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    count = free_in_remotes(cluster_api) // 16
+    blockers = [
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec("16")) for _ in range(count)
+    ]
+    blocking = [
+        r.job_id
+        for r in client.submit_jobs(
+            queue=queue, job_set_id="block", job_request_items=blockers
+        ).job_response_items
+    ]
+    wait_for(
+        "the remote clusters full",
+        lambda: sum(1 for p in _pods(cluster_api, namespace) if p.status.phase == "Running") == count,
+        timeout=120,
+    )
+    ids = []
+    for _ in range(2):  # a second apart: the one submitted first is first while priorities are equal
+        item = client.create_job_request_item(namespace=namespace, pod_spec=_spec("16"), priority=1)
+        response = client.submit_jobs(queue=queue, job_set_id="wait", job_request_items=[item])
+        ids.append(response.job_response_items[0].job_id)
+        time.sleep(1.1)
+    first, second = ids
+    result = client.reprioritize_jobs(new_priority=0, job_ids=[second], job_set_id="wait", queue=queue)
+    assert dict(result.reprioritization_results) == {second: ""}
+    time.sleep(2)  # the extender sees the new priority
+    client.cancel_jobs(queue=queue, job_set_id="block", job_id=blocking[0])
+
+    def admitted() -> list[str]:
+        by_job = {p.metadata.labels[keys.ARMADA_JOB_ID_LABEL]: p for p in _pods(cluster_api, namespace)}
+        return [j for j in (first, second) if j in by_job and _cluster(by_job[j])]
+
+    assert wait_for("one waiting job admitted", admitted, timeout=90) == [second]
+
+
+def test_the_server_speaks_tls_and_refuses_plaintext_off_loopback(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api, tmp_path: Path
+) -> None:
+    """Callers send their front token: beyond loopback only over TLS."""
+    cert, key = certs.self_signed(tmp_path, "armada-api", "/CN=armada-api", ["127.0.0.1", "localhost"])
+    tls = ("--tls-cert", str(cert), "--tls-key", str(key))
+    with _serving(armada.kubeconfig, *tls, ca=cert.read_bytes()) as secure:
+        client = secure.client(_token(cluster_api, namespace, "submitter", "edit"))
+        item = client.create_job_request_item(namespace=namespace, pod_spec=_spec())
+        (job,) = client.submit_jobs(
+            queue=queues[0], job_set_id="tls", job_request_items=[item]
+        ).job_response_items
+        assert [p.metadata.labels[keys.ARMADA_JOB_ID_LABEL] for p in _pods(cluster_api, namespace)] == [
+            job.job_id
+        ]
+    plain = subprocess.run(
+        [sys.executable, "-m", "armada_api", "--kubeconfig", str(armada.kubeconfig), "--listen", "0.0.0.0:0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert plain.returncode == 2 and "need TLS" in plain.stderr, plain.stderr
