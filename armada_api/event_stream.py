@@ -3,7 +3,7 @@
 The server reads the pods with its own (read-only) identity and sends the caller only the pods of
 namespaces where the front lets the caller list pods (the caller's SelfSubjectAccessReview). Each
 event is sent once per stream; a stream resumed after an id sends what sorts after it
-(:mod:`armada_api.job_events`).
+(:mod:`armada_api.job_events`), each job's in their order.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from armada_client.armada import event_pb2
 from armada_api import jobs
 from armada_api.errors import Refused
 from armada_api.front import Front
-from armada_api.job_events import job_events, job_set_events
+from armada_api.job_events import Progress, job_events, job_set_events
 from armada_api.submit import Jobs
 from armada_bridge.kube.client import ApiError
 from armada_bridge.kube.resources import PODS
@@ -44,7 +44,8 @@ class JobSetEvents:
         pods = await visible.of(p for p in listed.get("items") or [] if jobs.in_job_set(p, job_set))
         if error_if_missing and not pods:
             raise Refused(grpc.StatusCode.NOT_FOUND, f"job set {job_set} of queue {queue} not found")
-        seen = {e.id for p in pods for e in job_events(p)}  # sent now, or before the resumed point
+        progress = Progress()
+        progress.record(e for p in pods for e in job_events(p))  # sent now, or before the resume point
         for event in job_set_events(pods, after):
             yield event.stream_message()
         version = str((listed.get("metadata") or {}).get("resourceVersion") or "")
@@ -56,10 +57,8 @@ class JobSetEvents:
                     version = str((pod.get("metadata") or {}).get("resourceVersion") or version)
                     if kind == "BOOKMARK" or not jobs.in_job_set(pod, job_set) or not await visible.may(pod):
                         continue
-                    for event in job_events(pod, deleted=kind == "DELETED"):
-                        if event.id not in seen:
-                            seen.add(event.id)
-                            yield event.stream_message()
+                    for event in progress.new(job_events(pod, deleted=kind == "DELETED")):
+                        yield event.stream_message()
             except ApiError as e:
                 if not e.gone:
                     raise
@@ -69,10 +68,8 @@ class JobSetEvents:
                 for pod in await visible.of(
                     p for p in listed.get("items") or [] if jobs.in_job_set(p, job_set)
                 ):
-                    for event in job_events(pod):
-                        if event.id not in seen:
-                            seen.add(event.id)
-                            yield event.stream_message()
+                    for event in progress.new(job_events(pod)):
+                        yield event.stream_message()
 
 
 class _Visible:

@@ -214,3 +214,22 @@ def job_set_events(pods: Iterable[Obj], after: str = "") -> list[JobEvent]:
     """The events of a job set's pods a stream resumed after `after` sends, in order."""
     events = [e for p in pods for e in job_events(p)]
     return sorted((e for e in events if resumes(e, after)), key=lambda e: e.id)
+
+
+class Progress:
+    """What a stream has sent of each job: a job's events go out in their order and never back
+    (a pod's status can show a start after the end was already derived, e.g. a pod preempted while
+    its remote copy was starting: that start is then not sent)."""
+
+    def __init__(self) -> None:
+        self.sent: dict[str, int] = {}  # job id -> the highest ordinal sent (or skipped at a resume)
+
+    def record(self, events: Iterable[JobEvent]) -> None:
+        for e in events:
+            self.sent[e.job_id] = max(self.sent.get(e.job_id, -1), e.ordinal)
+
+    def new(self, events: Iterable[JobEvent]) -> list[JobEvent]:
+        """Those of a job's events now derived that go out, recorded as sent."""
+        out = [e for e in events if e.ordinal > self.sent.get(e.job_id, -1)]
+        self.record(out)
+        return out

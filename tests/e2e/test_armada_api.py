@@ -486,7 +486,7 @@ def test_a_job_the_bridge_preempts_is_reported_preempted_within_2_s(
             "the preempted event", lambda: collector.received.get((job_id, "preempted")), timeout=10
         )
         assert reported - seen_at < 2.0, f"reported {reported - seen_at:.2f}s after the pod was marked"
-        assert collector.of(job_id)[-1] == "preempted"
+        assert collector.of(job_id)[-1] == "preempted", [e for e in collector.events if e[2] == job_id]
     finally:
         collector.close()
 

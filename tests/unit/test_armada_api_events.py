@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from armada_api.job_events import event_id, job_events, job_set_events
+from armada_api.job_events import Progress, event_id, job_events, job_set_events
 from armada_bridge import keys
 
 
@@ -126,3 +126,21 @@ def test_ids_order_a_job_set_and_resume_after_one() -> None:
         ("01bbbbbbbbbbbbbbbbbbbbbbbb", "queued"),
     ]
     assert job_set_events([a, b], after="not an id") == events
+
+
+def test_a_stream_sends_each_jobs_events_once_and_never_back() -> None:
+    """A pod preempted while its remote copy was starting shows its start after its end: the end
+    went out, the start does not follow it."""
+    progress = Progress()
+    waiting = _pod()
+    progress.record(job_events(waiting))  # listed: submitted, queued
+    placed = _placed(_pod())
+    assert [e.message.WhichOneof("events") for e in progress.new(job_events(placed))] == ["leased", "pending"]
+    preempted = _placed(_pod(reason="Preempted", message="preempted by armada-bridge"))
+    preempted["status"]["phase"] = "Failed"
+    assert [e.message.WhichOneof("events") for e in progress.new(job_events(preempted))] == ["preempted"]
+    preempted["status"]["containerStatuses"] = [
+        {"name": "main", "state": {"running": {"startedAt": "2026-12-02T08:00:06Z"}}}
+    ]
+    assert _kinds(preempted)[-2:] == ["running", "preempted"]  # what a listing says, in order
+    assert progress.new(job_events(preempted)) == []  # a stream past the end sends no start
