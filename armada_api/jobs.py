@@ -17,6 +17,7 @@ from typing import Any
 from armada_client.armada import submit_pb2
 
 from armada_api import ids
+from armada_api.job_services import job_services
 from armada_api.podspec import to_json
 from armada_bridge import keys
 from armada_bridge.contract.pods import job_priority_value
@@ -42,6 +43,8 @@ class JobPod:
     job_id: str
     namespace: str
     pod: Obj
+    #: Services selecting the pod (the item's ServiceConfigs), created once the pod exists
+    services: tuple[Obj, ...] = ()
 
 
 def pod_name(job_id: str) -> str:
@@ -109,8 +112,8 @@ def job_pod(
         raise RequestError(f"client id of length {len(item.client_id)} is longer than {MAX_CLIENT_ID}")
     if item.scheduler not in ("", "default"):
         raise RequestError(f"scheduler {item.scheduler!r} is not served: the bridge schedules every job")
-    if item.ingress or item.services:
-        raise RequestError("ingress and services of a job are not served yet (docs/armada-api.md)")
+    if item.ingress:
+        raise RequestError("ingress of a job is not served yet (docs/armada-api.md)")
     spec = _pod_spec(item)
     job_id = ids.job_id_for_client_id(queue, item.namespace, item.client_id) if item.client_id else new_id()
     labels = _own(dict(item.labels), API_LABELS, "label")
@@ -138,7 +141,15 @@ def job_pod(
         },
         "spec": spec,
     }
-    return JobPod(job_id, item.namespace, pod)
+    services = job_services(
+        list(item.services),
+        job_id=job_id,
+        pod_name=pod_name(job_id),
+        namespace=item.namespace,
+        spec=spec,
+        labels={k: labels[k] for k in API_LABELS},
+    )
+    return JobPod(job_id, item.namespace, pod, tuple(services))
 
 
 def _pod_spec(item: submit_pb2.JobSubmitRequestItem) -> Obj:

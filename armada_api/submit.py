@@ -18,10 +18,11 @@ from armada_api import jobs, states
 from armada_api.errors import Refused
 from armada_api.front import Front
 from armada_api.ids import is_job_id
+from armada_api.job_services import owned_by
 from armada_bridge import keys
 from armada_bridge.contract.pods import job_priority_value
 from armada_bridge.kube.client import ApiError, Kube
-from armada_bridge.kube.resources import PODS, QUEUES
+from armada_bridge.kube.resources import PODS, QUEUES, SERVICES, Resource
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -47,9 +48,8 @@ class Jobs:
             unique = list({jp.job_id: jp for jp in wanted}.values())  # a client id twice: once
             submitted = await _each(unique, lambda jp: self._submitted(kube, jp))
             new = [jp for jp, done in zip(unique, submitted, strict=True) if not done]
-            await _each(
-                new, lambda jp: kube.request("POST", PODS.path(jp.namespace), params=DRY_RUN, body=jp.pod)
-            )
+            objects = [(PODS, jp.pod) for jp in new] + [(SERVICES, s) for jp in new for s in jp.services]
+            await _each(objects, lambda o: _dry_run_create(kube, *o))
             outcomes = await _each(new, lambda jp: _create(kube, jp), return_exceptions=True)
             failed = [o for o in outcomes if isinstance(o, BaseException)]
             if failed:
@@ -176,14 +176,26 @@ async def _each(
     return list(await asyncio.gather(*(one(i) for i in items), return_exceptions=return_exceptions))
 
 
+async def _dry_run_create(kube: Kube, resource: Resource, body: Obj) -> None:
+    await kube.request("POST", resource.path(body["metadata"]["namespace"]), params=DRY_RUN, body=body)
+
+
 async def _create(kube: Kube, jp: jobs.JobPod) -> Obj | None:
-    """The created pod; None when the same client id's pod was just created by another call."""
+    """The created pod, then its Services (owned by it: deleting the pod deletes them); None when
+    the same client id's pod was just created by another call."""
     try:
-        return await kube.create(PODS, jp.pod)
+        pod = await kube.create(PODS, jp.pod)
     except ApiError as e:
         if e.conflict and keys.CLIENT_ID_ANNOTATION in jp.pod["metadata"]["annotations"]:
             return None
         raise
+    try:
+        for service in jp.services:
+            await kube.create(SERVICES, owned_by(service, pod))
+    except BaseException:
+        await _undo(kube, [pod])
+        raise
+    return pod
 
 
 async def _undo(kube: Kube, created: list[Obj]) -> None:

@@ -625,3 +625,42 @@ def test_the_server_speaks_tls_and_refuses_plaintext_off_loopback(
         timeout=30,
     )
     assert plain.returncode == 2 and "need TLS" in plain.stderr, plain.stderr
+
+
+def test_a_jobs_service_selects_its_pod_and_follows_it_to_its_remote_cluster(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    """Armada's ServiceConfig: a headless Service selecting the job's pod, owned by it; the vkubelet
+    mirrors it into the remote cluster the pod runs in, so its name resolves there."""
+    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    spec = _spec()
+    spec.containers[0].ports.append(core.ContainerPort(containerPort=8080))
+    service = submit_pb2.ServiceConfig(type=submit_pb2.ServiceType.Headless, ports=[8080])
+    item = client.create_job_request_item(namespace=namespace, pod_spec=spec, services=[service])
+    (job,) = client.submit_jobs(
+        queue=queues[0], job_set_id="svc", job_request_items=[item]
+    ).job_response_items
+    front = k8s.CoreV1Api(cluster_api(FRONT))
+    made = front.read_namespaced_service(f"armada-{job.job_id}-0-service-0", namespace)
+    assert made.spec.cluster_ip == "None" and made.spec.selector == {keys.ARMADA_JOB_ID_LABEL: job.job_id}
+    assert [(p.name, p.port) for p in made.spec.ports] == [("main-8080", 8080)]
+    assert [r.kind for r in made.metadata.owner_references] == ["Pod"]
+    pod = wait_for(
+        "the job running remotely",
+        lambda: next((p for p in _pods(cluster_api, namespace) if p.status.phase == "Running"), None),
+        timeout=60,
+    )
+    remote = k8s.CoreV1Api(cluster_api(_cluster(pod) or ""))
+    wait_for(
+        "the Service mirrored where the pod runs",
+        lambda: any(
+            s.metadata.name == made.metadata.name for s in remote.list_namespaced_service(namespace).items
+        ),
+        timeout=60,
+    )
+    client.cancel_jobs(queue=queues[0], job_set_id="svc", job_id=job.job_id)
+    wait_for(
+        "the Service gone with its pod",
+        lambda: not front.list_namespaced_service(namespace, label_selector=keys.ARMADA_JOB_ID_LABEL).items,
+        timeout=60,
+    )

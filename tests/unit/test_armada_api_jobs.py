@@ -104,7 +104,7 @@ def test_a_client_id_always_names_the_same_job_in_its_queue_and_namespace() -> N
             "contradicts",
         ),
         (_item(scheduler="kube"), "not served"),
-        (_item(services=[submit_pb2.ServiceConfig(ports=[80])]), "not served yet"),
+        (_item(ingress=[submit_pb2.IngressConfig(ports=[80])]), "not served yet"),
         (_item(client_id="x" * 101), "client id"),
     ],
 )
@@ -258,3 +258,33 @@ def test_a_job_submitted_through_the_api_is_the_same_job_to_the_core_as_its_pod_
 
     assert core_job(jp.pod) == core_job(by_kubectl)
     assert core_job(jp.pod).gang_id == "team/armada/g"  # type: ignore[attr-defined]
+
+
+def test_an_items_services_select_its_pod_as_armada_makes_them() -> None:
+    container = core.Container(
+        name="web",
+        image="nginx",
+        ports=[core.ContainerPort(containerPort=80), core.ContainerPort(containerPort=9000, hostPort=9000)],
+    )
+    sidecar = core.Container(
+        name="side", image="x", restartPolicy="Always", ports=[core.ContainerPort(containerPort=81)]
+    )
+    spec = core.PodSpec(containers=[container], initContainers=[sidecar])
+    configs = [
+        submit_pb2.ServiceConfig(type=submit_pb2.ServiceType.Headless, ports=[80, 81]),
+        submit_pb2.ServiceConfig(type=submit_pb2.ServiceType.NodePort, ports=[80], name="web"),
+        submit_pb2.ServiceConfig(ports=[9000]),  # a host port only: nothing to make
+    ]
+    (jp,) = jobs.job_pods(
+        _request(_item(pod_specs=[spec], services=configs)), new_id=lambda: "01h0000000000000000000000a"
+    )
+    headless, node_port = jp.services
+    assert headless["metadata"]["name"] == "armada-01h0000000000000000000000a-0-service-0"
+    assert headless["spec"] == {
+        "type": "ClusterIP",
+        "clusterIP": "None",
+        "selector": {keys.ARMADA_JOB_ID_LABEL: "01h0000000000000000000000a"},
+        "ports": [{"name": "web-80", "port": 80}, {"name": "side-81", "port": 81}],
+    }
+    assert (node_port["metadata"]["name"], node_port["spec"]["type"]) == ("web", "NodePort")
+    assert node_port["metadata"]["labels"][keys.QUEUE_LABEL] == "q1"
