@@ -38,7 +38,7 @@ class JobSetEvents:
     ) -> AsyncIterator[event_pb2.EventStreamMessage]:
         jobs.check_queue_and_job_set(queue, job_set)
         await self.jobs.require_queue(queue)
-        visible = _Visible(self.front, token)
+        visible = Visible(self.front, token)
         selector = jobs.job_set_selector(queue, job_set)
         listed = await self.front.own.list_all(PODS, None, labelSelector=selector)
         pods = await visible.of(p for p in listed.get("items") or [] if jobs.in_job_set(p, job_set))
@@ -72,7 +72,7 @@ class JobSetEvents:
                         yield event.stream_message()
 
 
-class _Visible:
+class Visible:
     """Which namespaces' pods the caller may list, asked once per namespace and stream."""
 
     def __init__(self, front: Front, token: str) -> None:

@@ -1,4 +1,4 @@
-"""The gRPC server: Armada's Submit, QueueService and Event on one port, plaintext only on loopback."""
+"""The gRPC server: Armada's Submit, QueueService, Event and Jobs on one port, plaintext only on loopback."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import socket
 from pathlib import Path
 
 import grpc
-from armada_client.armada import event_pb2_grpc, submit_pb2_grpc
+from armada_client.armada import event_pb2_grpc, job_pb2_grpc, submit_pb2_grpc
 
 from armada_api.event_stream import JobSetEvents
 from armada_api.front import Front
+from armada_api.job_status import JobStatus
 from armada_api.queue_calls import Queues
-from armada_api.services import EventService, QueueService, SubmitService
+from armada_api.services import EventService, JobsService, QueueService, SubmitService
 from armada_api.submit import Jobs
 
 
@@ -33,6 +34,7 @@ def make_server(
     jobs = Jobs(front)
     submit_pb2_grpc.add_SubmitServicer_to_server(SubmitService(jobs, queues), server)
     event_pb2_grpc.add_EventServicer_to_server(EventService(JobSetEvents(front, jobs)), server)
+    job_pb2_grpc.add_JobsServicer_to_server(JobsService(JobStatus(front)), server)
     submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueService(queues), server)
     address = f"{host}:{port}"
     if tls_cert and tls_key:

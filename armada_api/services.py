@@ -8,12 +8,21 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeAlias
 
 import grpc
-from armada_client.armada import event_pb2, event_pb2_grpc, health_pb2, submit_pb2, submit_pb2_grpc
+from armada_client.armada import (
+    event_pb2,
+    event_pb2_grpc,
+    health_pb2,
+    job_pb2,
+    job_pb2_grpc,
+    submit_pb2,
+    submit_pb2_grpc,
+)
 from google.protobuf import empty_pb2
 
 from armada_api.errors import Refused, handled, status_for
 from armada_api.event_stream import JobSetEvents
 from armada_api.front import bearer_token
+from armada_api.job_status import JobStatus
 from armada_api.queue_calls import Queues
 from armada_api.submit import Jobs
 
@@ -201,3 +210,38 @@ async def _aborting(stream: AsyncIterator[Any], context: Context) -> AsyncIterat
             yield message
     except Exception as e:
         await context.abort(*status_for(e))
+
+
+class JobsService(job_pb2_grpc.JobsServicer):
+    """Armada's Jobs service: the states and errors of jobs (details and runs are not served)."""
+
+    def __init__(self, status: JobStatus) -> None:
+        self.status = status
+
+    @handled
+    async def GetJobStatus(self, request: job_pb2.JobStatusRequest, context: Context) -> Any:
+        states = await self.status.states(token_of(context), list(request.job_ids))
+        return job_pb2.JobStatusResponse(job_states=states)
+
+    @handled
+    async def GetJobErrors(self, request: job_pb2.JobErrorsRequest, context: Context) -> Any:
+        errors = await self.status.errors(token_of(context), list(request.job_ids))
+        return job_pb2.JobErrorsResponse(job_errors=errors)
+
+    @handled
+    async def GetJobStatusUsingExternalJobUri(
+        self, request: job_pb2.JobStatusUsingExternalJobUriRequest, context: Context
+    ) -> Any:
+        raise not_served("GetJobStatusUsingExternalJobUri")
+
+    @handled
+    async def GetJobDetails(self, request: job_pb2.JobDetailsRequest, context: Context) -> Any:
+        raise not_served("GetJobDetails")
+
+    @handled
+    async def GetJobRunDetails(self, request: job_pb2.JobRunDetailsRequest, context: Context) -> Any:
+        raise not_served("GetJobRunDetails")
+
+    @handled
+    async def GetActiveQueues(self, request: job_pb2.GetActiveQueuesRequest, context: Context) -> Any:
+        raise not_served("GetActiveQueues")

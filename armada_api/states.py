@@ -1,7 +1,8 @@
 """The Armada job state of a front pod made by the API. Pure.
 
 QUEUED: waiting for the bridge's decision (no remote cluster assigned); PENDING: admitted to a
-remote cluster, not running yet; RUNNING; SUCCEEDED and FAILED from the pod's phase.
+remote cluster, not running yet; RUNNING; SUCCEEDED and FAILED from the pod's phase, PREEMPTED
+when the bridge preempted it (Failed, reason Preempted).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ PENDING = submit_pb2.JobState.PENDING
 RUNNING = submit_pb2.JobState.RUNNING
 SUCCEEDED = submit_pb2.JobState.SUCCEEDED
 FAILED = submit_pb2.JobState.FAILED
+PREEMPTED = submit_pb2.JobState.PREEMPTED
+UNKNOWN = submit_pb2.JobState.UNKNOWN
 #: what a CancelJobSet without a filter cancels: every job that has not ended
 ACTIVE = frozenset({QUEUED, PENDING, RUNNING})
 
@@ -27,7 +30,7 @@ def job_state(pod: Mapping[str, Any]) -> int:
     if phase == "Succeeded":
         return SUCCEEDED
     if phase == "Failed":
-        return FAILED
+        return PREEMPTED if (pod.get("status") or {}).get("reason") == "Preempted" else FAILED
     if phase == "Running":
         return RUNNING
     annotations = (pod.get("metadata") or {}).get("annotations") or {}

@@ -203,6 +203,13 @@ def test_armada_client_submits_a_job_set_the_bridge_schedules(
         timeout=60,
     )
 
+    # Their states, as the Jobs service a client polls says them (a stranger's: unknown).
+    running = submit_pb2.JobState.RUNNING
+    assert dict(client.get_job_status(job_ids).job_states) == dict.fromkeys(job_ids, running)
+    stranger = armada.client(_token(cluster_api, namespace, "stranger", None))
+    unknown = submit_pb2.JobState.UNKNOWN
+    assert dict(stranger.get_job_status(job_ids).job_states) == dict.fromkeys(job_ids, unknown)
+
     # A client id submitted again is the same job: nothing new is created.
     again = client.submit_jobs(
         queue=queue,
@@ -487,6 +494,8 @@ def test_a_job_the_bridge_preempts_is_reported_preempted_within_2_s(
         )
         assert reported - seen_at < 2.0, f"reported {reported - seen_at:.2f}s after the pod was marked"
         assert collector.of(job_id)[-1] == "preempted", [e for e in collector.events if e[2] == job_id]
+        assert client.get_job_status([job_id]).job_states[job_id] == submit_pb2.JobState.PREEMPTED
+        assert "preempted" in client.get_job_errors([job_id]).job_errors[job_id]
     finally:
         collector.close()
 

@@ -191,6 +191,9 @@ def test_job_states_from_the_pod_and_the_bridges_decision() -> None:
     assert states.job_state(pod("Running", "remote-1")) == states.RUNNING
     assert states.job_state(pod("Succeeded", "remote-1")) == states.SUCCEEDED
     assert states.job_state(pod("Failed")) == states.FAILED
+    preempted = pod("Failed", "remote-1")
+    preempted["status"]["reason"] = "Preempted"  # type: ignore[index]
+    assert states.job_state(preempted) == states.PREEMPTED
 
 
 def test_the_callers_bearer_token() -> None:
