@@ -1,4 +1,4 @@
-"""`python -m armada_api`: Armada's gRPC API (Submit, QueueService) in front of the bridge."""
+"""`python -m armada_api`: Armada's gRPC API (Submit, QueueService, Event, Jobs) in front of the bridge."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ async def serve(args: argparse.Namespace) -> int:
         log.error("%s", e)
         return 2
     await server.start()
-    log.info("serving Armada's Submit and QueueService on %s:%d", args.listen[0], port)
+    log.info("serving Armada's Submit, QueueService, Event and Jobs on %s:%d", args.listen[0], port)
 
     async def serving() -> None:
         await asyncio.Event().wait()  # until a signal: then `stop` ends the calls in progress

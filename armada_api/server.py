@@ -28,14 +28,15 @@ def is_loopback(host: str) -> bool:
 def make_server(
     front: Front, host: str, port: int, *, tls_cert: Path | None = None, tls_key: Path | None = None
 ) -> tuple[grpc.aio.Server, int]:
-    """The server with both services, bound (not started); the port it got (0 picks a free one)."""
+    """The server with its four services, bound (not started); the port it got (0 picks a free one)."""
     server = grpc.aio.server()
     queues = Queues(front)
     jobs = Jobs(front)
     submit_pb2_grpc.add_SubmitServicer_to_server(SubmitService(jobs, queues), server)
+    submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueService(queues, jobs), server)
     event_pb2_grpc.add_EventServicer_to_server(EventService(JobSetEvents(front, jobs)), server)
     job_pb2_grpc.add_JobsServicer_to_server(JobsService(JobStatus(front)), server)
-    submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueService(queues), server)
+
     address = f"{host}:{port}"
     if tls_cert and tls_key:
         credentials = grpc.ssl_server_credentials([(tls_key.read_bytes(), tls_cert.read_bytes())])

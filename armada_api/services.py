@@ -1,6 +1,7 @@
-"""The gRPC servicers: Armada's Submit and QueueService, on the stubs the armada-client package
-ships. Each call takes the caller's token from its metadata and hands the work to
-:class:`~armada_api.submit.Jobs` or :class:`~armada_api.queue_calls.Queues`."""
+"""The gRPC servicers: Armada's Submit, QueueService, Event and Jobs, on the stubs the
+armada-client package ships. Each call takes the caller's token from its metadata and hands the
+work to :class:`~armada_api.submit.Jobs`, :class:`~armada_api.queue_calls.Queues`,
+:class:`~armada_api.event_stream.JobSetEvents` or :class:`~armada_api.job_status.JobStatus`."""
 
 from __future__ import annotations
 
@@ -139,8 +140,9 @@ class SubmitService(QueueCalls, submit_pb2_grpc.SubmitServicer):
 
 
 class QueueService(QueueCalls, submit_pb2_grpc.QueueServiceServicer):
-    def __init__(self, queues: Queues) -> None:
+    def __init__(self, queues: Queues, jobs: Jobs) -> None:
         self.queues = queues
+        self.jobs = jobs
 
     @handled
     async def CordonQueue(self, request: submit_pb2.QueueCordonRequest, context: Context) -> empty_pb2.Empty:
@@ -164,7 +166,8 @@ class QueueService(QueueCalls, submit_pb2_grpc.QueueServiceServicer):
     async def CancelOnQueue(
         self, request: submit_pb2.QueueCancelRequest, context: Context
     ) -> empty_pb2.Empty:
-        raise not_served("CancelOnQueue")
+        await self.jobs.cancel_on_queue(token_of(context), request)
+        return EMPTY
 
 
 class EventService(event_pb2_grpc.EventServicer):

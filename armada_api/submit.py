@@ -1,4 +1,5 @@
-"""Armada's job calls (SubmitJobs, CancelJobs, CancelJobSet, ReprioritizeJobs) on front pods.
+"""Armada's job calls (SubmitJobs, CancelJobs, CancelJobSet, ReprioritizeJobs, CancelOnQueue) on
+front pods.
 
 Every write is the caller's own request (:meth:`Front.as_caller`); a request's writes are all made
 as dry runs first, so one the front would refuse changes nothing (docs/armada-api.md).
@@ -92,6 +93,25 @@ class Jobs:
         return await self._delete(
             token, [p for p in pods if states.job_state(p) in (wanted or states.ACTIVE)]
         )
+
+    async def cancel_on_queue(self, token: str, request: submit_pb2.QueueCancelRequest) -> list[str]:
+        """Every job of the queue (the API's pods, any job set) in `jobStates` (default: not ended)
+        and of `priorityClasses` when given."""
+        if request.pools:
+            raise jobs.RequestError("pools are not served: the bridge's queues span every remote cluster")
+        wanted = set(request.jobStates)
+        if wanted - states.ACTIVE:
+            raise jobs.RequestError("only QUEUED, PENDING and RUNNING jobs can be cancelled")
+        await self.require_queue(request.name)
+        listed = await self.front.own.list_all(PODS, None, labelSelector=jobs.job_set_selector(request.name))
+        classes = set(request.priorityClasses)
+        pods = [
+            p
+            for p in listed.get("items") or []
+            if states.job_state(p) in (wanted or states.ACTIVE)
+            and (not classes or (p.get("spec") or {}).get("priorityClassName") in classes)
+        ]
+        return await self._delete(token, pods)
 
     async def _delete(self, token: str, pods: list[Obj]) -> list[str]:
         async with self.front.as_caller(token) as kube:

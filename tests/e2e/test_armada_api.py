@@ -238,6 +238,11 @@ def test_armada_client_submits_a_job_set_the_bridge_schedules(
     )
     client.cancel_jobset(queue=queue, job_set_id=job_set, filter_states=[])
     wait_for("the job set cancelled", lambda: not _pods(cluster_api, namespace), timeout=60)
+    # And queue-wide, whatever the job set (QueueService.CancelOnQueue).
+    other = client.create_job_request_item(namespace=namespace, pod_spec=_spec())
+    client.submit_jobs(queue=queue, job_set_id="other", job_request_items=[other])
+    client.queue_stub.CancelOnQueue(submit_pb2.QueueCancelRequest(name=queue))
+    wait_for("the queue's jobs cancelled", lambda: not _pods(cluster_api, namespace), timeout=60)
 
 
 def test_bad_requests_get_armadas_codes_and_change_nothing(
