@@ -1,12 +1,14 @@
-# One image for both components:
+# One image for the components:
 #   docker run IMAGE extender --listen 0.0.0.0:8888 ...
 #   docker run IMAGE vkubelet --kubeconfig ...
+#   docker run IMAGE armada_api --listen 0.0.0.0:50051 --tls-cert ... --tls-key ...
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY armada_bridge ./armada_bridge
 COPY extender ./extender
 COPY vkubelet ./vkubelet
+COPY armada_api ./armada_api
 # The local environment, the demo and the CLI's dev commands are tools, not the runtime.
 RUN rm -rf armada_bridge/dev armada_bridge/demo.py \
     && pip install --no-cache-dir --prefix=/install .

@@ -15,6 +15,18 @@ GANG_NODE_UNIFORMITY_LABEL = "armadaproject.io/gangNodeUniformityLabel"
 
 SYSTEM_NAMESPACE = "armada-bridge-system"
 
+# Armada's API in front of the bridge (armada_api/, docs/armada-api.md). Armada's executor keys on
+# the pods of a job (internal/executor/domain/pod_metadata.go): job id and queue (labels), job set
+# (annotation: any string); and the bridge's own: the job set as a label value (selectable), the
+# client id a job was submitted with (deduplication), and Armada's per-job priority within its
+# queue (lower first; read by the extender for the core, settable by kubectl users alike).
+ARMADA_JOB_ID_LABEL = "armada_job_id"
+ARMADA_QUEUE_ID_LABEL = "armada_queue_id"
+ARMADA_JOB_SET_ID_ANNOTATION = "armada_jobset_id"
+JOB_SET_LABEL = f"{GROUP}/job-set"
+CLIENT_ID_ANNOTATION = f"{GROUP}/client-id"
+JOB_PRIORITY_ANNOTATION = f"{GROUP}/job-priority"
+
 # The extender's decision, written on the front pod (annotations): the remote cluster (the same key
 # as the virtual node's cluster label) and, when the core chose one, the node in that cluster.
 ASSIGNED_REMOTE_NODE = f"{GROUP}/remote-node"

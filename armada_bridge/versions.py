@@ -25,6 +25,8 @@ class Versions:
     kind: str = ""
     # CoreDNS: the cluster DNS of the dev remote clusters that have real nodes.
     coredns: str = ""
+    # Armada, whose API armada_api serves: its armadactl, for armada_api's tests.
+    armada: str = ""
 
 
 # The variable of hack/versions.env that pins each operator.
@@ -59,6 +61,7 @@ def load(path: Path = VERSIONS_FILE) -> Versions:
             helm=values["HELM_VERSION"],
             kind=values["KIND_VERSION"],
             coredns=values["COREDNS_VERSION"],
+            armada=values["ARMADA_VERSION"],
         )
     except KeyError as missing:
         raise RuntimeError(f"{path}: missing {missing.args[0]}") from None

@@ -18,7 +18,7 @@ from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey, ensure_key
 from armada_bridge.kube import ApiError, Kube, auth, load_config
 from armada_bridge.kube.leader import LeaderElector
-from armada_bridge.kube.lifecycle import run_until_stopped
+from armada_bridge.kube.lifecycle import hostport, run_until_stopped
 from extender.config import load_scheduling_config
 from extender.controller import Controller, Settings
 from extender.dashboard.routes import Dashboard
@@ -28,19 +28,12 @@ from extender.server import Api, make_app
 log = logging.getLogger("extender")
 
 
-def _hostport(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    if not host or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
-    return host, int(port)
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m extender", description=__doc__)
     p.add_argument("--kubeconfig", help="front cluster kubeconfig (default: $KUBECONFIG, else in-cluster)")
     p.add_argument(
         "--listen",
-        type=_hostport,
+        type=hostport,
         default=("127.0.0.1", 8888),
         help="every endpoint over plain HTTP without authentication: keep it on loopback (health "
         "probes, a scheduler in the same pod)",
@@ -48,7 +41,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--secure-listen",
         "--webhook-listen",
-        type=_hostport,
+        type=hostport,
         default=("0.0.0.0", 9443),
         help="HTTPS: /mutate for the API server; /filter, /state, /metrics for callers "
         "the front authenticates (client certificate or token) and authorizes (SubjectAccessReview)",

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from armada_bridge import keys
 from armada_bridge.contract import capacity
-from armada_bridge.contract.pods import PodSpecError, pod_usage, priority_class_name, scheduling_constraints
+from armada_bridge.contract.pods import (
+    PodSpecError,
+    job_priority,
+    pod_usage,
+    priority_class_name,
+    scheduling_constraints,
+)
 from armada_bridge.core.model import (
     CLUSTER_LABEL,
     Job,
@@ -123,6 +129,7 @@ def job_from_pod(
         queue=queue,
         requests=pod_usage(pod),
         priority_class=priority_class,
+        priority=job_priority(pod),
         submit_time=submit_time,
         node_selector=dict(constraints.node_selector),
         affinity=node_affinity_terms(constraints.affinity),

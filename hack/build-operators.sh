@@ -7,7 +7,7 @@
 # A second run finds them and does nothing.
 #
 #   hack/build-operators.sh [all|NAME...]   NAME: training-operator kuberay mpi-operator jobset argo dask trainer spark-operator
-#                                           training-operator-mxjob
+#                                           training-operator-mxjob armadactl (Armada's client, for armada_api's tests)
 #   ARMADA_BRIDGE_CACHE=/path ...           cache root (default ~/.cache/armada-bridge)
 set -euo pipefail
 
@@ -217,18 +217,24 @@ build_one() {
       build_go training-operator-mxjob github.com/kubeflow/training-operator "$TRAINING_OPERATOR_MXJOB_VERSION" \
         training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1 \
         manifests/base examples/mxnet ;;
+    armadactl)
+      # Not an operator: Armada's own command-line client, which tests armada_api (with its
+      # example job files).
+      build_go armadactl github.com/armadaproject/armada "$ARMADA_VERSION" \
+        armadactl github.com/armadaproject/armada/cmd/armadactl \
+        example ;;
     dask) build_dask ;;
     spark-operator)
       build_go spark-operator github.com/kubeflow/spark-operator/v2 "$SPARK_OPERATOR_VERSION" \
         spark-operator github.com/kubeflow/spark-operator/v2/cmd/operator \
         config examples
       build_spark_home ;;
-    *) echo "usage: $0 [all|jobset|training-operator|trainer|mpi-operator|kuberay|argo|dask|spark-operator|training-operator-mxjob ...]" >&2; exit 2 ;;
+    *) echo "usage: $0 [all|jobset|training-operator|trainer|mpi-operator|kuberay|argo|dask|spark-operator|training-operator-mxjob|armadactl ...]" >&2; exit 2 ;;
   esac
 }
 
 # Most useful first: a partial cache still runs the first end-to-end tests.
-ALL=(training-operator kuberay mpi-operator jobset argo dask trainer spark-operator training-operator-mxjob)
+ALL=(training-operator kuberay mpi-operator jobset argo dask trainer spark-operator training-operator-mxjob armadactl)
 if [ $# -eq 0 ] || [ "$1" = all ]; then set -- "${ALL[@]}"; fi
 for name in "$@"; do build_one "$name"; done
 say "done: operators under $bin"

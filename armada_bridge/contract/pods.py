@@ -8,6 +8,9 @@
   ``spec.overhead`` is added. A container request left unset where a limit is set defaults to the
   limit, as the API server defaults it.
 * :func:`pod_usage` — requests plus the pod slot it takes on its node.
+* :func:`job_priority` / :func:`job_priority_value` — Armada's per-job priority within its queue
+  (``keys.JOB_PRIORITY_ANNOTATION``; lower is scheduled first), as the Armada API writes it and the
+  extender reads it.
 * :func:`scheduler_refusal` — kube-scheduler's message when it found no node for the pod.
 * :func:`scheduling_gates` / :func:`gates_without` — the pod's scheduling gates, and the list left
   once the bridge's own gate (``keys.SCHEDULING_GATE``) is lifted.
@@ -188,6 +191,27 @@ def admitted_pod_usage(pod: Obj) -> Resources:
 
 def priority_class_name(pod: Obj) -> str:
     return str((pod.get("spec") or {}).get("priorityClassName") or "")
+
+
+#: Armada's job priorities are unsigned 32-bit integers (conversion.PriorityAsInt32).
+MAX_JOB_PRIORITY = 2**32 - 1
+
+
+def job_priority_value(priority: float) -> int:
+    """Armada's job priority as it stores it: rounded, clamped to 0..2^32-1 (NaN counts as 0)."""
+    if priority != priority or priority <= 0:
+        return 0
+    return int(min(round(priority), MAX_JOB_PRIORITY))
+
+
+def job_priority(pod: Obj) -> int:
+    """The pod's Armada job priority (its annotation; 0 when absent or not a number in range)."""
+    raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(keys.JOB_PRIORITY_ANNOTATION)
+    try:
+        value = int(str(raw))
+    except ValueError:
+        return 0
+    return value if 0 <= value <= MAX_JOB_PRIORITY else 0
 
 
 # --------------------------------------------------------------------------- constraints

@@ -81,6 +81,29 @@ def helm(v: versions.Versions | None = None) -> Path:
     return path
 
 
+OPERATORS_SCRIPT = BUILD_SCRIPT.parent / "build-operators.sh"
+
+
+def armadactl_path(v: versions.Versions | None = None) -> Path:
+    v = v or versions.load()
+    return cache_root() / "bin" / f"armadactl-{v.armada}" / "armadactl"
+
+
+def armadactl(v: versions.Versions | None = None) -> Path:
+    """Armada's armadactl at the pinned release, built first when missing
+    (`hack/build-operators.sh armadactl`, beside its example job files in `module/example`). Only
+    armada_api's tests need it."""
+    path = armadactl_path(v)
+    if not (path.is_file() and (path.parent / ".complete").is_file()):
+        print(f"armada-bridge: building armadactl into {cache_root()}", file=sys.stderr)
+        result = subprocess.run(
+            ["bash", str(OPERATORS_SCRIPT), "armadactl"], stdout=subprocess.DEVNULL, check=False
+        )
+        if result.returncode != 0 or not path.is_file():
+            raise RuntimeError(f"{OPERATORS_SCRIPT} armadactl failed (exit {result.returncode})")
+    return path
+
+
 @dataclass(frozen=True)
 class NodeBinaries:
     """What the real nodes of the dev environment and their clusters' DNS run."""

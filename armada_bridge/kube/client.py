@@ -98,9 +98,16 @@ _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "PATCH"})
 
 
 def load_config(
-    kubeconfig: str | Path | dict[str, Any] | None = None, context: str | None = None
+    kubeconfig: str | Path | dict[str, Any] | None = None,
+    context: str | None = None,
+    *,
+    credentials: bool = True,
 ) -> KubeConfig:
-    """From a kubeconfig (a file, or its parsed content), else $KUBECONFIG, else in-cluster."""
+    """From a kubeconfig (a file, or its parsed content), else $KUBECONFIG, else in-cluster.
+
+    Without ``credentials``: the server and the CA that verifies it only, no client certificate and
+    no token, for requests made with someone else's token (kube-apiserver authenticates a client
+    certificate before a token, so one left on the connection would speak instead of the token)."""
     c = k8s_client.Configuration()
     path = kubeconfig or os.environ.get("KUBECONFIG")
     if isinstance(path, dict):
@@ -116,7 +123,7 @@ def load_config(
             if c.ssl_ca_cert
             else ssl.create_default_context()
         )
-        if c.cert_file and c.key_file:
+        if credentials and c.cert_file and c.key_file:
             sctx.load_cert_chain(c.cert_file, c.key_file)
         if not c.verify_ssl:
             sctx.check_hostname = False
@@ -124,9 +131,9 @@ def load_config(
         ctx = sctx
     headers = {}
     token = (c.api_key or {}).get("authorization")  # "Bearer <token>" as the loaders set it
-    if token:
+    if token and credentials:
         headers["Authorization"] = token
-    token_file = None if path else IN_CLUSTER_TOKEN
+    token_file = None if path or not credentials else IN_CLUSTER_TOKEN
     return KubeConfig(server=c.host.rstrip("/"), ssl_context=ctx, headers=headers, token_file=token_file)
 
 

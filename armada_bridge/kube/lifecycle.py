@@ -3,6 +3,7 @@ replica runs, the work only the leader does, and an orderly shutdown."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import signal
@@ -12,6 +13,14 @@ from typing import Any
 from armada_bridge.kube.leader import LeaderElector
 
 log = logging.getLogger(__name__)
+
+
+def hostport(value: str) -> tuple[str, int]:
+    """A command line's HOST:PORT (an argparse type)."""
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return host, int(port)
 
 
 async def run_together(coros: Iterable[Coroutine[Any, Any, Any]]) -> None:

@@ -33,7 +33,7 @@ def test_versions_file_parses_and_binaries_are_keyed_by_version(tmp_path: Path) 
     f = tmp_path / "versions.env"
     ops = "".join(f"{key}=v0.{i}\n" for i, key in enumerate(versions.OPERATOR_VERSION_KEYS.values()))
     f.write_text(
-        "# c\nKUBERNETES_VERSION=v9.9.9\n\nETCD_VERSION=v1.2.3\nKWOK_VERSION=v0.0.1\nPYSPARK_VERSION=4.0.0\nHELM_VERSION=v3.0.1\nKIND_VERSION=v0.1.2\nCOREDNS_VERSION=v1.9.9\n"
+        "# c\nKUBERNETES_VERSION=v9.9.9\n\nETCD_VERSION=v1.2.3\nKWOK_VERSION=v0.0.1\nPYSPARK_VERSION=4.0.0\nHELM_VERSION=v3.0.1\nKIND_VERSION=v0.1.2\nCOREDNS_VERSION=v1.9.9\nARMADA_VERSION=v0.22.0\n"
         + ops
     )
     v = versions.load(f)
@@ -47,6 +47,7 @@ def test_versions_file_parses_and_binaries_are_keyed_by_version(tmp_path: Path) 
         helm="v3.0.1",
         kind="v0.1.2",
         coredns="v1.9.9",
+        armada="v0.22.0",
     )
     assert operators.catalog(v)["kuberay"].dir.name == f"kuberay-{operator_versions['kuberay']}"
     assert operators.spark_home(v).parent.name == "pyspark-4.0.0"
@@ -54,6 +55,7 @@ def test_versions_file_parses_and_binaries_are_keyed_by_version(tmp_path: Path) 
     assert b.kube_apiserver.parent.name == "kubernetes-v9.9.9"
     assert b.etcd.parent.name == "etcd-v1.2.3"
     assert b.kwokctl.parent.name == "kwok-v0.0.1"
+    assert binaries.armadactl_path(v).parent.name == "armadactl-v0.22.0"
     # kwok-exec: keyed by the kubelet streaming library of the Kubernetes release (v1.X.Y: v0.X.Y)
     # and its source's hash.
     assert binaries.kwok_exec_dir(tmp_path, "v1.99.3").name.startswith("kwok-exec-v0.99.3-")

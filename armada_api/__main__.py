@@ -1,0 +1,66 @@
+"""`python -m armada_api`: Armada's gRPC API (Submit, QueueService, Event, Jobs) in front of the bridge."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from armada_api.front import Front
+from armada_api.server import ListenError, make_server
+from armada_bridge.kube import Kube, load_config
+from armada_bridge.kube.lifecycle import hostport, run_until_stopped
+
+log = logging.getLogger("armada_api")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m armada_api", description=__doc__)
+    p.add_argument(
+        "--kubeconfig",
+        help="the front cluster: its address and CA for the callers' requests, and the server's own "
+        "read-only identity (default: $KUBECONFIG, else in-cluster)",
+    )
+    p.add_argument(
+        "--listen",
+        type=hostport,
+        default=("127.0.0.1", 50051),
+        help="gRPC address (plaintext: loopback only)",
+    )
+    p.add_argument("--tls-cert", type=Path, help="serving certificate (PEM)")
+    p.add_argument("--tls-key", type=Path, help="serving key (PEM)")
+    p.add_argument("--log-level", default="INFO")
+    return p.parse_args(argv)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    own = Kube(load_config(args.kubeconfig), user_agent="armada-bridge-armada-api")
+    front = Front(own, load_config(args.kubeconfig, credentials=False))
+    try:
+        server, port = make_server(front, *args.listen, tls_cert=args.tls_cert, tls_key=args.tls_key)
+    except ListenError as e:
+        log.error("%s", e)
+        return 2
+    await server.start()
+    log.info("serving Armada's Submit, QueueService, Event and Jobs on %s:%d", args.listen[0], port)
+
+    async def serving() -> None:
+        await asyncio.Event().wait()  # until a signal: then `stop` ends the calls in progress
+
+    async def stop() -> None:
+        await server.stop(grace=5)
+        await own.close()
+
+    return await run_until_stopped(lead=serving, cleanup=[stop])
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    sys.exit(asyncio.run(serve(args)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""The gRPC server: Armada's Submit, QueueService, Event and Jobs on one port, plaintext only on loopback."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from pathlib import Path
+
+import grpc
+from armada_client.armada import event_pb2_grpc, job_pb2_grpc, submit_pb2_grpc
+
+from armada_api.event_stream import JobSetEvents
+from armada_api.front import Front
+from armada_api.job_status import JobStatus
+from armada_api.queue_calls import Queues
+from armada_api.services import EventService, JobsService, QueueService, SubmitService
+from armada_api.submit import Jobs
+
+
+class ListenError(ValueError):
+    pass
+
+
+def is_loopback(host: str) -> bool:
+    return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+
+
+def make_server(
+    front: Front, host: str, port: int, *, tls_cert: Path | None = None, tls_key: Path | None = None
+) -> tuple[grpc.aio.Server, int]:
+    """The server with its four services, bound (not started); the port it got (0 picks a free one)."""
+    server = grpc.aio.server()
+    queues = Queues(front)
+    jobs = Jobs(front)
+    submit_pb2_grpc.add_SubmitServicer_to_server(SubmitService(jobs, queues), server)
+    submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueService(queues, jobs), server)
+    event_pb2_grpc.add_EventServicer_to_server(EventService(JobSetEvents(front, jobs)), server)
+    job_pb2_grpc.add_JobsServicer_to_server(JobsService(JobStatus(front)), server)
+
+    address = f"{host}:{port}"
+    if tls_cert and tls_key:
+        credentials = grpc.ssl_server_credentials([(tls_key.read_bytes(), tls_cert.read_bytes())])
+        bound = server.add_secure_port(address, credentials)
+    elif is_loopback(host):
+        bound = server.add_insecure_port(address)
+    else:
+        raise ListenError(f"{address} is not loopback: callers' tokens need TLS (--tls-cert, --tls-key)")
+    return server, bound

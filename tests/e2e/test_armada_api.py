@@ -1,0 +1,680 @@
+"""Armada's API in front of the bridge, driven by a client nobody here wrote: the `armada-client`
+package from PyPI submits job sets to `python -m armada_api` running against the real front
+cluster; the bridge schedules the pods; bad requests get Armada's codes and change nothing
+(docs/armada-api.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+import yaml
+from armada_client.armada import event_pb2, submit_pb2
+from armada_client.client import ArmadaClient
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
+from armada_client.k8s.io.apimachinery.pkg.api.resource.generated_pb2 import Quantity
+from kubernetes import client as k8s
+
+from armada_bridge import certs, keys
+from armada_bridge.dev import binaries
+from armada_bridge.dev.names import FRONT
+from tests.e2e.bridge import free_in_remotes
+from tests.support import kubectl, wait_for
+
+Api = Callable[[str], k8s.ApiClient]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Armada:
+    address: str
+    kubeconfig: Path
+    ca: bytes | None = None  # the server speaks TLS with a certificate of this CA
+
+    def client(self, token: str | None) -> ArmadaClient:
+        creds = (
+            grpc.ssl_channel_credentials(root_certificates=self.ca)
+            if self.ca
+            else grpc.local_channel_credentials(grpc.LocalConnectionType.LOCAL_TCP)
+        )
+        if token is not None:
+            creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(token))
+        return ArmadaClient(grpc.secure_channel(self.address, creds))
+
+
+@pytest.fixture(scope="module")
+def armada(dev_env: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Armada]:
+    """`python -m armada_api` on a free loopback port, against the dev front cluster, as the
+    shipped ServiceAccount with the shipped read-only rights (manifests/armada-api/rbac.yaml)."""
+    from armada_bridge.dev.binary.environment import Environment
+
+    assert isinstance(dev_env, Environment)
+    applied = kubectl(dev_env, "apply", "-f", str(ROOT / "manifests" / "armada-api" / "rbac.yaml"))
+    assert applied.returncode == 0, applied.stderr
+    made = kubectl(dev_env, "create", "token", "armada-bridge-armada-api", "-n", keys.SYSTEM_NAMESPACE)
+    assert made.returncode == 0, made.stderr
+    kubeconfig = yaml.safe_load(dev_env.kubeconfig(FRONT).read_text())
+    for user in kubeconfig["users"]:
+        user["user"] = {"token": made.stdout.strip()}  # its own identity: no admin certificate
+    own = tmp_path_factory.mktemp("armada-api") / "kubeconfig.yaml"
+    own.write_text(yaml.safe_dump(kubeconfig))
+    with _serving(own) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def _serving(kubeconfig: Path, *args: str, ca: bytes | None = None) -> Iterator[Armada]:
+    """A server process on a free loopback port (more `args`: TLS, with clients trusting `ca`),
+    stopped after."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [
+        sys.executable,
+        "-m",
+        "armada_api",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--listen",
+        f"127.0.0.1:{port}",
+    ]
+    proc = subprocess.Popen([*cmd, *args])
+    server = Armada(f"127.0.0.1:{port}", kubeconfig, ca)
+    try:
+        wait_for("the Armada API's health", lambda: _healthy(server), timeout=30)
+        yield server
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+def _healthy(server: Armada) -> bool:
+    try:
+        return server.client(None).submit_health().status == 1  # SERVING
+    except grpc.RpcError:
+        return False
+
+
+def _token(api: Api, namespace: str, name: str, role: str | None) -> str:
+    """A ServiceAccount's token; with `role`, that ClusterRole in `namespace` (a RoleBinding)."""
+    admin = api(FRONT)
+    core_api, rbac = k8s.CoreV1Api(admin), k8s.RbacAuthorizationV1Api(admin)
+    core_api.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    if role:
+        rbac.create_namespaced_role_binding(
+            namespace,
+            {
+                "metadata": {"name": f"{name}-{role}"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            },
+        )
+    token = core_api.create_namespaced_service_account_token(
+        name, namespace, {"spec": {"expirationSeconds": 1800}}
+    )
+    return str(token.status.token)
+
+
+def _spec(cpu: str = "100m", name: str = "main", priority_class: str | None = None) -> core.PodSpec:
+    resources = {"cpu": Quantity(string=cpu), "memory": Quantity(string="64Mi")}
+    return core.PodSpec(
+        containers=[
+            core.Container(
+                name=name,
+                image="busybox",
+                resources=core.ResourceRequirements(requests=resources, limits=resources),
+            )
+        ],
+        priorityClassName=priority_class,
+    )
+
+
+def _pods(api: Api, namespace: str) -> list[k8s.V1Pod]:
+    return list(k8s.CoreV1Api(api(FRONT)).list_namespaced_pod(namespace).items)
+
+
+def _describe(api: Api, namespace: str) -> str:
+    """The pods' phases, decisions and the namespace's Events, for a failure's message."""
+    pods = [
+        (p.metadata.name, p.status.phase, (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER))
+        for p in _pods(api, namespace)
+    ]
+    events = k8s.CoreV1Api(api(FRONT)).list_namespaced_event(namespace).items
+    return f"pods {pods}; events {[(e.involved_object.name, e.reason, e.message) for e in events]}"
+
+
+def _rpc_error(call: Callable[[], object]) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as e:
+        call()
+    return e.value
+
+
+def test_armada_client_submits_a_job_set_the_bridge_schedules(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    queue, job_set = queues[0], f"set-{uuid.uuid4().hex[:6]}"
+    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    gang = {keys.GANG_ID: "g1", keys.GANG_CARDINALITY: "2"}
+    items = [
+        client.create_job_request_item(
+            namespace=namespace, pod_spec=_spec(), priority=1, labels={"app": "a"}
+        ),
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec(), client_id="only-once"),
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec(), annotations=gang),
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec(), annotations=gang),
+    ]
+    response = client.submit_jobs(queue=queue, job_set_id=job_set, job_request_items=items)
+    job_ids = [r.job_id for r in response.job_response_items]
+    assert len(set(job_ids)) == 4 and all(not r.error for r in response.job_response_items)
+
+    # The pods are in the namespace under the queue and the job set, and the bridge schedules them.
+    def scheduled() -> dict[str, str] | None:
+        pods = {p.metadata.labels.get(keys.ARMADA_JOB_ID_LABEL): p for p in _pods(cluster_api, namespace)}
+        clusters = {
+            i: (pods[i].metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) for i in job_ids if i in pods
+        }
+        return clusters if len(clusters) == 4 and all(clusters.values()) else None
+
+    try:
+        clusters = wait_for("the job set admitted by the bridge", scheduled, timeout=60)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; {_describe(cluster_api, namespace)}") from None
+    assert clusters[job_ids[2]] == clusters[job_ids[3]]  # the gang, in one remote cluster
+    by_job = {p.metadata.labels[keys.ARMADA_JOB_ID_LABEL]: p for p in _pods(cluster_api, namespace)}
+    first = by_job[job_ids[0]]
+    assert first.metadata.name == f"armada-{job_ids[0]}-0"
+    assert first.metadata.labels[keys.QUEUE_LABEL] == queue and first.metadata.labels["app"] == "a"
+    assert first.metadata.annotations[keys.ARMADA_JOB_SET_ID_ANNOTATION] == job_set
+    assert first.metadata.annotations[keys.JOB_PRIORITY_ANNOTATION] == "1"
+    wait_for(
+        "the job set running in the remote clusters",
+        lambda: all(p.status.phase == "Running" for p in _pods(cluster_api, namespace)),
+        timeout=60,
+    )
+
+    # Their states, as the Jobs service a client polls says them (a stranger's: unknown).
+    running = submit_pb2.JobState.RUNNING
+    assert dict(client.get_job_status(job_ids).job_states) == dict.fromkeys(job_ids, running)
+    stranger = armada.client(_token(cluster_api, namespace, "stranger", None))
+    unknown = submit_pb2.JobState.UNKNOWN
+    assert dict(stranger.get_job_status(job_ids).job_states) == dict.fromkeys(job_ids, unknown)
+
+    # A client id submitted again is the same job: nothing new is created.
+    again = client.submit_jobs(
+        queue=queue,
+        job_set_id=job_set,
+        job_request_items=[
+            client.create_job_request_item(namespace=namespace, pod_spec=_spec(), client_id="only-once")
+        ],
+    )
+    assert [r.job_id for r in again.job_response_items] == [job_ids[1]]
+    assert len(_pods(cluster_api, namespace)) == 4
+
+    # Reprioritized and cancelled, as the caller.
+    result = client.reprioritize_jobs(new_priority=5, job_ids=[job_ids[1]], job_set_id=job_set, queue=queue)
+    assert dict(result.reprioritization_results) == {job_ids[1]: ""}
+    pod = k8s.CoreV1Api(cluster_api(FRONT)).read_namespaced_pod(f"armada-{job_ids[1]}-0", namespace)
+    assert pod.metadata.annotations[keys.JOB_PRIORITY_ANNOTATION] == "5"
+    cancelled = client.cancel_jobs(queue=queue, job_set_id=job_set, job_id=job_ids[0])
+    assert list(cancelled.cancelled_ids) == [job_ids[0]]
+    wait_for(
+        "the cancelled job's pod gone",
+        lambda: (
+            job_ids[0]
+            not in {p.metadata.labels[keys.ARMADA_JOB_ID_LABEL] for p in _pods(cluster_api, namespace)}
+        ),
+        timeout=60,
+    )
+    client.cancel_jobset(queue=queue, job_set_id=job_set, filter_states=[])
+    wait_for("the job set cancelled", lambda: not _pods(cluster_api, namespace), timeout=60)
+    # And queue-wide, whatever the job set (QueueService.CancelOnQueue).
+    other = client.create_job_request_item(namespace=namespace, pod_spec=_spec())
+    client.submit_jobs(queue=queue, job_set_id="other", job_request_items=[other])
+    client.queue_stub.CancelOnQueue(submit_pb2.QueueCancelRequest(name=queue))
+    wait_for("the queue's jobs cancelled", lambda: not _pods(cluster_api, namespace), timeout=60)
+
+
+def test_bad_requests_get_armadas_codes_and_change_nothing(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    queue = queues[0]
+    submitter = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    stranger = armada.client(_token(cluster_api, namespace, "stranger", None))  # no RBAC at all
+    good = submitter.create_job_request_item(namespace=namespace, pod_spec=_spec())
+
+    def submit(client: ArmadaClient, *items: submit_pb2.JobSubmitRequestItem, to: str = queue) -> object:
+        return client.submit_jobs(queue=to, job_set_id="bad", job_request_items=list(items))
+
+    cases = {
+        "unknown queue": (
+            grpc.StatusCode.PERMISSION_DENIED,
+            lambda: submit(submitter, good, to="no-such-queue"),
+        ),
+        "no rights": (grpc.StatusCode.PERMISSION_DENIED, lambda: submit(stranger, good)),
+        # the API server refuses the second item's pod spec (a container name is a DNS label): the
+        # valid first item is not created either
+        "malformed pod spec": (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            lambda: submit(
+                submitter,
+                good,
+                submitter.create_job_request_item(namespace=namespace, pod_spec=_spec(name="Not_A_Name")),
+            ),
+        ),
+        "bad quantity": (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            lambda: submit(
+                submitter,
+                good,
+                submitter.create_job_request_item(namespace=namespace, pod_spec=_spec(cpu="lots")),
+            ),
+        ),
+        "two pod specs": (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            lambda: submit(
+                submitter, submit_pb2.JobSubmitRequestItem(namespace=namespace, pod_specs=[_spec(), _spec()])
+            ),
+        ),
+        # the bridge's own decision keys: the front's admission policy refuses them for a tenant,
+        # through the API as through kubectl (docs/security.md)
+        "a forged decision": (
+            grpc.StatusCode.PERMISSION_DENIED,
+            lambda: submit(
+                submitter,
+                submitter.create_job_request_item(
+                    namespace=namespace, pod_spec=_spec(), annotations={keys.ASSIGNED_CLUSTER: "remote-1"}
+                ),
+            ),
+        ),
+        "no token": (grpc.StatusCode.UNAUTHENTICATED, lambda: submit(armada.client(None), good)),
+        "a token the front rejects": (
+            grpc.StatusCode.UNAUTHENTICATED,
+            lambda: submit(armada.client("forged"), good),
+        ),
+    }
+    for what, (code, call) in cases.items():
+        error = _rpc_error(call)
+        assert error.code() == code, f"{what}: {error.code()} {error.details()}"
+    time.sleep(1)
+    assert _pods(cluster_api, namespace) == []
+
+    # A stranger cannot cancel the submitter's job either: the pod stays.
+    (item,) = submit(submitter, good).job_response_items  # type: ignore[attr-defined]
+    error = _rpc_error(lambda: stranger.cancel_jobs(queue=queue, job_set_id="bad", job_id=item.job_id))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert [p.metadata.labels[keys.ARMADA_JOB_ID_LABEL] for p in _pods(cluster_api, namespace)] == [
+        item.job_id
+    ]
+
+
+def test_queue_calls_are_the_callers_rbac_on_queue_objects(
+    armada: Armada, namespace: str, cluster_api: Api
+) -> None:
+    admin = cluster_api(FRONT)
+    rbac = k8s.RbacAuthorizationV1Api(admin)
+    manager = f"queue-manager-{uuid.uuid4().hex[:6]}"
+    rbac.create_cluster_role(
+        {
+            "metadata": {"name": manager},
+            "rules": [{"apiGroups": [keys.GROUP], "resources": ["queues"], "verbs": ["*"]}],
+        }
+    )
+    try:
+        k8s.CoreV1Api(admin).create_namespaced_service_account(namespace, {"metadata": {"name": "manager"}})
+        rbac.create_cluster_role_binding(
+            {
+                "metadata": {"name": manager},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": manager},
+                "subjects": [{"kind": "ServiceAccount", "name": "manager", "namespace": namespace}],
+            }
+        )
+        token = k8s.CoreV1Api(admin).create_namespaced_service_account_token(
+            "manager", namespace, {"spec": {}}
+        )
+        client = armada.client(str(token.status.token))
+        tenant = armada.client(_token(cluster_api, namespace, "tenant", "edit"))
+        name = f"aq-{uuid.uuid4().hex[:6]}"
+        queue = client.create_queue_request(name=name, priority_factor=2.0)
+        assert _rpc_error(lambda: tenant.create_queue(queue)).code() == grpc.StatusCode.PERMISSION_DENIED
+        wait_for("the manager's grant", lambda: _created(client, queue), timeout=30)
+        assert _rpc_error(lambda: client.create_queue(queue)).code() == grpc.StatusCode.ALREADY_EXISTS
+        got = client.get_queue(name)
+        assert (got.name, got.priority_factor, got.cordoned) == (name, 2.0, False)
+        client.update_queue(client.create_queue_request(name=name, priority_factor=3.0))
+        assert client.get_queue(name).priority_factor == 3.0
+        assert name in [q.name for q in client.get_queues()]
+        crd = k8s.CustomObjectsApi(admin).get_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", name)
+        assert crd["spec"]["priorityFactor"] == 3.0
+        client.delete_queue(name)
+        assert _rpc_error(lambda: client.get_queue(name)).code() == grpc.StatusCode.NOT_FOUND
+    finally:
+        rbac.delete_cluster_role(manager)
+        with contextlib.suppress(k8s.ApiException):
+            rbac.delete_cluster_role_binding(manager)
+
+
+def _created(client: ArmadaClient, queue: submit_pb2.Queue) -> bool:
+    try:
+        client.create_queue(queue)
+        return True
+    except grpc.RpcError as e:
+        if e.code() == grpc.StatusCode.PERMISSION_DENIED:
+            return False
+        raise
+
+
+class _Collector:
+    """The events of a job set, read by the armada-client package's own resilient stream in a thread."""
+
+    def __init__(self, client: ArmadaClient, queue: str, job_set: str) -> None:
+        self.stream = client.get_job_events_stream(queue=queue, job_set_id=job_set)
+        self.events: list[tuple[str, str, str]] = []  # (id, type, job id)
+        self.received: dict[tuple[str, str], float] = {}  # (job id, type) -> when (monotonic)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(grpc.RpcError, StopIteration, ValueError):
+            for message in self.stream:
+                event = ArmadaClient.unmarshal_event_response(message)
+                self.events.append((event.id, event.type.value, event.message.job_id))
+                self.received.setdefault((event.message.job_id, event.type.value), time.monotonic())
+
+    def of(self, job_id: str) -> list[str]:
+        return [t for _, t, j in list(self.events) if j == job_id]
+
+    def close(self) -> None:
+        self.stream.cancel()
+
+
+def test_a_job_sets_events_follow_its_pods_and_resume_after_an_id(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    queue, job_set = queues[0], f"events-{uuid.uuid4().hex[:6]}"
+    token = _token(cluster_api, namespace, "submitter", "edit")
+    client = armada.client(token)
+    brief = {keys.SIMULATED_RUNTIME: "3s"}  # the dev remote clusters end such a pod Succeeded
+    items = [
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec(), annotations=brief),
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec(), annotations=brief),
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec()),  # runs until cancelled
+    ]
+    response = client.submit_jobs(queue=queue, job_set_id=job_set, job_request_items=items)
+    a, b, c = (r.job_id for r in response.job_response_items)
+    collector = _Collector(client, queue, job_set)
+    try:
+        lifecycle = ["submitted", "queued", "leased", "pending", "running", "succeeded"]
+        try:
+            wait_for(
+                "both brief jobs' events to their end, the third running",
+                lambda: collector.of(a) == lifecycle == collector.of(b) and "running" in collector.of(c),
+                timeout=90,
+            )
+        except AssertionError as e:
+            seen = {j: collector.of(j) for j in (a, b, c)}
+            raise AssertionError(f"{e}; events {seen}; {_describe(cluster_api, namespace)}") from None
+        client.cancel_jobs(queue=queue, job_set_id=job_set, job_id=c)
+        wait_for("the cancelled job's event", lambda: collector.of(c)[-1:] == ["cancelled"], timeout=60)
+        assert collector.of(c) == [*lifecycle[:-1], "cancelled"]
+        ids = [i for i, _, _ in collector.events]
+        assert len(ids) == len(set(ids))  # each event once
+    finally:
+        collector.close()
+
+    # From the pods as they are now (once the cancelled one is gone): the same ids, and a stream
+    # resumed after one sends what follows it.
+    wait_for("the cancelled job's pod gone", lambda: len(_pods(cluster_api, namespace)) == 2, timeout=60)
+
+    def listed(after: str = "") -> list[str]:
+        request = event_pb2.JobSetRequest(queue=queue, id=job_set, from_message_id=after, watch=False)
+        return [m.id for m in client.event_stub.GetJobSetEvents(request)]
+
+    everything = listed()
+    assert everything == sorted(everything) and set(everything) <= set(ids) and len(everything) == 12
+    assert listed(after=everything[4]) == everything[5:]
+    # Another server (a restart, a replica) derives the same events with the same ids.
+    with _serving(armada.kubeconfig) as other:
+        request = event_pb2.JobSetRequest(queue=queue, id=job_set, watch=False)
+        assert [m.id for m in other.client(token).event_stub.GetJobSetEvents(request)] == everything
+
+    # Someone who may not list the namespace's pods sees no such job set.
+    stranger = armada.client(_token(cluster_api, namespace, "stranger", None))
+    request = event_pb2.JobSetRequest(queue=queue, id=job_set, watch=False, errorIfMissing=True)
+    error = _rpc_error(lambda: list(stranger.event_stub.GetJobSetEvents(request)))
+    assert error.code() == grpc.StatusCode.NOT_FOUND
+    error = _rpc_error(lambda: list(armada.client(None).event_stub.GetJobSetEvents(request)))
+    assert error.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_job_the_bridge_preempts_is_reported_preempted_within_2_s(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    """Issue 29's acceptance: queue a's preemptible jobs fill the remote clusters (one more than
+    fits); an urgent job of queue b makes the bridge's core preempt one; the client following a's
+    job set hears of it within 2 s of the pod being marked."""
+    a, b = queues
+    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    count = free_in_remotes(cluster_api) // 16 + 1
+    fill = [
+        client.create_job_request_item(
+            namespace=namespace, pod_spec=_spec("16", priority_class="armada-preemptible")
+        )
+        for _ in range(count)
+    ]
+    client.submit_jobs(queue=a, job_set_id="fill", job_request_items=fill)
+
+    def filled() -> bool:
+        pods = _pods(cluster_api, namespace)
+        running = [p for p in pods if p.status.phase == "Running"]
+        return len(pods) == count and len(running) == count - sum(1 for p in pods if not _cluster(p))
+
+    wait_for("queue a's jobs running as far as they fit", filled, timeout=120)
+    collector = _Collector(client, a, "fill")
+    try:
+        urgent = client.create_job_request_item(
+            namespace=namespace, pod_spec=_spec("16", priority_class="armada-urgent")
+        )
+        client.submit_jobs(queue=b, job_set_id="urgent", job_request_items=[urgent])
+
+        def marked() -> tuple[str, float] | None:
+            for p in _pods(cluster_api, namespace):
+                if p.status.phase == "Failed" and p.status.reason == "Preempted":
+                    return p.metadata.labels[keys.ARMADA_JOB_ID_LABEL], time.monotonic()
+            return None
+
+        job_id, seen_at = wait_for("a job of queue a preempted", marked, timeout=120, interval=0.05)
+        reported = wait_for(
+            "the preempted event", lambda: collector.received.get((job_id, "preempted")), timeout=10
+        )
+        assert reported - seen_at < 2.0, f"reported {reported - seen_at:.2f}s after the pod was marked"
+        assert collector.of(job_id)[-1] == "preempted", [e for e in collector.events if e[2] == job_id]
+        assert client.get_job_status([job_id]).job_states[job_id] == submit_pb2.JobState.PREEMPTED
+        assert "preempted" in client.get_job_errors([job_id]).job_errors[job_id]
+    finally:
+        collector.close()
+
+
+def _cluster(pod: k8s.V1Pod) -> str | None:
+    return (pod.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER)
+
+
+def test_armadactl_submits_its_example_job_files_and_watches_them_to_the_end(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api, tmp_path: Path
+) -> None:
+    """Armada's own armadactl (built from the Armada module at the pinned release) submits the
+    example job files of that release, a job and a gang, with the queue, job set and namespace of
+    this test and a simulated run time, then watches the job sets until their jobs end."""
+    armadactl = binaries.armadactl()
+    examples = armadactl.parent / "module" / "example"
+    token = tmp_path / "token"
+    token.write_text(_token(cluster_api, namespace, "submitter", "edit"))
+    config = tmp_path / "armadactl.yaml"
+    context = {
+        "armadaUrl": armada.address,
+        "forceNoTls": True,
+        "execAuth": {"cmd": "cat", "args": [str(token)]},
+    }
+    config.write_text(yaml.safe_dump({"currentContext": "bridge", "contexts": {"bridge": context}}))
+
+    def run(*args: str, timeout: float = 60) -> str:
+        done = subprocess.run(
+            [str(armadactl), "--config", str(config), *args], capture_output=True, text=True, timeout=timeout
+        )
+        assert done.returncode == 0, f"armadactl {' '.join(args)}: {done.stdout}{done.stderr}"
+        return done.stdout
+
+    for example in ("example-job.yaml", "example-gang-job.yaml"):
+        spec = yaml.safe_load((examples / example).read_text())
+        job_set = f"{spec['jobSetId']}-{uuid.uuid4().hex[:6]}"
+        spec.update(queue=queues[0], jobSetId=job_set)
+        for job in spec["jobs"]:
+            job["namespace"] = namespace
+            job.setdefault("annotations", {})[keys.SIMULATED_RUNTIME] = "2s"
+        job_file = tmp_path / example
+        job_file.write_text(yaml.safe_dump(spec))
+        submitted = re.findall(r"Submitted job with id (\S+)", run("submit", str(job_file)))
+        assert len(submitted) == len(spec["jobs"])
+        watched = run("watch", queues[0], job_set, "--exit-if-inactive", timeout=120)
+        for job_id in submitted:
+            assert re.search(rf"JobSucceededEvent, job id: {job_id}", watched), watched
+    assert all(p.status.phase == "Succeeded" for p in _pods(cluster_api, namespace))
+
+
+def test_a_request_the_front_refuses_half_way_leaves_nothing(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    """Dry runs pass one pod at a time; a ResourceQuota of 2 pods refuses the third real creation:
+    the two created are deleted again, and the call fails with the front's reason."""
+    core_api = k8s.CoreV1Api(cluster_api(FRONT))
+    core_api.create_namespaced_resource_quota(
+        namespace, {"metadata": {"name": "two"}, "spec": {"hard": {"pods": "2"}}}
+    )
+    wait_for(
+        "the quota counted",
+        lambda: (core_api.read_namespaced_resource_quota("two", namespace).status.hard or {}).get("pods"),
+        timeout=30,
+    )
+    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    items = [client.create_job_request_item(namespace=namespace, pod_spec=_spec()) for _ in range(3)]
+    error = _rpc_error(
+        lambda: client.submit_jobs(queue=queues[0], job_set_id="over", job_request_items=items)
+    )
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED and "quota" in error.details(), error.details()
+    wait_for(
+        "the pods created before the refusal deleted", lambda: not _pods(cluster_api, namespace), timeout=30
+    )
+
+
+def test_reprioritized_jobs_are_admitted_first_within_their_queue(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    """The job priority an Armada client gives (and changes) orders the core's queue: with the
+    remote clusters full, of two waiting jobs the one reprioritized to 0 gets the first room."""
+    queue = queues[0]
+    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    count = free_in_remotes(cluster_api) // 16
+    blockers = [
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec("16")) for _ in range(count)
+    ]
+    blocking = [
+        r.job_id
+        for r in client.submit_jobs(
+            queue=queue, job_set_id="block", job_request_items=blockers
+        ).job_response_items
+    ]
+    wait_for(
+        "the remote clusters full",
+        lambda: sum(1 for p in _pods(cluster_api, namespace) if p.status.phase == "Running") == count,
+        timeout=120,
+    )
+    ids = []
+    for _ in range(2):  # a second apart: the one submitted first is first while priorities are equal
+        item = client.create_job_request_item(namespace=namespace, pod_spec=_spec("16"), priority=1)
+        response = client.submit_jobs(queue=queue, job_set_id="wait", job_request_items=[item])
+        ids.append(response.job_response_items[0].job_id)
+        time.sleep(1.1)
+    first, second = ids
+    result = client.reprioritize_jobs(new_priority=0, job_ids=[second], job_set_id="wait", queue=queue)
+    assert dict(result.reprioritization_results) == {second: ""}
+    time.sleep(2)  # the extender sees the new priority
+    client.cancel_jobs(queue=queue, job_set_id="block", job_id=blocking[0])
+
+    def admitted() -> list[str]:
+        by_job = {p.metadata.labels[keys.ARMADA_JOB_ID_LABEL]: p for p in _pods(cluster_api, namespace)}
+        return [j for j in (first, second) if j in by_job and _cluster(by_job[j])]
+
+    assert wait_for("one waiting job admitted", admitted, timeout=90) == [second]
+
+
+def test_the_server_speaks_tls_and_refuses_plaintext_off_loopback(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api, tmp_path: Path
+) -> None:
+    """Callers send their front token: beyond loopback only over TLS."""
+    cert, key = certs.self_signed(tmp_path, "armada-api", "/CN=armada-api", ["127.0.0.1", "localhost"])
+    tls = ("--tls-cert", str(cert), "--tls-key", str(key))
+    with _serving(armada.kubeconfig, *tls, ca=cert.read_bytes()) as secure:
+        client = secure.client(_token(cluster_api, namespace, "submitter", "edit"))
+        item = client.create_job_request_item(namespace=namespace, pod_spec=_spec())
+        (job,) = client.submit_jobs(
+            queue=queues[0], job_set_id="tls", job_request_items=[item]
+        ).job_response_items
+        assert [p.metadata.labels[keys.ARMADA_JOB_ID_LABEL] for p in _pods(cluster_api, namespace)] == [
+            job.job_id
+        ]
+    plain = subprocess.run(
+        [sys.executable, "-m", "armada_api", "--kubeconfig", str(armada.kubeconfig), "--listen", "0.0.0.0:0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert plain.returncode == 2 and "need TLS" in plain.stderr, plain.stderr
+
+
+def test_a_jobs_service_selects_its_pod_and_follows_it_to_its_remote_cluster(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api
+) -> None:
+    """Armada's ServiceConfig: a headless Service selecting the job's pod, owned by it; the vkubelet
+    mirrors it into the remote cluster the pod runs in, so its name resolves there."""
+    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    spec = _spec()
+    spec.containers[0].ports.append(core.ContainerPort(containerPort=8080))
+    service = submit_pb2.ServiceConfig(type=submit_pb2.ServiceType.Headless, ports=[8080])
+    item = client.create_job_request_item(namespace=namespace, pod_spec=spec, services=[service])
+    (job,) = client.submit_jobs(
+        queue=queues[0], job_set_id="svc", job_request_items=[item]
+    ).job_response_items
+    front = k8s.CoreV1Api(cluster_api(FRONT))
+    made = front.read_namespaced_service(f"armada-{job.job_id}-0-service-0", namespace)
+    assert made.spec.cluster_ip == "None" and made.spec.selector == {keys.ARMADA_JOB_ID_LABEL: job.job_id}
+    assert [(p.name, p.port) for p in made.spec.ports] == [("main-8080", 8080)]
+    assert [r.kind for r in made.metadata.owner_references] == ["Pod"]
+    pod = wait_for(
+        "the job running remotely",
+        lambda: next((p for p in _pods(cluster_api, namespace) if p.status.phase == "Running"), None),
+        timeout=60,
+    )
+    remote = k8s.CoreV1Api(cluster_api(_cluster(pod) or ""))
+    wait_for(
+        "the Service mirrored where the pod runs",
+        lambda: any(
+            s.metadata.name == made.metadata.name for s in remote.list_namespaced_service(namespace).items
+        ),
+        timeout=60,
+    )
+    client.cancel_jobs(queue=queues[0], job_set_id="svc", job_id=job.job_id)
+    wait_for(
+        "the Service gone with its pod",
+        lambda: not front.list_namespaced_service(namespace, label_selector=keys.ARMADA_JOB_ID_LABEL).items,
+        timeout=60,
+    )
