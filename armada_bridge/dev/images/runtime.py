@@ -50,7 +50,7 @@ PACKAGES = (*BASE_PACKAGES, *APT_PACKAGES)
 TEST_DIRS = ("test", "tests", "idle_test")
 # What the wheel is built from (the Dockerfile's COPY into its build stage) and what is left out of
 # it: the local environment, the demo and the CLI's dev commands are tools, not the runtime.
-PROJECT = ("pyproject.toml", "README.md", "armada_bridge", "extender", "vkubelet")
+PROJECT = ("pyproject.toml", "README.md", "armada_bridge", "extender", "vkubelet", "armada_api")
 EXCLUDED = ("armada_bridge/dev", "armada_bridge/demo.py")
 USER = "bridge"
 UID = 65532
