@@ -101,7 +101,6 @@ class QueueIterator:
         # queue's cost does not change while skipping, so neither does the reason.
         skipped: dict[tuple[object, ...], str] = {}
         qj = self.qj
-        ids = qj.ids if qj is not None else []
         pos = self.pos
         examined = self.examined
         limit = lookback if lookback else n + 1
@@ -148,12 +147,13 @@ class QueueIterator:
                     end = qj.run_end(start) if qj is not None else pos
                     if end - start > limit - examined + 1:
                         end = start + limit - examined + 1
-                    if end > pos:
-                        reasons.update(dict.fromkeys(ids[start:end], known))
-                        examined += end - pos
-                        pos = end
+                    if qj is not None:
+                        qj.give_reason(reasons, start, end, known)
                     else:
                         reasons[rec.id] = known
+                    if end > pos:
+                        examined += end - pos
+                        pos = end
                     continue
                 return ([rec], False)
         finally:
@@ -171,8 +171,10 @@ class QueueIterator:
         qj = self.qj
         if qj is not None and qj.pinned == 0 and len(qj.ids) == len(self.items):
             # Nothing after ``pos`` was examined; stale entries are popped at the end of the round.
-            reasons.update(dict.fromkeys(qj.ids[self.pos :], reason))
+            qj.give_reason(reasons, self.pos, len(qj.ids), reason)
             return
+        if qj is not None:
+            qj.touched()
         for rec in self.remaining():
             reasons[rec.id] = reason
 
@@ -412,6 +414,9 @@ class PoolRound:
         reasons = self.s.reasons
         for rec in members:
             reasons[rec.id] = reason
+        qj = self.s.queue_jobs.get(members[0].queue)
+        if qj is not None:
+            qj.touched()
 
     def _queue_limit(self, queue: str, members: list[JobRecord], pool: str | None = None) -> str:
         """Why ``members`` would take ``queue`` over a limit in this round's pool (or, as things

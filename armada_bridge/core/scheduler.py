@@ -18,13 +18,14 @@ No I/O, no clocks, no randomness: the same snapshot and calls give the same resu
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.constraints import TokenBucket
 from armada_bridge.core.model import Job, JobState, Node, Queue, SchedulingConfig
 from armada_bridge.core.nodedb import NodeDb
-from armada_bridge.core.result import Placement, RoundResult
+from armada_bridge.core.result import Placement, RoundResult, Waiting
 from armada_bridge.core.round import PoolRound
 from armada_bridge.core.state import Allocation, Colocation, GangRecord, JobRecord, QueueJobs, make_record
 
@@ -49,6 +50,8 @@ class Scheduler:
         self.queued_demand_pool: dict[tuple[str, str], rs.Resources] = {}
         self.queued_count: dict[str, int] = {}
         self.reasons: dict[str, str] = {}
+        #: the last round's ``waiting``, while it still shares ``reasons`` (see :meth:`_unshare`).
+        self._shared: weakref.ref[Waiting] | None = None
         self.round_no = 0
         self.clock = 0.0  # the last round's `now`
         self.pool_rounds = 0
@@ -215,6 +218,7 @@ class Scheduler:
 
     # =============================================================== rounds
     def schedule_round(self, now: float) -> RoundResult:
+        self._unshare()
         self.round_no += 1
         self.clock = now
         result = RoundResult(time=now)
@@ -230,16 +234,25 @@ class Scheduler:
             qj.compact(force=True)  # the round's own leftovers, so the next round starts clean
             if name not in self.queues or not pools:
                 reason = f"queue {name} does not exist" if name not in self.queues else "no schedulable nodes"
+                qj.touched()
                 for rec in qj.items:
                     if rec.state is JobState.QUEUED:
                         self.reasons[rec.id] = reason
-        result.waiting = self._waiting_reasons()
+        # Every queued job has a reason from the moment it is queued (see _enqueue), and rounds
+        # update the ones they examine, so the dict is the complete picture; the result shares it
+        # until the reasons next change.
+        result.waiting = Waiting(self.reasons)
+        self._shared = weakref.ref(result.waiting)
         return result
 
-    def _waiting_reasons(self) -> dict[str, str]:
-        # Every queued job has a reason from the moment it is queued (see _enqueue), and rounds
-        # update the ones they examine, so a copy of the dict is the complete picture.
-        return dict(self.reasons)
+    def _unshare(self) -> None:
+        """The reasons are about to change: the last round's result, if anyone still holds it,
+        takes a copy of them as they were (a result nobody holds costs nothing)."""
+        if self._shared is not None:
+            waiting = self._shared()
+            if waiting is not None:
+                waiting.detach()
+            self._shared = None
 
     def waiting_reasons(self) -> dict[str, str]:
         """Why each queued job is waiting, as of the last round (or since it was added)."""
@@ -263,6 +276,7 @@ class Scheduler:
         return rec
 
     def _enqueue(self, rec: JobRecord) -> None:
+        self._unshare()
         rec.state = JobState.QUEUED
         rec.node = rec.cluster = rec.pool = None
         q = rec.queue
@@ -304,6 +318,8 @@ class Scheduler:
     def bind(self, rec: JobRecord, node_name: str, at: float) -> None:
         """Queued -> running on ``node_name`` (nodes, allocations, gang domain), bound at `at`."""
         entry = self.nodedb.entries[node_name]
+        if self._shared is not None:
+            self._unshare()
         self._dequeue(rec)
         self.nodedb.bind(rec.id, rec.requests, rec.pc.priority, node_name)
         rec.state = JobState.RUNNING
@@ -343,6 +359,7 @@ class Scheduler:
                 del self.colocations[key]
 
     def _drop(self, rec: JobRecord) -> None:
+        self._unshare()
         if rec.state is JobState.RUNNING:
             self._unbind(rec)
         elif rec.state is JobState.QUEUED:

@@ -8,7 +8,7 @@ that let a round trust the previous round's "this job shape fits nowhere" verdic
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from armada_bridge.core import quantities as rs
@@ -80,7 +80,19 @@ class QueueJobs:
     of jobs whose shape fits nowhere, and give them their reason, at C speed.
     """
 
-    __slots__ = ("dirty", "ids", "items", "pinned", "run_ends", "run_keys", "run_starts", "stale")
+    __slots__ = (
+        "dirty",
+        "ids",
+        "items",
+        "pinned",
+        "run_ends",
+        "run_keys",
+        "run_starts",
+        "stale",
+        "w_ends",
+        "w_reasons",
+        "w_starts",
+    )
 
     def __init__(self) -> None:
         self.items: list[JobRecord] = []
@@ -92,6 +104,13 @@ class QueueJobs:
         self.stale = 0
         #: queued jobs restricted to some pools (bulk reason updates are skipped for such queues).
         self.pinned = 0
+        #: Disjoint ranges of positions, sorted, whose jobs all have one reason, given by
+        #: :meth:`give_reason` and not changed since: starts, ends (exclusive), reasons. Shifted
+        #: when a prefix is dropped, forgotten when positions move otherwise or a job of the queue
+        #: gets a reason of its own (:meth:`touched`).
+        self.w_starts: list[int] = []
+        self.w_ends: list[int] = []
+        self.w_reasons: list[str] = []
 
     def add(self, rec: JobRecord) -> None:
         items = self.items
@@ -114,6 +133,7 @@ class QueueJobs:
             self.run_keys.append(key)
 
     def _rebuild(self) -> None:
+        self.touched()
         self.ids = []
         self.run_starts = []
         self.run_ends = []
@@ -148,6 +168,10 @@ class QueueJobs:
         self.stale = 0
 
     def _drop_prefix(self, k: int) -> None:
+        keep = bisect_right(self.w_ends, k)
+        self.w_starts = [max(x - k, 0) for x in self.w_starts[keep:]]
+        self.w_ends = [x - k for x in self.w_ends[keep:]]
+        del self.w_reasons[:keep]
         del self.items[:k]
         del self.ids[:k]
         r = bisect_right(self.run_starts, k) - 1
@@ -168,6 +192,43 @@ class QueueJobs:
             self.dirty = False
             self._rebuild()
         return self.items
+
+    def give_reason(self, reasons: dict[str, str], start: int, end: int, reason: str) -> None:
+        """Give the jobs at positions ``start..end-1`` ``reason``. Positions a range written earlier
+        already gives that reason are not written again, so a round that skips an unchanged
+        backlog writes nothing per waiting job."""
+        starts, ends, texts = self.w_starts, self.w_ends, self.w_reasons
+        ids = self.ids
+        j = bisect_left(ends, start)  # ranges ending at or after start (adjacent ones merge)
+        i = bisect_right(starts, end)  # ranges starting at or before end
+        lo, hi, cursor = start, end, start
+        pieces: list[tuple[int, int, str]] = []
+        for k in range(j, i):
+            s, e, r = starts[k], ends[k], texts[k]
+            if r == reason:
+                if s > cursor:
+                    reasons.update(dict.fromkeys(ids[cursor:s], reason))
+                cursor = max(cursor, e)
+                lo, hi = min(lo, s), max(hi, e)
+            else:  # what lies outside [start, end) keeps its reason
+                if s < start:
+                    pieces.append((s, min(e, start), r))
+                if e > end:
+                    pieces.append((max(s, end), e, r))
+        if cursor < end:
+            reasons.update(dict.fromkeys(ids[cursor:end], reason))
+        pieces.append((lo, hi, reason))
+        pieces.sort()
+        starts[j:i] = [p[0] for p in pieces]
+        ends[j:i] = [p[1] for p in pieces]
+        texts[j:i] = [p[2] for p in pieces]
+
+    def touched(self) -> None:
+        """A job of this queue got a reason of its own: the bulk ranges may no longer hold."""
+        if self.w_starts:
+            self.w_starts = []
+            self.w_ends = []
+            self.w_reasons = []
 
     def run_end(self, i: int) -> int:
         """End (exclusive) of the run of identical single jobs that contains position ``i``."""
