@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from armada_bridge.core import quantities as rs
-from armada_bridge.core.constraints import cap_demand, would_exceed
+from armada_bridge.core.constraints import Limits, TokenBucket, cap_demand, limits, would_exceed
 from armada_bridge.core.fairness import DominantResourceFairness, QueueShare, compute_fair_shares
 from armada_bridge.core.gang import (
     Domain,
@@ -35,6 +35,7 @@ from armada_bridge.core.gang import (
     plan_without_preemption,
 )
 from armada_bridge.core.model import CLUSTER_LABEL, JobState
+from armada_bridge.core.nodedb import NodeEntry
 from armada_bridge.core.preemption import reschedule_order, select_evictions, victim_policy
 from armada_bridge.core.result import Placement, QueueReport, RoundResult
 from armada_bridge.core.state import JobRecord
@@ -62,6 +63,11 @@ class QueueIterator:
         self.evicted_only = False
         self.stop_reason = ""
         self.current: Candidate | None = None
+        # Constant while the pool round runs (read on every advance).
+        self.stamp = pr.stamp
+        self.pool = pr.pool
+        self.lookback = pr.s.config.max_queue_lookback
+        self.limit = self.lookback if self.lookback else len(self.items) + 1
         self.advance()
 
     def stop_new(self, reason: str) -> None:
@@ -85,30 +91,21 @@ class QueueIterator:
             return (gang, True)
         if self.evicted_only:
             return None
-        pr = self.pr
-        s = pr.s
-        pool = pr.pool
+        pool = self.pool
         items = self.items
         n = len(items)
-        lookback = s.config.max_queue_lookback
-        reasons = s.reasons
-        round_no = pr.stamp
-        unfeasible = s.unfeasible
-        epochs = pr.epochs
-        gangs = s.gangs
-        queued = JobState.QUEUED
+        round_no = self.stamp
+        limit = self.limit
         # Shapes found unfeasible while this iterator was advancing: their reason, per key. The
         # queue's cost does not change while skipping, so neither does the reason.
-        skipped: dict[tuple[object, ...], str] = {}
-        qj = self.qj
+        skipped: dict[tuple[object, ...], str] | None = None
         pos = self.pos
         examined = self.examined
-        limit = lookback if lookback else n + 1
         try:
             while pos < n:
                 rec = items[pos]
                 pos += 1
-                if rec.state is not queued or rec.seen_round == round_no:
+                if rec.state is not _QUEUED or rec.seen_round == round_no:
                     continue
                 pools = rec.pools
                 if pools is not None and pool not in pools:
@@ -116,17 +113,18 @@ class QueueIterator:
                 if examined >= limit:
                     pos -= 1
                     self.stop_new(
-                        f"not examined: queue {self.queue} reached maxQueueLookback={lookback} this round"
+                        f"not examined: queue {self.queue} reached maxQueueLookback={self.lookback} this round"
                     )
                     return None
                 examined += 1
                 rec.seen_round = round_no
                 if rec.is_gang:
-                    g = gangs[rec.gang_key]
+                    s = self.pr.s
+                    g = s.gangs[rec.gang_key]
                     if g.domain is not None:
                         return ([rec], False)  # joins its admitted gang
                     if g.queued < g.cardinality:
-                        reasons[rec.id] = f"gang {g.present}/{g.cardinality} present"
+                        s.reasons[rec.id] = f"gang {g.present}/{g.cardinality} present"
                         continue
                     members = self.pending.setdefault(rec.gang_key, [])
                     members.append(rec)
@@ -135,22 +133,26 @@ class QueueIterator:
                         return (members, False)
                     continue
                 skey = rec.skey
-                known = skipped.get(skey)
+                known = skipped.get(skey) if skipped is not None else None
+                pr = self.pr
                 if known is None:
-                    cached = unfeasible.get((pool, skey))
-                    if cached is not None and cached[0] == epochs:
+                    cached = pr.s.unfeasible.get((pool, skey))
+                    if cached is not None and cached[0] == pr.epochs:
                         known = pr.reason_for(self.queue, cached[1])
+                        if skipped is None:
+                            skipped = {}
                         skipped[skey] = known
                 if known is not None:
                     # Skip the whole run of identical jobs at once; they share the reason.
                     start = pos - 1
+                    qj = self.qj
                     end = qj.run_end(start) if qj is not None else pos
                     if end - start > limit - examined + 1:
                         end = start + limit - examined + 1
                     if qj is not None:
-                        qj.give_reason(reasons, start, end, known)
+                        qj.give_reason(pr.s.reasons, start, end, known)
                     else:
-                        reasons[rec.id] = known
+                        pr.s.reasons[rec.id] = known
                     if end > pos:
                         examined += end - pos
                         pos = end
@@ -161,7 +163,7 @@ class QueueIterator:
             self.examined = examined
         for members in self.pending.values():
             for rec in members:
-                reasons[rec.id] = "gang members not all eligible for this pool"
+                self.pr.s.reasons[rec.id] = "gang members not all eligible for this pool"
         self.pending.clear()
         return None
 
@@ -213,6 +215,25 @@ class PoolRound:
         self.round_stop = ""
         self._reason_memo: dict[tuple[str, int, str], str] = {}
         self._alloc_version: dict[str, int] = {}
+        # Constant for the round: which checks can apply at all, and what repeats per job.
+        self._global_limited = not s.global_bucket.unlimited
+        self._queue_limited = self.config.maximum_per_queue_scheduling_burst > 0
+        #: no round budget, burst or rate limit: what is checked before each gang is cordon only.
+        self._unconstrained = not (
+            self.config.maximum_resource_fraction_to_schedule
+            or self.config.maximum_scheduling_burst > 0
+            or self._global_limited
+            or self._queue_limited
+        )
+        #: (queue, priority class) -> the queue's limits and the class's in this pool.
+        self._limits: dict[tuple[str, str], tuple[Limits, Limits]] = {}
+        self._placements: dict[str, Placement] = {}
+        #: scheduling key -> (node, node database version): the best fit of the last single job
+        #: of that key placed in this round, right after its bind. While nothing else changed,
+        #: the next job of the key fits there best too, if it fits at all: every node that did
+        #: not fit still does not, and that node's free resources only went down.
+        self._last_fit: dict[tuple[object, ...], tuple[NodeEntry, int]] = {}
+        self._whole_pool: list[Domain] = [(pool, None, None, None)]
 
     # ------------------------------------------------------------ context
     def _context(self) -> list[str]:
@@ -269,31 +290,34 @@ class PoolRound:
             )
         evictions = self._evict(active)
         iterators = {name: QueueIterator(self, name, evictions.get(name, [])) for name in active}
-        heap: list[tuple[int, float, str]] = []
-        for it in iterators.values():
-            self._push(heap, it)
+        # (priority, cost, queue name, iterator): names are unique, so iterators are never compared.
+        heap = [e for e in map(self._heap_entry, iterators.values()) if e is not None]
+        heapq.heapify(heap)
         while heap:
-            _p, _c, name = heapq.heappop(heap)
-            it = iterators[name]
+            it = heap[0][3]
             cand = it.current
-            if cand is None:
-                continue
-            self._consider(it, cand)
-            it.advance()
-            self._push(heap, it)
+            if cand is not None:
+                self._consider(it, cand)
+                it.current = it._next()
+            entry = self._heap_entry(it)
+            if entry is None:
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, entry)  # the same queue, at its new place
         self._finish(iterators, evictions)
 
-    def _push(self, heap: list[tuple[int, float, str]], it: QueueIterator) -> None:
+    def _heap_entry(self, it: QueueIterator) -> tuple[int, float, str, QueueIterator] | None:
         cand = it.current
         if cand is None:
-            return
+            return None
         members, _evicted = cand
-        req = members[0].requests if len(members) == 1 else rs.total(m.requests for m in members)
-        g = self.s.gangs.get(members[0].gang_key)
+        head = members[0]
+        req = head.requests if len(members) == 1 else rs.total(m.requests for m in members)
+        g = self.s.gangs.get(head.gang_key) if head.is_gang else None
         if g is not None and g.min_resources and g.domain is None:
             req = {k: max(req.get(k, 0), g.min_resources.get(k, 0)) for k in set(req) | set(g.min_resources)}
         cost = self.drf.cost_with(self.alloc[it.queue], req) / self.weights[it.queue]
-        heapq.heappush(heap, (-members[0].pc.priority, cost, it.queue))
+        return (-head.pc.priority, cost, it.queue, it)
 
     # ----------------------------------------------------------- eviction
     def _evict(self, active: list[str]) -> dict[str, list[list[JobRecord]]]:
@@ -335,6 +359,14 @@ class PoolRound:
             self._wait(members, self.round_stop)
             return
         size = len(members)
+        if self._unconstrained:
+            if queue.cordoned:
+                reason = f"queue {queue.name} is cordoned"
+                it.stop_new(reason)
+                self._wait(members, reason)
+                return
+            self._place(it, queue.name, members, None)
+            return
         # Round budget: checked before each new gang, so a round may overshoot by one gang.
         limit = self.config.maximum_resource_fraction_to_schedule
         if limit:
@@ -350,7 +382,7 @@ class PoolRound:
         if burst > 0 and size > burst:
             self._wait(members, f"gang of {size} exceeds maximumSchedulingBurst={burst}")
             return
-        if s.global_bucket.available(self.now) < size:
+        if self._global_limited and s.global_bucket.available(self.now) < size:
             self.round_stop = "global scheduling rate limit reached (maximumSchedulingRate/Burst)"
             it.stop_new(self.round_stop)
             self._wait(members, self.round_stop)
@@ -364,36 +396,52 @@ class PoolRound:
         if qburst > 0 and size > qburst:
             self._wait(members, f"gang of {size} exceeds maximumPerQueueSchedulingBurst={qburst}")
             return
-        bucket = s.queue_bucket(queue.name)
-        if bucket.available(self.now) < size:
+        bucket = s.queue_bucket(queue.name) if self._queue_limited else None
+        if bucket is not None and bucket.available(self.now) < size:
             reason = (
                 f"queue {queue.name} reached its scheduling rate limit (maximumPerQueueSchedulingRate/Burst)"
             )
             it.stop_new(reason)
             self._wait(members, reason)
             return
-        reason = self._queue_limit(queue.name, members)
+        self._place(it, queue.name, members, bucket)
+
+    def _place(
+        self, it: QueueIterator, queue: str, members: list[JobRecord], bucket: TokenBucket | None
+    ) -> None:
+        """Past the round's and queue's rate limits: the queue's resource limits, then placement."""
+        s = self.s
+        reason = self._queue_limit(queue, members)
         if reason:
             # Not terminal for the queue (as in Armada: only its rate limit and cordon are): a
             # smaller job behind this one may still fit under the limit.
             self._wait(members, reason)
             return
         # A colocated job's fit depends on where its colocation runs, not on its shape alone.
-        single = size == 1 and not members[0].job.is_gang and members[0].job.colocation is None
+        head = members[0]
+        single = len(members) == 1 and not head.is_gang and head.job.colocation is None
         if single:
-            cached = s.unfeasible.get((self.pool, members[0].skey))
+            cached = s.unfeasible.get((self.pool, head.skey))
             if cached is not None and cached[0] == self.epochs:
-                self._wait(members, self.reason_for(queue.name, cached[1]))
+                self._wait(members, self.reason_for(queue, cached[1]))
                 return
-        plan, why, cacheable = self._plan(queue.name, members)
+        last = self._last_fit.get(head.skey) if single else None
+        if last is not None and last[1] == s.nodedb.version and rs.fits(head.requests, last[0].free):
+            plan: Plan | None = Plan(self._whole_pool[0], [(head, last[0])])
+        else:
+            plan, why, cacheable = self._plan(queue, members)
         if plan is None:
-            self._wait(members, self.reason_for(queue.name, why))
+            self._wait(members, self.reason_for(queue, why))
             if single and cacheable:
-                s.unfeasible[(self.pool, members[0].skey)] = (self.epochs, why)
+                s.unfeasible[(self.pool, head.skey)] = (self.epochs, why)
             return
-        self._commit(queue.name, plan)
-        s.global_bucket.take(size)
-        bucket.take(size)
+        self._commit(queue, plan)
+        if single and not plan.victims:
+            self._last_fit[head.skey] = (plan.assignments[0][1], s.nodedb.version)
+        if self._global_limited:
+            s.global_bucket.take(len(members))
+        if bucket is not None:
+            bucket.take(len(members))
 
     def reason_for(self, queue: str, why: str) -> str:
         """A capacity reason, prefixed with the queue's fair-share position when that explains it."""
@@ -424,21 +472,27 @@ class PoolRound:
         s = self.s
         q = s.queues[queue]
         pc = members[0].pc
+        fractions = q.resource_limits_by_priority_class.get(pc.name, pc.maximum_resource_fraction_per_queue)
         if pool is None or pool == self.pool:
-            alloc, alloc_pc, total = self.alloc[queue], self.alloc_pc[queue].get(pc.name, {}), self.total
+            bounds = self._limits.get((queue, pc.name))
+            if bounds is None:
+                total = self.total
+                bounds = (limits(q.resource_limits, total), limits(fractions, total))
+                self._limits[(queue, pc.name)] = bounds
+            alloc, alloc_pc = self.alloc[queue], self.alloc_pc[queue].get(pc.name, _NOTHING)
         else:
             alloc, alloc_pc = s.alloc.of(pool, queue), s.alloc.of_pc(pool, queue, pc.name)
             total = s.nodedb.pool_total(pool)
+            bounds = (limits(q.resource_limits, total), limits(fractions, total))
         req = members[0].requests if len(members) == 1 else rs.total(m.requests for m in members)
-        if q.resource_limits:
-            res = would_exceed(alloc, req, total, q.resource_limits)
+        if bounds[0]:
+            res = would_exceed(alloc, req, bounds[0])
             if res:
                 return (
                     f"queue {queue} would exceed its limit of {q.resource_limits[res]:g} of the pool's {res}"
                 )
-        fractions = q.resource_limits_by_priority_class.get(pc.name, pc.maximum_resource_fraction_per_queue)
-        if fractions:
-            res = would_exceed(alloc_pc, req, total, fractions)
+        if bounds[1]:
+            res = would_exceed(alloc_pc, req, bounds[1])
             if res:
                 return (
                     f"queue {queue} would exceed its limit of {fractions[res]:g} of the pool's {res} "
@@ -454,9 +508,14 @@ class PoolRound:
         their gang's domains, kept to the cluster of their colocation when it has one. With
         ``policy``, a gang's reservation may count the room of the jobs the policy lets it displace."""
         pool = pool or self.pool
+        head = members[0]
+        key = head.job.colocation
+        if key is None and not head.is_gang and pool == self.pool:
+            return self._whole_pool, ""
         domains, why = self._gang_domains(members, pool, policy)
-        key = members[0].job.colocation
-        c = self.s.colocations.get(key) if key is not None else None
+        if key is None:
+            return domains, why
+        c = self.s.colocations.get(key)
         if c is None or not domains:
             return domains, why
         where = f"cluster {c.cluster}" + (f" of pool {c.pool}" if c.pool != pool else "")
@@ -472,9 +531,9 @@ class PoolRound:
     ) -> tuple[list[Domain], str]:
         s = self.s
         rec = members[0]
-        g = s.gangs.get(rec.gang_key) if rec.job.is_gang else None
+        g = s.gangs.get(rec.gang_key) if rec.is_gang else None
         if g is None:
-            return [(pool, None, None, None)], ""
+            return (self._whole_pool if pool == self.pool else [(pool, None, None, None)]), ""
         if g.domain is not None:
             gpool, cluster, key, value = g.domain
             if gpool != pool:
@@ -649,12 +708,23 @@ class PoolRound:
                     )
                 self._preempt(victim, reason)
         self._alloc_version[queue] = self._alloc_version.get(queue, 0) + 1
+        alloc, alloc_pc = self.alloc[queue], self.alloc_pc[queue]
+        scheduled, placements, new = self.result.scheduled, self._placements, self.scheduled_new
         for rec, entry in plan.assignments:
             s.bind(rec, entry.name, self.now)
-            rs.add_into(self.alloc[queue], rec.requests)
-            rs.add_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
-            rs.add_into(self.scheduled_new, rec.requests)
-            self.result.scheduled[rec.id] = Placement(cluster=entry.cluster, node=entry.name, pool=self.pool)
+            by_pc = alloc_pc.get(rec.pc.name)
+            if by_pc is None:
+                by_pc = alloc_pc[rec.pc.name] = {}
+            for k, v in rec.requests.items():
+                alloc[k] = alloc.get(k, 0) + v
+                by_pc[k] = by_pc.get(k, 0) + v
+                new[k] = new.get(k, 0) + v
+            where = placements.get(entry.name)
+            if where is None:
+                where = placements[entry.name] = Placement(
+                    cluster=entry.cluster, node=entry.name, pool=self.pool
+                )
+            scheduled[rec.id] = where
             report.scheduled += 1
 
     def _preempt(self, rec: JobRecord, reason: str) -> None:
@@ -708,6 +778,8 @@ class PoolRound:
 
 
 _EMPTY = type("_Empty", (), {"items": []})()
+_QUEUED = JobState.QUEUED
+_NOTHING: dict[str, int] = {}
 
 
 def _shown(vector: rs.Resources) -> list[str]:

@@ -295,25 +295,27 @@ class Scheduler:
         q = rec.queue
         self.queued_count[q] = self.queued_count.get(q, 0) + sign
         pools = rec.job.pools
-        targets = (
-            [self.queued_demand.setdefault(q, {})]
-            if pools is None
-            else [self.queued_demand_pool.setdefault((q, p), {}) for p in pools]
-        )
-        for acc in targets:
-            if sign > 0:
-                rs.add_into(acc, rec.requests)
-            else:
-                rs.sub_into(acc, rec.requests)
+        if pools is None:
+            acc = self.queued_demand.get(q)
+            if acc is None:
+                acc = self.queued_demand[q] = {}
+            for k, v in rec.requests.items():
+                acc[k] = acc.get(k, 0) + sign * v
+            return
+        for p in pools:
+            acc = self.queued_demand_pool.setdefault((q, p), {})
+            for k, v in rec.requests.items():
+                acc[k] = acc.get(k, 0) + sign * v
 
     def _dequeue(self, rec: JobRecord) -> None:
         self._queued_demand(rec, -1)
         qj = self.queue_jobs.get(rec.queue)
         if qj is not None:
             qj.left(rec)
-        g = self.gangs.get(rec.gang_key)
-        if g is not None:
-            g.queued -= 1
+        if rec.is_gang:
+            g = self.gangs.get(rec.gang_key)
+            if g is not None:
+                g.queued -= 1
 
     def bind(self, rec: JobRecord, node_name: str, at: float) -> None:
         """Queued -> running on ``node_name`` (nodes, allocations, gang domain), bound at `at`."""
@@ -321,7 +323,7 @@ class Scheduler:
         if self._shared is not None:
             self._unshare()
         self._dequeue(rec)
-        self.nodedb.bind(rec.id, rec.requests, rec.pc.priority, node_name)
+        self.nodedb.bind(rec.id, rec.requests, rec.pc.priority, entry)
         rec.state = JobState.RUNNING
         rec.node, rec.cluster, rec.pool = node_name, entry.cluster, entry.pool
         self._bind_seq += 1
@@ -330,7 +332,7 @@ class Scheduler:
         self.reasons.pop(rec.id, None)
         if rec.pc.priority < self._max_priority:
             self.low_bind_epoch += 1
-        g = self.gangs.get(rec.gang_key)
+        g = self.gangs.get(rec.gang_key) if rec.is_gang else None
         if g is not None:
             g.running += 1
             if g.domain is None:

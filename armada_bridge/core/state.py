@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from typing import Any
 
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.matching import RequirementsKey, requirements_key
@@ -263,6 +264,9 @@ def make_record(job: Job, pc: PriorityClass) -> JobRecord:
     )
 
 
+_Slots = tuple[Resources, Resources, set[str], set[str] | None]
+
+
 class Allocation:
     """Resources held by running jobs, per pool and queue (and priority class)."""
 
@@ -273,18 +277,32 @@ class Allocation:
         self.running: dict[str, dict[str, set[str]]] = {}
         #: pool -> queue -> ids of running jobs of a preemptible priority class.
         self.preemptible: dict[str, dict[str, set[str]]] = {}
+        #: (pool, queue, priority class) -> its allocation, its class's, its running and
+        #: preemptible ids: the containers above, found once (they are never removed).
+        self._slots: dict[tuple[str, str, str], _Slots] = {}
+
+    def _slots_of(self, rec: JobRecord, pool: str) -> _Slots:
+        key = (pool, rec.queue, rec.pc.name)
+        slots = self._slots.get(key)
+        if slots is None:
+            q = rec.queue
+            slots = self._slots[key] = (
+                _slot(_slot(self.by_pool_queue, pool), q),
+                _slot(_slot(_slot(self.by_pool_queue_pc, pool), q), rec.pc.name),
+                _ids(_slot(self.running, pool), q),
+                _ids(_slot(self.preemptible, pool), q) if rec.pc.preemptible else None,
+            )
+        return slots
 
     def add(self, rec: JobRecord, pool: str) -> None:
-        q = rec.queue
-        req = rec.requests
-        acc = self.by_pool_queue.setdefault(pool, {}).setdefault(q, {})
-        pc_acc = self.by_pool_queue_pc.setdefault(pool, {}).setdefault(q, {}).setdefault(rec.pc.name, {})
-        for k, v in req.items():
+        slots = self._slots.get((pool, rec.queue, rec.pc.name))
+        acc, pc_acc, running, preemptible = slots if slots is not None else self._slots_of(rec, pool)
+        for k, v in rec.requests.items():
             acc[k] = acc.get(k, 0) + v
             pc_acc[k] = pc_acc.get(k, 0) + v
-        self.running.setdefault(pool, {}).setdefault(q, set()).add(rec.id)
-        if rec.pc.preemptible:
-            self.preemptible.setdefault(pool, {}).setdefault(rec.queue, set()).add(rec.id)
+        running.add(rec.id)
+        if preemptible is not None:
+            preemptible.add(rec.id)
 
     def remove(self, rec: JobRecord, pool: str) -> None:
         rs.sub_into(self.by_pool_queue[pool][rec.queue], rec.requests)
@@ -298,3 +316,18 @@ class Allocation:
 
     def of_pc(self, pool: str, queue: str, pc: str) -> Resources:
         return self.by_pool_queue_pc.get(pool, {}).get(queue, {}).get(pc, {})
+
+
+def _slot(d: dict[str, Any], key: str) -> Any:
+    """``d[key]``, a new dict there if missing (``setdefault`` would build one on every call)."""
+    v = d.get(key)
+    if v is None:
+        v = d[key] = {}
+    return v
+
+
+def _ids(d: dict[str, set[str]], key: str) -> set[str]:
+    v = d.get(key)
+    if v is None:
+        v = d[key] = set()
+    return v
