@@ -84,10 +84,8 @@ class SortedGroup:
         self._entries.insert(i, entry)
 
     def _index(self, entry: NodeEntry, key: NodeKey) -> int:
+        """Where ``entry``, filed under ``key``, is (callers try the hint first)."""
         entries = self._entries
-        i = self._hint
-        if i < len(entries) and entries[i] is entry:
-            return i
         i = bisect_left(self._keys, key)
         if i < len(entries) and entries[i] is entry:
             return i
@@ -99,7 +97,9 @@ class SortedGroup:
 
     def remove(self, entry: NodeEntry) -> None:
         keys = self.keys
-        i = self._index(entry, entry.key)
+        i = self._hint
+        if not (i < len(keys) and self._entries[i] is entry):
+            i = self._index(entry, entry.key)
         del keys[i]
         del self._entries[i]
 
@@ -124,7 +124,9 @@ class SortedGroup:
         where it was (best fit fills the least free node first), so this is a search, not two
         shifts of the whole list."""
         keys, entries = self._keys, self._entries
-        i = self._index(entry, filed)
+        i = self._hint
+        if not (i < len(entries) and entries[i] is entry):
+            i = self._index(entry, filed)
         if (i == 0 or keys[i - 1] < key) and (i + 1 == len(keys) or key < keys[i + 1]):
             keys[i] = key  # it keeps its place (the usual case)
             return

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from armada_bridge.core import quantities as rs
@@ -34,7 +34,7 @@ from armada_bridge.core.gang import (
     plan_with_preemption,
     plan_without_preemption,
 )
-from armada_bridge.core.model import CLUSTER_LABEL, JobState
+from armada_bridge.core.model import CLUSTER_LABEL, JobState, PriorityClass, Queue
 from armada_bridge.core.nodedb import NodeEntry
 from armada_bridge.core.preemption import reschedule_order, select_evictions, victim_policy
 from armada_bridge.core.result import Placement, QueueReport, RoundResult
@@ -53,12 +53,11 @@ class QueueIterator:
         self.pr = pr
         self.queue = queue
         self.evicted = evicted
-        self.evicted_pos = 0
         qj = pr.s.queue_jobs.get(queue)
         self.qj = qj
         self.items = qj.ordered() if qj is not None else []
+        #: where the scan of the queue's jobs is.
         self.pos = 0
-        self.examined = 0
         self.pending: dict[str, list[JobRecord]] = {}
         self.evicted_only = False
         self.stop_reason = ""
@@ -68,6 +67,7 @@ class QueueIterator:
         self.pool = pr.pool
         self.lookback = pr.s.config.max_queue_lookback
         self.limit = self.lookback if self.lookback else len(self.items) + 1
+        self._candidates = self._generate()
         self.advance()
 
     def stop_new(self, reason: str) -> None:
@@ -82,61 +82,63 @@ class QueueIterator:
             self.pending.clear()
 
     def advance(self) -> None:
-        self.current = self._next()
+        self.current = next(self._candidates, None)
 
-    def _next(self) -> Candidate | None:
-        if self.evicted_pos < len(self.evicted):
-            gang = self.evicted[self.evicted_pos]
-            self.evicted_pos += 1
-            return (gang, True)
+    def _generate(self) -> Iterator[Candidate]:
+        """The candidates in order; a generator, so that the scan's state stays in its frame
+        between candidates (``pos`` is kept on the iterator for :meth:`mark_remaining`)."""
+        for gang in self.evicted:
+            yield (gang, True)
         if self.evicted_only:
-            return None
+            return
         pool = self.pool
         items = self.items
         n = len(items)
         round_no = self.stamp
         limit = self.limit
-        # Shapes found unfeasible while this iterator was advancing: their reason, per key. The
-        # queue's cost does not change while skipping, so neither does the reason.
-        skipped: dict[tuple[object, ...], str] | None = None
-        pos = self.pos
-        examined = self.examined
-        try:
-            while pos < n:
-                rec = items[pos]
-                pos += 1
-                if rec.state is not _QUEUED or rec.seen_round == round_no:
+        pr = self.pr
+        s = pr.s
+        reasons = s.reasons
+        qj = self.qj
+        # Shapes found unfeasible while looking for the next candidate: their reason, per key.
+        # The queue's cost does not change while skipping, so neither does the reason.
+        skipped: dict[int, str] | None = None
+        pos = 0
+        examined = 0
+        while pos < n:
+            rec = items[pos]
+            pos += 1
+            if rec.state is not _QUEUED or rec.seen_round == round_no:
+                continue
+            pools = rec.pools
+            if pools is not None and pool not in pools:
+                continue
+            if examined >= limit:
+                self.pos = pos - 1
+                self.stop_new(
+                    f"not examined: queue {self.queue} reached maxQueueLookback={self.lookback} this round"
+                )
+                return
+            examined += 1
+            rec.seen_round = round_no
+            if rec.is_gang:
+                g = s.gangs[rec.gang_key]
+                if g.domain is not None:
+                    members = [rec]  # joins its admitted gang
+                elif g.queued < g.cardinality:
+                    reasons[rec.id] = f"gang {g.present}/{g.cardinality} present"
                     continue
-                pools = rec.pools
-                if pools is not None and pool not in pools:
-                    continue
-                if examined >= limit:
-                    pos -= 1
-                    self.stop_new(
-                        f"not examined: queue {self.queue} reached maxQueueLookback={self.lookback} this round"
-                    )
-                    return None
-                examined += 1
-                rec.seen_round = round_no
-                if rec.is_gang:
-                    s = self.pr.s
-                    g = s.gangs[rec.gang_key]
-                    if g.domain is not None:
-                        return ([rec], False)  # joins its admitted gang
-                    if g.queued < g.cardinality:
-                        s.reasons[rec.id] = f"gang {g.present}/{g.cardinality} present"
-                        continue
+                else:
                     members = self.pending.setdefault(rec.gang_key, [])
                     members.append(rec)
-                    if len(members) >= g.queued:
-                        del self.pending[rec.gang_key]
-                        return (members, False)
-                    continue
+                    if len(members) < g.queued:
+                        continue
+                    del self.pending[rec.gang_key]
+            else:
                 skey = rec.skey
                 known = skipped.get(skey) if skipped is not None else None
-                pr = self.pr
                 if known is None:
-                    cached = pr.s.unfeasible.get((pool, skey))
+                    cached = s.unfeasible.get((pool, skey))
                     if cached is not None and cached[0] == pr.epochs:
                         known = pr.reason_for(self.queue, cached[1])
                         if skipped is None:
@@ -145,27 +147,28 @@ class QueueIterator:
                 if known is not None:
                     # Skip the whole run of identical jobs at once; they share the reason.
                     start = pos - 1
-                    qj = self.qj
                     end = qj.run_end(start) if qj is not None else pos
                     if end - start > limit - examined + 1:
                         end = start + limit - examined + 1
                     if qj is not None:
-                        qj.give_reason(pr.s.reasons, start, end, known)
+                        qj.give_reason(reasons, start, end, known)
                     else:
-                        pr.s.reasons[rec.id] = known
+                        reasons[rec.id] = known
                     if end > pos:
                         examined += end - pos
                         pos = end
                     continue
-                return ([rec], False)
-        finally:
+                members = [rec]
             self.pos = pos
-            self.examined = examined
+            yield (members, False)
+            if self.evicted_only:
+                return
+            skipped = None
+        self.pos = pos
         for members in self.pending.values():
             for rec in members:
-                self.pr.s.reasons[rec.id] = "gang members not all eligible for this pool"
+                reasons[rec.id] = "gang members not all eligible for this pool"
         self.pending.clear()
-        return None
 
     def mark_remaining(self, reason: str) -> None:
         """Give every job this iterator did not reach the reason it stopped for."""
@@ -206,6 +209,7 @@ class PoolRound:
         self.alloc_pc: dict[str, dict[str, rs.Resources]] = {}
         self.shares: dict[str, QueueShare] = {}
         self.weights: dict[str, float] = {}
+        #: what this round has scheduled so far (kept only for a round budget).
         self.scheduled_new: rs.Resources = {}
         self.reports: dict[str, QueueReport] = {}
         #: jobs evicted this round and not rescheduled (or taken) yet -> their position in
@@ -232,7 +236,7 @@ class PoolRound:
         #: of that key placed in this round, right after its bind. While nothing else changed,
         #: the next job of the key fits there best too, if it fits at all: every node that did
         #: not fit still does not, and that node's free resources only went down.
-        self._last_fit: dict[tuple[object, ...], tuple[NodeEntry, int]] = {}
+        self._last_fit: dict[int, tuple[NodeEntry, int]] = {}
         self._whole_pool: list[Domain] = [(pool, None, None, None)]
 
     # ------------------------------------------------------------ context
@@ -298,7 +302,7 @@ class PoolRound:
             cand = it.current
             if cand is not None:
                 self._consider(it, cand)
-                it.current = it._next()
+                it.current = next(it._candidates, None)
             entry = self._heap_entry(it)
             if entry is None:
                 heapq.heappop(heap)
@@ -427,17 +431,18 @@ class PoolRound:
                 return
         last = self._last_fit.get(head.skey) if single else None
         if last is not None and last[1] == s.nodedb.version and rs.fits(head.requests, last[0].free):
-            plan: Plan | None = Plan(self._whole_pool[0], [(head, last[0])])
+            assignments, victims = [(head, last[0])], _NO_VICTIMS
         else:
             plan, why, cacheable = self._plan(queue, members)
-        if plan is None:
-            self._wait(members, self.reason_for(queue, why))
-            if single and cacheable:
-                s.unfeasible[(self.pool, head.skey)] = (self.epochs, why)
-            return
-        self._commit(queue, plan)
-        if single and not plan.victims:
-            self._last_fit[head.skey] = (plan.assignments[0][1], s.nodedb.version)
+            if plan is None:
+                self._wait(members, self.reason_for(queue, why))
+                if single and cacheable:
+                    s.unfeasible[(self.pool, head.skey)] = (self.epochs, why)
+                return
+            assignments, victims = plan.assignments, plan.victims
+        self._commit(queue, assignments, victims)
+        if single and not victims:
+            self._last_fit[head.skey] = (assignments[0][1], s.nodedb.version)
         if self._global_limited:
             s.global_bucket.take(len(members))
         if bucket is not None:
@@ -470,20 +475,18 @@ class PoolRound:
         """Why ``members`` would take ``queue`` over a limit in this round's pool (or, as things
         stand, in ``pool``), or ""."""
         s = self.s
-        q = s.queues[queue]
         pc = members[0].pc
-        fractions = q.resource_limits_by_priority_class.get(pc.name, pc.maximum_resource_fraction_per_queue)
         if pool is None or pool == self.pool:
             bounds = self._limits.get((queue, pc.name))
             if bounds is None:
-                total = self.total
-                bounds = (limits(q.resource_limits, total), limits(fractions, total))
-                self._limits[(queue, pc.name)] = bounds
+                bounds = self._limits[(queue, pc.name)] = self._bounds(queue, pc, self.total)
             alloc, alloc_pc = self.alloc[queue], self.alloc_pc[queue].get(pc.name, _NOTHING)
         else:
             alloc, alloc_pc = s.alloc.of(pool, queue), s.alloc.of_pc(pool, queue, pc.name)
-            total = s.nodedb.pool_total(pool)
-            bounds = (limits(q.resource_limits, total), limits(fractions, total))
+            bounds = self._bounds(queue, pc, s.nodedb.pool_total(pool))
+        if not bounds[0] and not bounds[1]:
+            return ""
+        q = s.queues[queue]
         req = members[0].requests if len(members) == 1 else rs.total(m.requests for m in members)
         if bounds[0]:
             res = would_exceed(alloc, req, bounds[0])
@@ -494,11 +497,21 @@ class PoolRound:
         if bounds[1]:
             res = would_exceed(alloc_pc, req, bounds[1])
             if res:
+                fractions = self._class_limits(q, pc)
                 return (
                     f"queue {queue} would exceed its limit of {fractions[res]:g} of the pool's {res} "
                     f"for priority class {pc.name}"
                 )
         return ""
+
+    def _bounds(self, queue: str, pc: PriorityClass, total: rs.Resources) -> tuple[Limits, Limits]:
+        """The most ``queue`` may hold in a pool of ``total``: in all, and of class ``pc``."""
+        q = self.s.queues[queue]
+        return limits(q.resource_limits, total), limits(self._class_limits(q, pc), total)
+
+    @staticmethod
+    def _class_limits(q: Queue, pc: PriorityClass) -> Mapping[str, float]:
+        return q.resource_limits_by_priority_class.get(pc.name, pc.maximum_resource_fraction_per_queue)
 
     # ------------------------------------------------------------- placing
     def _domains(
@@ -676,12 +689,16 @@ class PoolRound:
             f"largest free is {self._largest_cluster_free()}"
         )
 
-    def _commit(self, queue: str, plan: Plan) -> None:
+    def _commit(
+        self, queue: str, assignments: list[tuple[JobRecord, NodeEntry]], displaced: Mapping[str, int]
+    ) -> None:
+        """Bind each job of ``assignments`` to its node, after preempting the ``displaced`` jobs
+        (and their gangs)."""
         s = self.s
         report = self.reports[queue]
-        if plan.victims:
+        if displaced:
             victims: set[str] = set()
-            for job_id in plan.victims:
+            for job_id in displaced:
                 rec = s.jobs.get(job_id)
                 if rec is None:
                     continue
@@ -690,7 +707,7 @@ class PoolRound:
                     g = s.gangs.get(rec.gang_key)
                     if g is not None:
                         victims.update(m for m in g.members if s.jobs[m].state is JobState.RUNNING)
-            preemptor = plan.assignments[0][0]
+            preemptor = assignments[0][0]
             for job_id in sorted(victims):
                 victim = s.jobs[job_id]
                 if victim.pc.priority < preemptor.pc.priority:
@@ -709,8 +726,9 @@ class PoolRound:
                 self._preempt(victim, reason)
         self._alloc_version[queue] = self._alloc_version.get(queue, 0) + 1
         alloc, alloc_pc = self.alloc[queue], self.alloc_pc[queue]
-        scheduled, placements, new = self.result.scheduled, self._placements, self.scheduled_new
-        for rec, entry in plan.assignments:
+        scheduled, placements = self.result.scheduled, self._placements
+        budget = self.config.maximum_resource_fraction_to_schedule
+        for rec, entry in assignments:
             s.bind(rec, entry.name, self.now)
             by_pc = alloc_pc.get(rec.pc.name)
             if by_pc is None:
@@ -718,7 +736,8 @@ class PoolRound:
             for k, v in rec.requests.items():
                 alloc[k] = alloc.get(k, 0) + v
                 by_pc[k] = by_pc.get(k, 0) + v
-                new[k] = new.get(k, 0) + v
+            if budget:
+                rs.add_into(self.scheduled_new, rec.requests)
             where = placements.get(entry.name)
             if where is None:
                 where = placements[entry.name] = Placement(
@@ -780,6 +799,7 @@ class PoolRound:
 _EMPTY = type("_Empty", (), {"items": []})()
 _QUEUED = JobState.QUEUED
 _NOTHING: dict[str, int] = {}
+_NO_VICTIMS: dict[str, int] = {}
 
 
 def _shown(vector: rs.Resources) -> list[str]:

@@ -61,8 +61,11 @@ class Scheduler:
         #: bumped whenever a job that a higher priority class could displace is bound.
         self.low_bind_epoch = 0
         self._max_priority = max((pc.priority for pc in self.config.priority_classes.values()), default=0)
+        #: scheduling key -> its number (JobRecord.skey); one entry per distinct key ever seen,
+        #: as ``unfeasible`` keeps one per key and pool.
+        self.scheduling_keys: dict[tuple[object, ...], int] = {}
         #: (pool, scheduling key) -> ((capacity_epoch, low_bind_epoch), reason): shapes that fit nowhere.
-        self.unfeasible: dict[tuple[str, tuple[object, ...]], tuple[tuple[int, int], str]] = {}
+        self.unfeasible: dict[tuple[str, int], tuple[tuple[int, int], str]] = {}
         self.global_bucket = TokenBucket(
             self.config.maximum_scheduling_rate, self.config.maximum_scheduling_burst
         )
@@ -133,7 +136,7 @@ class Scheduler:
             raise SchedulerError(f"job {job.id} already exists")
         if job.gang_cardinality < 1:
             raise SchedulerError(f"job {job.id}: gang cardinality must be >= 1")
-        rec = make_record(job, self.config.priority_class_of(job))
+        rec = make_record(job, self.config.priority_class_of(job), self.scheduling_keys)
         self.jobs[job.id] = rec
         if job.is_gang:
             g = self.gangs.get(rec.gang_key)

@@ -29,8 +29,9 @@ class JobRecord:
     requests: Resources
     pc: PriorityClass
     rkey: RequirementsKey
-    #: hashable "scheduling key": identical keys are interchangeable for node fit.
-    skey: tuple[object, ...]
+    #: "scheduling key", numbered (:func:`make_record`): jobs with the same key are
+    #: interchangeable for node fit.
+    skey: int
     order: OrderKey
     gang_key: str
     is_gang: bool
@@ -247,8 +248,11 @@ def scheduling_key(job: Job, pc: PriorityClass, rkey: RequirementsKey) -> tuple[
     return (rkey, tuple(sorted(job.requests.items())), pc.priority, job.pools)
 
 
-def make_record(job: Job, pc: PriorityClass) -> JobRecord:
+def make_record(job: Job, pc: PriorityClass, keys: dict[tuple[object, ...], int]) -> JobRecord:
+    """The record of a queued job; ``keys`` numbers the distinct scheduling keys (a small int is
+    hashed and compared for nothing, a key tuple on every look-up)."""
     rkey = requirements_key(job)
+    skey = scheduling_key(job, pc, rkey)
     return JobRecord(
         id=job.id,
         queue=job.queue,
@@ -256,7 +260,7 @@ def make_record(job: Job, pc: PriorityClass) -> JobRecord:
         requests=job.requests,
         pc=pc,
         rkey=rkey,
-        skey=scheduling_key(job, pc, rkey),
+        skey=keys.setdefault(skey, len(keys)),
         order=(-pc.priority, job.priority, job.submit_time, job.id),
         gang_key=job.gang_key(),
         is_gang=job.is_gang,
