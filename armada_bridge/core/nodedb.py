@@ -39,6 +39,8 @@ class NodeEntry:
     cluster: str = field(init=False)
     pool: str = field(init=False)
     schedulable: bool = field(init=False)
+    #: the indexes it is in while schedulable: its cluster's and its pool's.
+    indexes: tuple[SortedGroup, SortedGroup] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.name = self.node.name
@@ -223,8 +225,11 @@ class NodeDb:
 
     def _attach(self, entry: NodeEntry) -> None:
         if entry.schedulable:
-            self.groups.setdefault(entry.pool, {}).setdefault(entry.cluster, SortedGroup()).insert(entry)
-            self.pool_index.setdefault(entry.pool, SortedGroup()).insert(entry)
+            group = self.groups.setdefault(entry.pool, {}).setdefault(entry.cluster, SortedGroup())
+            index = self.pool_index.setdefault(entry.pool, SortedGroup())
+            group.insert(entry)
+            index.insert(entry)
+            entry.indexes = (group, index)
             rs.add_into(self._pool_total.setdefault(entry.pool, {}), entry.node.allocatable)
 
     def _detach(self, entry: NodeEntry) -> None:
@@ -238,6 +243,7 @@ class NodeDb:
                     del self.groups[entry.pool]
                     del self.pool_index[entry.pool]
             rs.sub_into(self._pool_total[entry.pool], entry.node.allocatable)
+            entry.indexes = None
 
     def has_bound_below(self, pool: str, priority: int) -> bool:
         """Is any job bound in ``pool`` at a priority lower than ``priority``?"""
@@ -282,10 +288,11 @@ class NodeDb:
     def _rekey(self, entry: NodeEntry) -> None:
         """The node's free resources changed: its key follows, and its place in its indexes."""
         key = self._key(entry.free, entry.name)
-        if entry.schedulable:
+        if entry.indexes is not None:
             # Single jobs search the pool's index next; its cluster's is read less often.
-            self.groups[entry.pool][entry.cluster].defer(entry)
-            self.pool_index[entry.pool].rekey(entry, key)
+            group, index = entry.indexes
+            group.defer(entry)
+            index.rekey(entry, key)
         entry.key = key
 
     # ------------------------------------------------------------ matching

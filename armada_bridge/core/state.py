@@ -20,7 +20,7 @@ from armada_bridge.core.quantities import Resources
 OrderKey = tuple[int, int, float, str]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class JobRecord:
     id: str
     queue: str
