@@ -112,6 +112,11 @@ class SortedGroup:
 
     def _settle(self) -> None:
         moved, self._moved = self._moved, {}
+        if len(moved) * 8 > len(self._entries):
+            # Many moved (a round filled many nodes): sorting again is cheaper than moving each.
+            self._entries.sort(key=_key_of)
+            self._keys = [e.key for e in self._entries]
+            return
         for entry, filed in moved.items():
             self._move(entry, filed, entry.key)
 
@@ -147,6 +152,10 @@ class SortedGroup:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def _key_of(entry: NodeEntry) -> NodeKey:
+    return entry.key
 
 
 class NodeDb:
