@@ -3,6 +3,7 @@ scale (not a test).
 
     .venv/bin/python bench/core_scale.py [--jobs 1000,10000,100000] [--nodes 1000,10000]
                                          [--queues 200] [--plot docs/img/core-scale.png]
+                                         [--against COMMIT [--repeat 3]]
 
 For every (jobs, nodes) pair: a fresh scheduler with `nodes` nodes of 32 cpu / 256Gi (in clusters
 of 1,000 nodes) and `queues` queues gets `jobs` queued 1-cpu / 4Gi jobs, then
@@ -11,24 +12,39 @@ of 1,000 nodes) and `queues` queues gets `jobs` queued 1-cpu / 4Gi jobs, then
 The baseline, measured in the same run for each pair, is sorting the queued jobs by Armada's queue
 order: a trivial lower bound on any round over them. With `--plot` (needs the `bench` extra,
 matplotlib), a PNG of both rounds against jobs, one line per node count.
+
+With `--against COMMIT`, the core of that commit (`git archive` of its `armada_bridge/` into a
+temporary directory outside the repository) is measured side by side with this tree's: every
+(jobs, nodes) pair runs `--repeat` times in each, each run in a fresh process, old and new
+alternating (which goes first swaps every repetition), and the ratio new/old is printed per pair
+(median, with the lowest and highest of the per-repetition ratios). The load average is printed
+before and after, as the machines these run on are shared.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
+import os
+import shutil
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The tree whose core is measured: this one, or (in a worker process of `--against`) an old one.
+sys.path.insert(0, os.environ.get("CORE_SCALE_ROOT") or str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge.core.builders import job, node
 from armada_bridge.core.model import Job, Queue, SchedulingConfig
 from armada_bridge.core.scheduler import Scheduler
 
+REPO = Path(__file__).resolve().parents[1]
 NODES_PER_CLUSTER = 1000
 NEW = 100
 T = TypeVar("T")
@@ -84,6 +100,95 @@ def measure(jobs: int, nodes: int, queues: int) -> dict[str, float]:
     }
 
 
+def worker(spec: str) -> int:
+    """One measurement in this process, as JSON on stdout (``--worker JOBS,NODES,QUEUES``)."""
+    import armada_bridge
+
+    jobs, nodes, queues = (int(x) for x in spec.split(","))
+    r = measure(jobs, nodes, queues)
+    r["core"] = str(Path(armada_bridge.__file__).resolve().parents[1])
+    print(json.dumps(r))
+    return 0
+
+
+def run_worker(root: Path, jobs: int, nodes: int, queues: int) -> dict[str, float]:
+    env = {**os.environ, "CORE_SCALE_ROOT": str(root)}
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--worker", f"{jobs},{nodes},{queues}"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    r = json.loads(out.strip().splitlines()[-1])
+    if Path(r.pop("core")) != root.resolve():
+        raise SystemExit(f"worker imported the core from {r['core']}, not {root}")
+    return r
+
+
+def export_tree(commit: str) -> Path:
+    """``armada_bridge/`` of ``commit`` in a new temporary directory."""
+    tmp = Path(tempfile.mkdtemp(prefix="core-scale-"))
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "--format=tar", commit, "armada_bridge"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+    return tmp
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
+
+
+def against(commit: str, job_counts: list[int], node_counts: list[int], queues: int, repeat: int) -> None:
+    rev = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", commit], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    old_root = export_tree(commit)
+    try:
+        print(f"  old: {rev} (git archive in {old_root}); new: {REPO}")
+        print(f"  load average before: {loadavg()}")
+        print(
+            f"  median of {repeat} runs each, every run in a fresh process, old and new alternating; "
+            "ratio = new / old (lowest-highest of the per-run ratios)"
+        )
+        print(
+            f"  {'jobs':>8} {'nodes':>7} {'placed':>8} {'sort (base)':>12} {'full old':>9} {'full new':>9} "
+            f"{'new/old':>8} {'(range)':>13} {'incr old':>9} {'incr new':>9} {'new/old':>8}"
+        )
+        for nodes in node_counts:
+            for jobs in job_counts:
+                old: list[dict[str, float]] = []
+                new: list[dict[str, float]] = []
+                for rep in range(repeat):
+                    sides = [(old_root, old), (REPO, new)]
+                    for root, acc in sides if rep % 2 == 0 else sides[::-1]:
+                        acc.append(run_worker(root, jobs, nodes, queues))
+                if [r["placed"] for r in old] != [r["placed"] for r in new]:
+                    raise SystemExit(f"old and new placed different numbers of jobs: {old} {new}")
+                full = [n["full"] / o["full"] for o, n in zip(old, new, strict=True)]
+                inc = [n["incremental"] / o["incremental"] for o, n in zip(old, new, strict=True)]
+
+                def med(rows: list[dict[str, float]], key: str) -> float:
+                    return statistics.median(r[key] for r in rows) * 1000
+
+                print(
+                    f"  {jobs:>8,} {nodes:>7,} {int(new[0]['placed']):>8,} {med(old + new, 'sort'):>9.1f} ms "
+                    f"{med(old, 'full'):>6.0f} ms {med(new, 'full'):>6.0f} ms {statistics.median(full):>8.3f} "
+                    f"{f'({min(full):.3f}-{max(full):.3f})':>13} {med(old, 'incremental'):>6.1f} ms "
+                    f"{med(new, 'incremental'):>6.1f} ms {statistics.median(inc):>8.3f}",
+                    flush=True,
+                )
+        print(f"  load average after: {loadavg()}")
+    finally:
+        shutil.rmtree(old_root, ignore_errors=True)
+
+
 def plot(rows: list[dict[str, float]], path: Path) -> None:
     import matplotlib
 
@@ -118,13 +223,22 @@ def main(argv: list[str]) -> int:
     p.add_argument("--nodes", default="1000,10000", help="node counts, comma-separated")
     p.add_argument("--queues", type=int, default=200)
     p.add_argument("--plot", type=Path, help="write a PNG of the rounds against jobs here")
+    p.add_argument("--against", metavar="COMMIT", help="measure that commit's core side by side")
+    p.add_argument("--repeat", type=int, default=3, help="runs per pair and side with --against")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.worker:
+        return worker(args.worker)
     job_counts = [int(x) for x in args.jobs.split(",")]
     node_counts = [int(x) for x in args.nodes.split(",")]
     print(
         f"core scale: {args.queues} queues, nodes of 32 cpu/256Gi in clusters of {NODES_PER_CLUSTER}, "
         f"1-cpu/4Gi jobs (python {sys.version.split()[0]})"
     )
+    if args.against:
+        against(args.against, job_counts, node_counts, args.queues, args.repeat)
+        return 0
+    print(f"  load average before: {loadavg()}")
     print(
         f"  {'jobs':>8} {'nodes':>7} {'placed':>8} {'sort (base)':>12} {'full round':>11} {'x sort':>7} "
         f"{'cpu':>9} {'incremental':>12} {'x full':>7}"
@@ -140,6 +254,7 @@ def main(argv: list[str]) -> int:
                 f"{r['incremental'] * 1000:>9.1f} ms {r['incremental'] / r['full']:>7.4f}",
                 flush=True,
             )
+    print(f"  load average after: {loadavg()}")
     if args.plot:
         plot(rows, args.plot)
         print(f"  plot: {args.plot}")

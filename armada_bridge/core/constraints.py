@@ -39,14 +39,17 @@ class TokenBucket:
             self.tokens -= n
 
 
-def would_exceed(
-    held: Mapping[str, int],
-    extra: Mapping[str, int],
-    total: Mapping[str, int],
-    fractions: Mapping[str, float],
-) -> str | None:
-    for name in sorted(fractions):
-        limit = fractions[name] * total.get(name, 0)
+Limits = tuple[tuple[str, float], ...]
+
+
+def limits(fractions: Mapping[str, float], total: Mapping[str, int]) -> Limits:
+    """(resource, most that may be held) for each limited resource, in name order."""
+    return tuple((name, fractions[name] * total.get(name, 0)) for name in sorted(fractions))
+
+
+def would_exceed(held: Mapping[str, int], extra: Mapping[str, int], bounds: Limits) -> str | None:
+    """The first resource of which ``held + extra`` goes over its bound, or None."""
+    for name, limit in bounds:
         if held.get(name, 0) + extra.get(name, 0) > limit + 1e-9:
             return name
     return None

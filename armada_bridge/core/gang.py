@@ -65,14 +65,11 @@ def gang_domains(nodedb: NodeDb, pool: str, label: str | None) -> list[Domain]:
 def plan_without_preemption(nodedb: NodeDb, members: Sequence[JobRecord], domain: Domain) -> Plan | None:
     groups = domain_groups(nodedb, domain)
     label = (domain[2], domain[3]) if domain[2] is not None and domain[3] is not None else None
-    plan = Plan(domain=domain)
     if len(members) == 1:
         rec = members[0]
         entry = nodedb.best_fit(rec.job, rec.rkey, rec.requests, groups, None, label)
-        if entry is None:
-            return None
-        plan.assignments.append((rec, entry))
-        return plan
+        return None if entry is None else Plan(domain, [(rec, entry)])
+    plan = Plan(domain=domain)
     overlay: dict[str, Resources] = {}
     for rec in members:
         entry = nodedb.best_fit(rec.job, rec.rkey, rec.requests, groups, overlay, label)

@@ -14,7 +14,7 @@ requirements) pair; a node type is a distinct (labels, taints) combination.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from armada_bridge.core import quantities as rs
@@ -25,7 +25,7 @@ from armada_bridge.core.quantities import Resources
 NodeKey = tuple[object, ...]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class NodeEntry:
     node: Node
     labels: dict[str, str]
@@ -34,56 +34,110 @@ class NodeEntry:
     #: job id -> (requests, priority, bind sequence) of every job bound to the node.
     bound: dict[str, tuple[Mapping[str, int], int, int]] = field(default_factory=dict)
     key: NodeKey = ()
+    # The node's, copied as plain attributes: they are read on every bind.
+    name: str = field(init=False)
+    cluster: str = field(init=False)
+    pool: str = field(init=False)
+    schedulable: bool = field(init=False)
+    #: the indexes it is in while schedulable: its cluster's and its pool's.
+    indexes: tuple[SortedGroup, SortedGroup] | None = field(init=False, default=None)
 
-    @property
-    def name(self) -> str:
-        return self.node.name
-
-    @property
-    def cluster(self) -> str:
-        return self.node.cluster
-
-    @property
-    def pool(self) -> str:
-        return self.node.pool
-
-    @property
-    def schedulable(self) -> bool:
-        return not self.node.unschedulable
+    def __post_init__(self) -> None:
+        self.name = self.node.name
+        self.cluster = self.node.cluster
+        self.pool = self.node.pool
+        self.schedulable = not self.node.unschedulable
 
 
 class SortedGroup:
-    """Nodes of one (pool, cluster), ordered by their best-fit key."""
+    """Nodes of one (pool, cluster), ordered by their best-fit key.
 
-    __slots__ = ("entries", "keys")
+    A node whose key changed may be filed under its old key for a while (:meth:`defer`): the
+    group moves it when its order is next read (``keys``, ``entries``). A node that takes many
+    jobs in a row then moves once, not once per job.
+    """
+
+    __slots__ = ("_entries", "_hint", "_keys", "_moved")
 
     def __init__(self) -> None:
-        self.keys: list[NodeKey] = []
-        self.entries: list[NodeEntry] = []
+        self._keys: list[NodeKey] = []
+        self._entries: list[NodeEntry] = []
+        #: entry -> the key it is filed under, for entries whose ``key`` has changed since.
+        self._moved: dict[NodeEntry, NodeKey] = {}
+        #: where the entry last returned by a search is (checked before use).
+        self._hint = 0
+
+    @property
+    def keys(self) -> list[NodeKey]:
+        if self._moved:
+            self._settle()
+        return self._keys
+
+    @property
+    def entries(self) -> list[NodeEntry]:
+        if self._moved:
+            self._settle()
+        return self._entries
 
     def insert(self, entry: NodeEntry) -> None:
-        i = bisect_left(self.keys, entry.key)
-        self.keys.insert(i, entry.key)
-        self.entries.insert(i, entry)
+        keys = self.keys
+        i = bisect_left(keys, entry.key)
+        keys.insert(i, entry.key)
+        self._entries.insert(i, entry)
 
-    def _index(self, entry: NodeEntry) -> int:
-        i = bisect_left(self.keys, entry.key)
-        if i < len(self.keys) and self.entries[i] is entry:
+    def _index(self, entry: NodeEntry, key: NodeKey) -> int:
+        """Where ``entry``, filed under ``key``, is (callers try the hint first)."""
+        entries = self._entries
+        i = bisect_left(self._keys, key)
+        if i < len(entries) and entries[i] is entry:
             return i
-        return self.entries.index(entry)  # fallback; keys are unique: they end with the node name
+        return entries.index(entry)  # fallback; keys are unique: they end with the node name
+
+    def found(self, i: int) -> None:
+        """A search of this group returned the entry at ``i``: it is likely to be moved next."""
+        self._hint = i
 
     def remove(self, entry: NodeEntry) -> None:
-        i = self._index(entry)
-        del self.keys[i]
-        del self.entries[i]
+        keys = self.keys
+        i = self._hint
+        if not (i < len(keys) and self._entries[i] is entry):
+            i = self._index(entry, entry.key)
+        del keys[i]
+        del self._entries[i]
+
+    def defer(self, entry: NodeEntry) -> None:
+        """``entry.key`` is about to change: move the entry when the order is next read."""
+        if entry not in self._moved:
+            self._moved[entry] = entry.key
+
+    def _settle(self) -> None:
+        moved, self._moved = self._moved, {}
+        if len(moved) * 8 > len(self._entries):
+            # Many moved (a round filled many nodes): sorting again is cheaper than moving each.
+            self._entries.sort(key=_key_of)
+            self._keys = [e.key for e in self._entries]
+            return
+        for entry, filed in moved.items():
+            self._move(entry, filed, entry.key)
 
     def rekey(self, entry: NodeEntry, key: NodeKey) -> None:
-        """Move `entry` (still under its old `entry.key`) to where `key` sorts. Only the entries
-        between its old and new place shift: a bind usually leaves a node where it was (best fit
-        fills the least free node first), so this is a search, not two shifts of the whole list."""
-        keys, entries = self.keys, self.entries
-        i = self._index(entry)
-        if key < entry.key:
+        """Move `entry` (still under its old `entry.key`) to where `key` sorts."""
+        if self._moved:
+            self._settle()
+        self._move(entry, entry.key, key)
+
+    def _move(self, entry: NodeEntry, filed: NodeKey, key: NodeKey) -> None:
+        """Only the entries between the old and the new place shift: a bind usually leaves a node
+        where it was (best fit fills the least free node first), so this is a search, not two
+        shifts of the whole list."""
+        keys, entries = self._keys, self._entries
+        i = self._hint
+        if not (i < len(entries) and entries[i] is entry):
+            i = self._index(entry, filed)
+        if (i == 0 or keys[i - 1] < key) and (i + 1 == len(keys) or key < keys[i + 1]):
+            keys[i] = key  # it keeps its place (the usual case)
+            return
+        if key < filed:
             j = bisect_left(keys, key, 0, i)
             if j < i:
                 keys[j + 1 : i + 1] = keys[j:i]
@@ -97,7 +151,11 @@ class SortedGroup:
         entries[j] = entry
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self._entries)
+
+
+def _key_of(entry: NodeEntry) -> NodeKey:
+    return entry.key
 
 
 class NodeDb:
@@ -116,12 +174,19 @@ class NodeDb:
         self._bind_seq = 0
         #: pool -> priority -> number of bound jobs (to skip hopeless urgency-preemption scans).
         self._bound_by_priority: dict[str, dict[int, int]] = {}
+        #: bumped by every change of a node's free resources or of the set of nodes.
+        self.version = 0
 
     # ------------------------------------------------------------------ nodes
     def _key(self, free: Mapping[str, int], name: str) -> NodeKey:
         idx = self.indexed
-        if len(idx) == 3:
+        n = len(idx)
+        if n == 3:
             return (free.get(idx[0], 0), free.get(idx[1], 0), free.get(idx[2], 0), name)
+        if n == 2:
+            return (free.get(idx[0], 0), free.get(idx[1], 0), name)
+        if n == 1:
+            return (free.get(idx[0], 0), name)
         return (*(free.get(r, 0) for r in idx), name)
 
     def _type_id(self, labels: dict[str, str], taints: tuple[Taint, ...]) -> int:
@@ -134,6 +199,7 @@ class NodeDb:
         return tid
 
     def upsert(self, node: Node) -> None:
+        self.version += 1
         old = self.entries.get(node.name)
         bound = old.bound if old is not None else {}
         if old is not None:
@@ -155,6 +221,7 @@ class NodeDb:
 
     def remove(self, name: str) -> list[str]:
         """Remove a node; returns the ids of the jobs that were bound to it."""
+        self.version += 1
         entry = self.entries.pop(name, None)
         if entry is None:
             return []
@@ -167,8 +234,11 @@ class NodeDb:
 
     def _attach(self, entry: NodeEntry) -> None:
         if entry.schedulable:
-            self.groups.setdefault(entry.pool, {}).setdefault(entry.cluster, SortedGroup()).insert(entry)
-            self.pool_index.setdefault(entry.pool, SortedGroup()).insert(entry)
+            group = self.groups.setdefault(entry.pool, {}).setdefault(entry.cluster, SortedGroup())
+            index = self.pool_index.setdefault(entry.pool, SortedGroup())
+            group.insert(entry)
+            index.insert(entry)
+            entry.indexes = (group, index)
             rs.add_into(self._pool_total.setdefault(entry.pool, {}), entry.node.allocatable)
 
     def _detach(self, entry: NodeEntry) -> None:
@@ -182,6 +252,7 @@ class NodeDb:
                     del self.groups[entry.pool]
                     del self.pool_index[entry.pool]
             rs.sub_into(self._pool_total[entry.pool], entry.node.allocatable)
+            entry.indexes = None
 
     def has_bound_below(self, pool: str, priority: int) -> bool:
         """Is any job bound in ``pool`` at a priority lower than ``priority``?"""
@@ -197,22 +268,25 @@ class NodeDb:
         return {k: v for k, v in self._pool_total.get(pool, {}).items() if v}
 
     # --------------------------------------------------------------- binding
-    def bind(self, job_id: str, requests: Mapping[str, int], priority: int, node_name: str) -> None:
-        entry = self.entries[node_name]
+    def bind(self, job_id: str, requests: Mapping[str, int], priority: int, entry: NodeEntry) -> None:
+        self.version += 1
         free = entry.free
         for k, v in requests.items():
             free[k] = free.get(k, 0) - v
         self._bind_seq += 1
         entry.bound[job_id] = (requests, priority, self._bind_seq)
-        counts = self._bound_by_priority.setdefault(entry.pool, {})
+        counts = self._bound_by_priority.get(entry.pool)
+        if counts is None:
+            counts = self._bound_by_priority[entry.pool] = {}
         counts[priority] = counts.get(priority, 0) + 1
         self._rekey(entry)
-        self.node_of_job[job_id] = node_name
+        self.node_of_job[job_id] = entry.name
 
     def unbind(self, job_id: str) -> str | None:
         node_name = self.node_of_job.pop(job_id, None)
         if node_name is None:
             return None
+        self.version += 1
         entry = self.entries[node_name]
         req, prio, _seq = entry.bound.pop(job_id)
         self._bound_by_priority[entry.pool][prio] -= 1
@@ -223,9 +297,11 @@ class NodeDb:
     def _rekey(self, entry: NodeEntry) -> None:
         """The node's free resources changed: its key follows, and its place in its indexes."""
         key = self._key(entry.free, entry.name)
-        if entry.schedulable:
-            self.groups[entry.pool][entry.cluster].rekey(entry, key)
-            self.pool_index[entry.pool].rekey(entry, key)
+        if entry.indexes is not None:
+            # Single jobs search the pool's index next; its cluster's is read less often.
+            group, index = entry.indexes
+            group.defer(entry)
+            index.rekey(entry, key)
         entry.key = key
 
     # ------------------------------------------------------------ matching
@@ -276,18 +352,16 @@ class NodeDb:
             if overlay is not None and entry.name in overlay:
                 continue
             free = entry.free
-            ok = True
             for k, v in request.items():
                 if v > free.get(k, 0):
-                    ok = False
                     break
-            if not ok:
-                continue
-            if label is not None and entry.labels.get(label[0]) != label[1]:
-                continue
-            if mismatch(job, rkey, entry) is not None:
-                continue
-            return entry
+            else:
+                if label is not None and entry.labels.get(label[0]) != label[1]:
+                    continue
+                if mismatch(job, rkey, entry) is not None:
+                    continue
+                group.found(i - 1)
+                return entry
         return None
 
     def best_fit(
@@ -295,10 +369,12 @@ class NodeDb:
         job: Job,
         rkey: RequirementsKey,
         request: Mapping[str, int],
-        groups: Iterable[SortedGroup],
+        groups: Sequence[SortedGroup],
         overlay: dict[str, Resources] | None = None,
         label: tuple[str, str] | None = None,
     ) -> NodeEntry | None:
+        if overlay is None and len(groups) == 1:
+            return self.first_fit(job, rkey, request, groups[0], None, label)
         best: NodeEntry | None = None
         best_key: NodeKey | None = None
         for group in groups:

@@ -99,7 +99,11 @@ def total(vectors: Iterable[Mapping[str, int]]) -> Resources:
 
 def fits(request: Mapping[str, int], free: Mapping[str, int]) -> bool:
     """True if every requested quantity is available in ``free``."""
-    return all(v <= free.get(k, 0) for k, v in request.items())
+    # A loop, not all(...): called for every placement, and a generator costs more than the test.
+    for k, v in request.items():  # noqa: SIM110
+        if v > free.get(k, 0):
+            return False
+    return True
 
 
 def scale(vector: Mapping[str, int], factor: int) -> Resources:

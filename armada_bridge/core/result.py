@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 
@@ -31,6 +32,36 @@ class QueueReport:
     evicted: int = 0
 
 
+class Waiting(Mapping[str, str]):
+    """Why each queued job waits, as of the end of a round: a read-only view of the scheduler's
+    reasons that the scheduler turns into a copy of its own before it next changes them (only if
+    the view is still referenced then), so a round does not copy the reasons of every waiting job."""
+
+    __slots__ = ("__weakref__", "_data")
+
+    def __init__(self, data: dict[str, str] | None = None) -> None:
+        self._data: dict[str, str] = {} if data is None else data
+
+    def detach(self) -> None:
+        """Stop sharing: keep a copy of the reasons as they are now."""
+        self._data = dict(self._data)
+
+    def __getitem__(self, job_id: str) -> str:
+        return self._data[job_id]
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Waiting({self._data!r})"
+
+
 @dataclass
 class RoundResult:
     time: float
@@ -41,7 +72,7 @@ class RoundResult:
     #: pool -> queue -> report (active queues only).
     shares: dict[str, dict[str, QueueReport]] = field(default_factory=dict)
     #: every job left waiting -> human-readable reason.
-    waiting: dict[str, str] = field(default_factory=dict)
+    waiting: Waiting = field(default_factory=Waiting)
 
     def queue_shares(self, pool: str | None = None) -> dict[str, QueueReport]:
         """Reports of one pool (the only pool, when there is exactly one)."""

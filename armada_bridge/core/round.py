@@ -18,11 +18,11 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from armada_bridge.core import quantities as rs
-from armada_bridge.core.constraints import cap_demand, would_exceed
+from armada_bridge.core.constraints import Limits, TokenBucket, cap_demand, limits, would_exceed
 from armada_bridge.core.fairness import DominantResourceFairness, QueueShare, compute_fair_shares
 from armada_bridge.core.gang import (
     Domain,
@@ -34,7 +34,8 @@ from armada_bridge.core.gang import (
     plan_with_preemption,
     plan_without_preemption,
 )
-from armada_bridge.core.model import CLUSTER_LABEL, JobState
+from armada_bridge.core.model import CLUSTER_LABEL, JobState, PriorityClass, Queue
+from armada_bridge.core.nodedb import NodeEntry
 from armada_bridge.core.preemption import reschedule_order, select_evictions, victim_policy
 from armada_bridge.core.result import Placement, QueueReport, RoundResult
 from armada_bridge.core.state import JobRecord
@@ -52,16 +53,21 @@ class QueueIterator:
         self.pr = pr
         self.queue = queue
         self.evicted = evicted
-        self.evicted_pos = 0
         qj = pr.s.queue_jobs.get(queue)
         self.qj = qj
         self.items = qj.ordered() if qj is not None else []
+        #: where the scan of the queue's jobs is.
         self.pos = 0
-        self.examined = 0
         self.pending: dict[str, list[JobRecord]] = {}
         self.evicted_only = False
         self.stop_reason = ""
         self.current: Candidate | None = None
+        # Constant while the pool round runs (read on every advance).
+        self.stamp = pr.stamp
+        self.pool = pr.pool
+        self.lookback = pr.s.config.max_queue_lookback
+        self.limit = self.lookback if self.lookback else len(self.items) + 1
+        self._candidates = self._generate()
         self.advance()
 
     def stop_new(self, reason: str) -> None:
@@ -76,71 +82,67 @@ class QueueIterator:
             self.pending.clear()
 
     def advance(self) -> None:
-        self.current = self._next()
+        self.current = next(self._candidates, None)
 
-    def _next(self) -> Candidate | None:
-        if self.evicted_pos < len(self.evicted):
-            gang = self.evicted[self.evicted_pos]
-            self.evicted_pos += 1
-            return (gang, True)
+    def _generate(self) -> Iterator[Candidate]:
+        """The candidates in order; a generator, so that the scan's state stays in its frame
+        between candidates (``pos`` is kept on the iterator for :meth:`mark_remaining`)."""
+        for gang in self.evicted:
+            yield (gang, True)
         if self.evicted_only:
-            return None
-        pr = self.pr
-        s = pr.s
-        pool = pr.pool
+            return
+        pool = self.pool
         items = self.items
         n = len(items)
-        lookback = s.config.max_queue_lookback
+        round_no = self.stamp
+        limit = self.limit
+        pr = self.pr
+        s = pr.s
         reasons = s.reasons
-        round_no = pr.stamp
-        unfeasible = s.unfeasible
-        epochs = pr.epochs
-        gangs = s.gangs
-        queued = JobState.QUEUED
-        # Shapes found unfeasible while this iterator was advancing: their reason, per key. The
-        # queue's cost does not change while skipping, so neither does the reason.
-        skipped: dict[tuple[object, ...], str] = {}
         qj = self.qj
-        ids = qj.ids if qj is not None else []
-        pos = self.pos
-        examined = self.examined
-        limit = lookback if lookback else n + 1
-        try:
-            while pos < n:
-                rec = items[pos]
-                pos += 1
-                if rec.state is not queued or rec.seen_round == round_no:
+        # Shapes found unfeasible while looking for the next candidate: their reason, per key.
+        # The queue's cost does not change while skipping, so neither does the reason.
+        skipped: dict[int, str] | None = None
+        pos = 0
+        examined = 0
+        while pos < n:
+            rec = items[pos]
+            pos += 1
+            if rec.state is not _QUEUED or rec.seen_round == round_no:
+                continue
+            pools = rec.pools
+            if pools is not None and pool not in pools:
+                continue
+            if examined >= limit:
+                self.pos = pos - 1
+                self.stop_new(
+                    f"not examined: queue {self.queue} reached maxQueueLookback={self.lookback} this round"
+                )
+                return
+            examined += 1
+            rec.seen_round = round_no
+            if rec.is_gang:
+                g = s.gangs[rec.gang_key]
+                if g.domain is not None:
+                    members = [rec]  # joins its admitted gang
+                elif g.queued < g.cardinality:
+                    reasons[rec.id] = f"gang {g.present}/{g.cardinality} present"
                     continue
-                pools = rec.pools
-                if pools is not None and pool not in pools:
-                    continue
-                if examined >= limit:
-                    pos -= 1
-                    self.stop_new(
-                        f"not examined: queue {self.queue} reached maxQueueLookback={lookback} this round"
-                    )
-                    return None
-                examined += 1
-                rec.seen_round = round_no
-                if rec.is_gang:
-                    g = gangs[rec.gang_key]
-                    if g.domain is not None:
-                        return ([rec], False)  # joins its admitted gang
-                    if g.queued < g.cardinality:
-                        reasons[rec.id] = f"gang {g.present}/{g.cardinality} present"
-                        continue
+                else:
                     members = self.pending.setdefault(rec.gang_key, [])
                     members.append(rec)
-                    if len(members) >= g.queued:
-                        del self.pending[rec.gang_key]
-                        return (members, False)
-                    continue
+                    if len(members) < g.queued:
+                        continue
+                    del self.pending[rec.gang_key]
+            else:
                 skey = rec.skey
-                known = skipped.get(skey)
+                known = skipped.get(skey) if skipped is not None else None
                 if known is None:
-                    cached = unfeasible.get((pool, skey))
-                    if cached is not None and cached[0] == epochs:
+                    cached = s.unfeasible.get((pool, skey))
+                    if cached is not None and cached[0] == pr.epochs:
                         known = pr.reason_for(self.queue, cached[1])
+                        if skipped is None:
+                            skipped = {}
                         skipped[skey] = known
                 if known is not None:
                     # Skip the whole run of identical jobs at once; they share the reason.
@@ -148,22 +150,25 @@ class QueueIterator:
                     end = qj.run_end(start) if qj is not None else pos
                     if end - start > limit - examined + 1:
                         end = start + limit - examined + 1
-                    if end > pos:
-                        reasons.update(dict.fromkeys(ids[start:end], known))
-                        examined += end - pos
-                        pos = end
+                    if qj is not None:
+                        qj.give_reason(reasons, start, end, known)
                     else:
                         reasons[rec.id] = known
+                    if end > pos:
+                        examined += end - pos
+                        pos = end
                     continue
-                return ([rec], False)
-        finally:
+                members = [rec]
             self.pos = pos
-            self.examined = examined
+            yield (members, False)
+            if self.evicted_only:
+                return
+            skipped = None
+        self.pos = pos
         for members in self.pending.values():
             for rec in members:
                 reasons[rec.id] = "gang members not all eligible for this pool"
         self.pending.clear()
-        return None
 
     def mark_remaining(self, reason: str) -> None:
         """Give every job this iterator did not reach the reason it stopped for."""
@@ -171,8 +176,10 @@ class QueueIterator:
         qj = self.qj
         if qj is not None and qj.pinned == 0 and len(qj.ids) == len(self.items):
             # Nothing after ``pos`` was examined; stale entries are popped at the end of the round.
-            reasons.update(dict.fromkeys(qj.ids[self.pos :], reason))
+            qj.give_reason(reasons, self.pos, len(qj.ids), reason)
             return
+        if qj is not None:
+            qj.touched()
         for rec in self.remaining():
             reasons[rec.id] = reason
 
@@ -202,6 +209,7 @@ class PoolRound:
         self.alloc_pc: dict[str, dict[str, rs.Resources]] = {}
         self.shares: dict[str, QueueShare] = {}
         self.weights: dict[str, float] = {}
+        #: what this round has scheduled so far (kept only for a round budget).
         self.scheduled_new: rs.Resources = {}
         self.reports: dict[str, QueueReport] = {}
         #: jobs evicted this round and not rescheduled (or taken) yet -> their position in
@@ -211,6 +219,25 @@ class PoolRound:
         self.round_stop = ""
         self._reason_memo: dict[tuple[str, int, str], str] = {}
         self._alloc_version: dict[str, int] = {}
+        # Constant for the round: which checks can apply at all, and what repeats per job.
+        self._global_limited = not s.global_bucket.unlimited
+        self._queue_limited = self.config.maximum_per_queue_scheduling_burst > 0
+        #: no round budget, burst or rate limit: what is checked before each gang is cordon only.
+        self._unconstrained = not (
+            self.config.maximum_resource_fraction_to_schedule
+            or self.config.maximum_scheduling_burst > 0
+            or self._global_limited
+            or self._queue_limited
+        )
+        #: (queue, priority class) -> the queue's limits and the class's in this pool.
+        self._limits: dict[tuple[str, str], tuple[Limits, Limits]] = {}
+        self._placements: dict[str, Placement] = {}
+        #: scheduling key -> (node, node database version): the best fit of the last single job
+        #: of that key placed in this round, right after its bind. While nothing else changed,
+        #: the next job of the key fits there best too, if it fits at all: every node that did
+        #: not fit still does not, and that node's free resources only went down.
+        self._last_fit: dict[int, tuple[NodeEntry, int]] = {}
+        self._whole_pool: list[Domain] = [(pool, None, None, None)]
 
     # ------------------------------------------------------------ context
     def _context(self) -> list[str]:
@@ -267,31 +294,34 @@ class PoolRound:
             )
         evictions = self._evict(active)
         iterators = {name: QueueIterator(self, name, evictions.get(name, [])) for name in active}
-        heap: list[tuple[int, float, str]] = []
-        for it in iterators.values():
-            self._push(heap, it)
+        # (priority, cost, queue name, iterator): names are unique, so iterators are never compared.
+        heap = [e for e in map(self._heap_entry, iterators.values()) if e is not None]
+        heapq.heapify(heap)
         while heap:
-            _p, _c, name = heapq.heappop(heap)
-            it = iterators[name]
+            it = heap[0][3]
             cand = it.current
-            if cand is None:
-                continue
-            self._consider(it, cand)
-            it.advance()
-            self._push(heap, it)
+            if cand is not None:
+                self._consider(it, cand)
+                it.current = next(it._candidates, None)
+            entry = self._heap_entry(it)
+            if entry is None:
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, entry)  # the same queue, at its new place
         self._finish(iterators, evictions)
 
-    def _push(self, heap: list[tuple[int, float, str]], it: QueueIterator) -> None:
+    def _heap_entry(self, it: QueueIterator) -> tuple[int, float, str, QueueIterator] | None:
         cand = it.current
         if cand is None:
-            return
+            return None
         members, _evicted = cand
-        req = members[0].requests if len(members) == 1 else rs.total(m.requests for m in members)
-        g = self.s.gangs.get(members[0].gang_key)
+        head = members[0]
+        req = head.requests if len(members) == 1 else rs.total(m.requests for m in members)
+        g = self.s.gangs.get(head.gang_key) if head.is_gang else None
         if g is not None and g.min_resources and g.domain is None:
             req = {k: max(req.get(k, 0), g.min_resources.get(k, 0)) for k in set(req) | set(g.min_resources)}
         cost = self.drf.cost_with(self.alloc[it.queue], req) / self.weights[it.queue]
-        heapq.heappush(heap, (-members[0].pc.priority, cost, it.queue))
+        return (-head.pc.priority, cost, it.queue, it)
 
     # ----------------------------------------------------------- eviction
     def _evict(self, active: list[str]) -> dict[str, list[list[JobRecord]]]:
@@ -333,6 +363,14 @@ class PoolRound:
             self._wait(members, self.round_stop)
             return
         size = len(members)
+        if self._unconstrained:
+            if queue.cordoned:
+                reason = f"queue {queue.name} is cordoned"
+                it.stop_new(reason)
+                self._wait(members, reason)
+                return
+            self._place(it, queue.name, members, None)
+            return
         # Round budget: checked before each new gang, so a round may overshoot by one gang.
         limit = self.config.maximum_resource_fraction_to_schedule
         if limit:
@@ -348,7 +386,7 @@ class PoolRound:
         if burst > 0 and size > burst:
             self._wait(members, f"gang of {size} exceeds maximumSchedulingBurst={burst}")
             return
-        if s.global_bucket.available(self.now) < size:
+        if self._global_limited and s.global_bucket.available(self.now) < size:
             self.round_stop = "global scheduling rate limit reached (maximumSchedulingRate/Burst)"
             it.stop_new(self.round_stop)
             self._wait(members, self.round_stop)
@@ -362,36 +400,53 @@ class PoolRound:
         if qburst > 0 and size > qburst:
             self._wait(members, f"gang of {size} exceeds maximumPerQueueSchedulingBurst={qburst}")
             return
-        bucket = s.queue_bucket(queue.name)
-        if bucket.available(self.now) < size:
+        bucket = s.queue_bucket(queue.name) if self._queue_limited else None
+        if bucket is not None and bucket.available(self.now) < size:
             reason = (
                 f"queue {queue.name} reached its scheduling rate limit (maximumPerQueueSchedulingRate/Burst)"
             )
             it.stop_new(reason)
             self._wait(members, reason)
             return
-        reason = self._queue_limit(queue.name, members)
+        self._place(it, queue.name, members, bucket)
+
+    def _place(
+        self, it: QueueIterator, queue: str, members: list[JobRecord], bucket: TokenBucket | None
+    ) -> None:
+        """Past the round's and queue's rate limits: the queue's resource limits, then placement."""
+        s = self.s
+        reason = self._queue_limit(queue, members)
         if reason:
             # Not terminal for the queue (as in Armada: only its rate limit and cordon are): a
             # smaller job behind this one may still fit under the limit.
             self._wait(members, reason)
             return
         # A colocated job's fit depends on where its colocation runs, not on its shape alone.
-        single = size == 1 and not members[0].job.is_gang and members[0].job.colocation is None
+        head = members[0]
+        single = len(members) == 1 and not head.is_gang and head.job.colocation is None
         if single:
-            cached = s.unfeasible.get((self.pool, members[0].skey))
+            cached = s.unfeasible.get((self.pool, head.skey))
             if cached is not None and cached[0] == self.epochs:
-                self._wait(members, self.reason_for(queue.name, cached[1]))
+                self._wait(members, self.reason_for(queue, cached[1]))
                 return
-        plan, why, cacheable = self._plan(queue.name, members)
-        if plan is None:
-            self._wait(members, self.reason_for(queue.name, why))
-            if single and cacheable:
-                s.unfeasible[(self.pool, members[0].skey)] = (self.epochs, why)
-            return
-        self._commit(queue.name, plan)
-        s.global_bucket.take(size)
-        bucket.take(size)
+        last = self._last_fit.get(head.skey) if single else None
+        if last is not None and last[1] == s.nodedb.version and rs.fits(head.requests, last[0].free):
+            assignments, victims = [(head, last[0])], _NO_VICTIMS
+        else:
+            plan, why, cacheable = self._plan(queue, members)
+            if plan is None:
+                self._wait(members, self.reason_for(queue, why))
+                if single and cacheable:
+                    s.unfeasible[(self.pool, head.skey)] = (self.epochs, why)
+                return
+            assignments, victims = plan.assignments, plan.victims
+        self._commit(queue, assignments, victims)
+        if single and not victims:
+            self._last_fit[head.skey] = (assignments[0][1], s.nodedb.version)
+        if self._global_limited:
+            s.global_bucket.take(len(members))
+        if bucket is not None:
+            bucket.take(len(members))
 
     def reason_for(self, queue: str, why: str) -> str:
         """A capacity reason, prefixed with the queue's fair-share position when that explains it."""
@@ -412,34 +467,51 @@ class PoolRound:
         reasons = self.s.reasons
         for rec in members:
             reasons[rec.id] = reason
+        qj = self.s.queue_jobs.get(members[0].queue)
+        if qj is not None:
+            qj.touched()
 
     def _queue_limit(self, queue: str, members: list[JobRecord], pool: str | None = None) -> str:
         """Why ``members`` would take ``queue`` over a limit in this round's pool (or, as things
         stand, in ``pool``), or ""."""
         s = self.s
-        q = s.queues[queue]
         pc = members[0].pc
         if pool is None or pool == self.pool:
-            alloc, alloc_pc, total = self.alloc[queue], self.alloc_pc[queue].get(pc.name, {}), self.total
+            bounds = self._limits.get((queue, pc.name))
+            if bounds is None:
+                bounds = self._limits[(queue, pc.name)] = self._bounds(queue, pc, self.total)
+            alloc, alloc_pc = self.alloc[queue], self.alloc_pc[queue].get(pc.name, _NOTHING)
         else:
             alloc, alloc_pc = s.alloc.of(pool, queue), s.alloc.of_pc(pool, queue, pc.name)
-            total = s.nodedb.pool_total(pool)
+            bounds = self._bounds(queue, pc, s.nodedb.pool_total(pool))
+        if not bounds[0] and not bounds[1]:
+            return ""
+        q = s.queues[queue]
         req = members[0].requests if len(members) == 1 else rs.total(m.requests for m in members)
-        if q.resource_limits:
-            res = would_exceed(alloc, req, total, q.resource_limits)
+        if bounds[0]:
+            res = would_exceed(alloc, req, bounds[0])
             if res:
                 return (
                     f"queue {queue} would exceed its limit of {q.resource_limits[res]:g} of the pool's {res}"
                 )
-        fractions = q.resource_limits_by_priority_class.get(pc.name, pc.maximum_resource_fraction_per_queue)
-        if fractions:
-            res = would_exceed(alloc_pc, req, total, fractions)
+        if bounds[1]:
+            res = would_exceed(alloc_pc, req, bounds[1])
             if res:
+                fractions = self._class_limits(q, pc)
                 return (
                     f"queue {queue} would exceed its limit of {fractions[res]:g} of the pool's {res} "
                     f"for priority class {pc.name}"
                 )
         return ""
+
+    def _bounds(self, queue: str, pc: PriorityClass, total: rs.Resources) -> tuple[Limits, Limits]:
+        """The most ``queue`` may hold in a pool of ``total``: in all, and of class ``pc``."""
+        q = self.s.queues[queue]
+        return limits(q.resource_limits, total), limits(self._class_limits(q, pc), total)
+
+    @staticmethod
+    def _class_limits(q: Queue, pc: PriorityClass) -> Mapping[str, float]:
+        return q.resource_limits_by_priority_class.get(pc.name, pc.maximum_resource_fraction_per_queue)
 
     # ------------------------------------------------------------- placing
     def _domains(
@@ -449,9 +521,14 @@ class PoolRound:
         their gang's domains, kept to the cluster of their colocation when it has one. With
         ``policy``, a gang's reservation may count the room of the jobs the policy lets it displace."""
         pool = pool or self.pool
+        head = members[0]
+        key = head.job.colocation
+        if key is None and not head.is_gang and pool == self.pool:
+            return self._whole_pool, ""
         domains, why = self._gang_domains(members, pool, policy)
-        key = members[0].job.colocation
-        c = self.s.colocations.get(key) if key is not None else None
+        if key is None:
+            return domains, why
+        c = self.s.colocations.get(key)
         if c is None or not domains:
             return domains, why
         where = f"cluster {c.cluster}" + (f" of pool {c.pool}" if c.pool != pool else "")
@@ -467,9 +544,9 @@ class PoolRound:
     ) -> tuple[list[Domain], str]:
         s = self.s
         rec = members[0]
-        g = s.gangs.get(rec.gang_key) if rec.job.is_gang else None
+        g = s.gangs.get(rec.gang_key) if rec.is_gang else None
         if g is None:
-            return [(pool, None, None, None)], ""
+            return (self._whole_pool if pool == self.pool else [(pool, None, None, None)]), ""
         if g.domain is not None:
             gpool, cluster, key, value = g.domain
             if gpool != pool:
@@ -612,12 +689,16 @@ class PoolRound:
             f"largest free is {self._largest_cluster_free()}"
         )
 
-    def _commit(self, queue: str, plan: Plan) -> None:
+    def _commit(
+        self, queue: str, assignments: list[tuple[JobRecord, NodeEntry]], displaced: Mapping[str, int]
+    ) -> None:
+        """Bind each job of ``assignments`` to its node, after preempting the ``displaced`` jobs
+        (and their gangs)."""
         s = self.s
         report = self.reports[queue]
-        if plan.victims:
+        if displaced:
             victims: set[str] = set()
-            for job_id in plan.victims:
+            for job_id in displaced:
                 rec = s.jobs.get(job_id)
                 if rec is None:
                     continue
@@ -626,7 +707,7 @@ class PoolRound:
                     g = s.gangs.get(rec.gang_key)
                     if g is not None:
                         victims.update(m for m in g.members if s.jobs[m].state is JobState.RUNNING)
-            preemptor = plan.assignments[0][0]
+            preemptor = assignments[0][0]
             for job_id in sorted(victims):
                 victim = s.jobs[job_id]
                 if victim.pc.priority < preemptor.pc.priority:
@@ -644,12 +725,25 @@ class PoolRound:
                     )
                 self._preempt(victim, reason)
         self._alloc_version[queue] = self._alloc_version.get(queue, 0) + 1
-        for rec, entry in plan.assignments:
+        alloc, alloc_pc = self.alloc[queue], self.alloc_pc[queue]
+        scheduled, placements = self.result.scheduled, self._placements
+        budget = self.config.maximum_resource_fraction_to_schedule
+        for rec, entry in assignments:
             s.bind(rec, entry.name, self.now)
-            rs.add_into(self.alloc[queue], rec.requests)
-            rs.add_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
-            rs.add_into(self.scheduled_new, rec.requests)
-            self.result.scheduled[rec.id] = Placement(cluster=entry.cluster, node=entry.name, pool=self.pool)
+            by_pc = alloc_pc.get(rec.pc.name)
+            if by_pc is None:
+                by_pc = alloc_pc[rec.pc.name] = {}
+            for k, v in rec.requests.items():
+                alloc[k] = alloc.get(k, 0) + v
+                by_pc[k] = by_pc.get(k, 0) + v
+            if budget:
+                rs.add_into(self.scheduled_new, rec.requests)
+            where = placements.get(entry.name)
+            if where is None:
+                where = placements[entry.name] = Placement(
+                    cluster=entry.cluster, node=entry.name, pool=self.pool
+                )
+            scheduled[rec.id] = where
             report.scheduled += 1
 
     def _preempt(self, rec: JobRecord, reason: str) -> None:
@@ -703,6 +797,9 @@ class PoolRound:
 
 
 _EMPTY = type("_Empty", (), {"items": []})()
+_QUEUED = JobState.QUEUED
+_NOTHING: dict[str, int] = {}
+_NO_VICTIMS: dict[str, int] = {}
 
 
 def _shown(vector: rs.Resources) -> list[str]:

@@ -18,13 +18,14 @@ No I/O, no clocks, no randomness: the same snapshot and calls give the same resu
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.constraints import TokenBucket
 from armada_bridge.core.model import Job, JobState, Node, Queue, SchedulingConfig
 from armada_bridge.core.nodedb import NodeDb
-from armada_bridge.core.result import Placement, RoundResult
+from armada_bridge.core.result import Placement, RoundResult, Waiting
 from armada_bridge.core.round import PoolRound
 from armada_bridge.core.state import Allocation, Colocation, GangRecord, JobRecord, QueueJobs, make_record
 
@@ -49,6 +50,8 @@ class Scheduler:
         self.queued_demand_pool: dict[tuple[str, str], rs.Resources] = {}
         self.queued_count: dict[str, int] = {}
         self.reasons: dict[str, str] = {}
+        #: the last round's ``waiting``, while it still shares ``reasons`` (see :meth:`_unshare`).
+        self._shared: weakref.ref[Waiting] | None = None
         self.round_no = 0
         self.clock = 0.0  # the last round's `now`
         self.pool_rounds = 0
@@ -58,8 +61,11 @@ class Scheduler:
         #: bumped whenever a job that a higher priority class could displace is bound.
         self.low_bind_epoch = 0
         self._max_priority = max((pc.priority for pc in self.config.priority_classes.values()), default=0)
+        #: scheduling key -> its number (JobRecord.skey); one entry per distinct key ever seen,
+        #: as ``unfeasible`` keeps one per key and pool.
+        self.scheduling_keys: dict[tuple[object, ...], int] = {}
         #: (pool, scheduling key) -> ((capacity_epoch, low_bind_epoch), reason): shapes that fit nowhere.
-        self.unfeasible: dict[tuple[str, tuple[object, ...]], tuple[tuple[int, int], str]] = {}
+        self.unfeasible: dict[tuple[str, int], tuple[tuple[int, int], str]] = {}
         self.global_bucket = TokenBucket(
             self.config.maximum_scheduling_rate, self.config.maximum_scheduling_burst
         )
@@ -130,7 +136,7 @@ class Scheduler:
             raise SchedulerError(f"job {job.id} already exists")
         if job.gang_cardinality < 1:
             raise SchedulerError(f"job {job.id}: gang cardinality must be >= 1")
-        rec = make_record(job, self.config.priority_class_of(job))
+        rec = make_record(job, self.config.priority_class_of(job), self.scheduling_keys)
         self.jobs[job.id] = rec
         if job.is_gang:
             g = self.gangs.get(rec.gang_key)
@@ -215,6 +221,7 @@ class Scheduler:
 
     # =============================================================== rounds
     def schedule_round(self, now: float) -> RoundResult:
+        self._unshare()
         self.round_no += 1
         self.clock = now
         result = RoundResult(time=now)
@@ -230,16 +237,25 @@ class Scheduler:
             qj.compact(force=True)  # the round's own leftovers, so the next round starts clean
             if name not in self.queues or not pools:
                 reason = f"queue {name} does not exist" if name not in self.queues else "no schedulable nodes"
+                qj.touched()
                 for rec in qj.items:
                     if rec.state is JobState.QUEUED:
                         self.reasons[rec.id] = reason
-        result.waiting = self._waiting_reasons()
+        # Every queued job has a reason from the moment it is queued (see _enqueue), and rounds
+        # update the ones they examine, so the dict is the complete picture; the result shares it
+        # until the reasons next change.
+        result.waiting = Waiting(self.reasons)
+        self._shared = weakref.ref(result.waiting)
         return result
 
-    def _waiting_reasons(self) -> dict[str, str]:
-        # Every queued job has a reason from the moment it is queued (see _enqueue), and rounds
-        # update the ones they examine, so a copy of the dict is the complete picture.
-        return dict(self.reasons)
+    def _unshare(self) -> None:
+        """The reasons are about to change: the last round's result, if anyone still holds it,
+        takes a copy of them as they were (a result nobody holds costs nothing)."""
+        if self._shared is not None:
+            waiting = self._shared()
+            if waiting is not None:
+                waiting.detach()
+            self._shared = None
 
     def waiting_reasons(self) -> dict[str, str]:
         """Why each queued job is waiting, as of the last round (or since it was added)."""
@@ -263,6 +279,7 @@ class Scheduler:
         return rec
 
     def _enqueue(self, rec: JobRecord) -> None:
+        self._unshare()
         rec.state = JobState.QUEUED
         rec.node = rec.cluster = rec.pool = None
         q = rec.queue
@@ -281,31 +298,35 @@ class Scheduler:
         q = rec.queue
         self.queued_count[q] = self.queued_count.get(q, 0) + sign
         pools = rec.job.pools
-        targets = (
-            [self.queued_demand.setdefault(q, {})]
-            if pools is None
-            else [self.queued_demand_pool.setdefault((q, p), {}) for p in pools]
-        )
-        for acc in targets:
-            if sign > 0:
-                rs.add_into(acc, rec.requests)
-            else:
-                rs.sub_into(acc, rec.requests)
+        if pools is None:
+            acc = self.queued_demand.get(q)
+            if acc is None:
+                acc = self.queued_demand[q] = {}
+            for k, v in rec.requests.items():
+                acc[k] = acc.get(k, 0) + sign * v
+            return
+        for p in pools:
+            acc = self.queued_demand_pool.setdefault((q, p), {})
+            for k, v in rec.requests.items():
+                acc[k] = acc.get(k, 0) + sign * v
 
     def _dequeue(self, rec: JobRecord) -> None:
         self._queued_demand(rec, -1)
         qj = self.queue_jobs.get(rec.queue)
         if qj is not None:
             qj.left(rec)
-        g = self.gangs.get(rec.gang_key)
-        if g is not None:
-            g.queued -= 1
+        if rec.is_gang:
+            g = self.gangs.get(rec.gang_key)
+            if g is not None:
+                g.queued -= 1
 
     def bind(self, rec: JobRecord, node_name: str, at: float) -> None:
         """Queued -> running on ``node_name`` (nodes, allocations, gang domain), bound at `at`."""
         entry = self.nodedb.entries[node_name]
+        if self._shared is not None:
+            self._unshare()
         self._dequeue(rec)
-        self.nodedb.bind(rec.id, rec.requests, rec.pc.priority, node_name)
+        self.nodedb.bind(rec.id, rec.requests, rec.pc.priority, entry)
         rec.state = JobState.RUNNING
         rec.node, rec.cluster, rec.pool = node_name, entry.cluster, entry.pool
         self._bind_seq += 1
@@ -314,7 +335,7 @@ class Scheduler:
         self.reasons.pop(rec.id, None)
         if rec.pc.priority < self._max_priority:
             self.low_bind_epoch += 1
-        g = self.gangs.get(rec.gang_key)
+        g = self.gangs.get(rec.gang_key) if rec.is_gang else None
         if g is not None:
             g.running += 1
             if g.domain is None:
@@ -343,6 +364,7 @@ class Scheduler:
                 del self.colocations[key]
 
     def _drop(self, rec: JobRecord) -> None:
+        self._unshare()
         if rec.state is JobState.RUNNING:
             self._unbind(rec)
         elif rec.state is JobState.QUEUED:

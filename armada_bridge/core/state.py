@@ -8,8 +8,9 @@ that let a round trust the previous round's "this job shape fits nowhere" verdic
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from typing import Any
 
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.matching import RequirementsKey, requirements_key
@@ -19,7 +20,7 @@ from armada_bridge.core.quantities import Resources
 OrderKey = tuple[int, int, float, str]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class JobRecord:
     id: str
     queue: str
@@ -28,8 +29,9 @@ class JobRecord:
     requests: Resources
     pc: PriorityClass
     rkey: RequirementsKey
-    #: hashable "scheduling key": identical keys are interchangeable for node fit.
-    skey: tuple[object, ...]
+    #: "scheduling key", numbered (:func:`make_record`): jobs with the same key are
+    #: interchangeable for node fit.
+    skey: int
     order: OrderKey
     gang_key: str
     is_gang: bool
@@ -80,7 +82,19 @@ class QueueJobs:
     of jobs whose shape fits nowhere, and give them their reason, at C speed.
     """
 
-    __slots__ = ("dirty", "ids", "items", "pinned", "run_ends", "run_keys", "run_starts", "stale")
+    __slots__ = (
+        "dirty",
+        "ids",
+        "items",
+        "pinned",
+        "run_ends",
+        "run_keys",
+        "run_starts",
+        "stale",
+        "w_ends",
+        "w_reasons",
+        "w_starts",
+    )
 
     def __init__(self) -> None:
         self.items: list[JobRecord] = []
@@ -92,6 +106,13 @@ class QueueJobs:
         self.stale = 0
         #: queued jobs restricted to some pools (bulk reason updates are skipped for such queues).
         self.pinned = 0
+        #: Disjoint ranges of positions, sorted, whose jobs all have one reason, given by
+        #: :meth:`give_reason` and not changed since: starts, ends (exclusive), reasons. Shifted
+        #: when a prefix is dropped, forgotten when positions move otherwise or a job of the queue
+        #: gets a reason of its own (:meth:`touched`).
+        self.w_starts: list[int] = []
+        self.w_ends: list[int] = []
+        self.w_reasons: list[str] = []
 
     def add(self, rec: JobRecord) -> None:
         items = self.items
@@ -114,6 +135,7 @@ class QueueJobs:
             self.run_keys.append(key)
 
     def _rebuild(self) -> None:
+        self.touched()
         self.ids = []
         self.run_starts = []
         self.run_ends = []
@@ -148,6 +170,10 @@ class QueueJobs:
         self.stale = 0
 
     def _drop_prefix(self, k: int) -> None:
+        keep = bisect_right(self.w_ends, k)
+        self.w_starts = [max(x - k, 0) for x in self.w_starts[keep:]]
+        self.w_ends = [x - k for x in self.w_ends[keep:]]
+        del self.w_reasons[:keep]
         del self.items[:k]
         del self.ids[:k]
         r = bisect_right(self.run_starts, k) - 1
@@ -169,6 +195,43 @@ class QueueJobs:
             self._rebuild()
         return self.items
 
+    def give_reason(self, reasons: dict[str, str], start: int, end: int, reason: str) -> None:
+        """Give the jobs at positions ``start..end-1`` ``reason``. Positions a range written earlier
+        already gives that reason are not written again, so a round that skips an unchanged
+        backlog writes nothing per waiting job."""
+        starts, ends, texts = self.w_starts, self.w_ends, self.w_reasons
+        ids = self.ids
+        j = bisect_left(ends, start)  # ranges ending at or after start (adjacent ones merge)
+        i = bisect_right(starts, end)  # ranges starting at or before end
+        lo, hi, cursor = start, end, start
+        pieces: list[tuple[int, int, str]] = []
+        for k in range(j, i):
+            s, e, r = starts[k], ends[k], texts[k]
+            if r == reason:
+                if s > cursor:
+                    reasons.update(dict.fromkeys(ids[cursor:s], reason))
+                cursor = max(cursor, e)
+                lo, hi = min(lo, s), max(hi, e)
+            else:  # what lies outside [start, end) keeps its reason
+                if s < start:
+                    pieces.append((s, min(e, start), r))
+                if e > end:
+                    pieces.append((max(s, end), e, r))
+        if cursor < end:
+            reasons.update(dict.fromkeys(ids[cursor:end], reason))
+        pieces.append((lo, hi, reason))
+        pieces.sort()
+        starts[j:i] = [p[0] for p in pieces]
+        ends[j:i] = [p[1] for p in pieces]
+        texts[j:i] = [p[2] for p in pieces]
+
+    def touched(self) -> None:
+        """A job of this queue got a reason of its own: the bulk ranges may no longer hold."""
+        if self.w_starts:
+            self.w_starts = []
+            self.w_ends = []
+            self.w_reasons = []
+
     def run_end(self, i: int) -> int:
         """End (exclusive) of the run of identical single jobs that contains position ``i``."""
         r = bisect_right(self.run_starts, i) - 1
@@ -185,8 +248,11 @@ def scheduling_key(job: Job, pc: PriorityClass, rkey: RequirementsKey) -> tuple[
     return (rkey, tuple(sorted(job.requests.items())), pc.priority, job.pools)
 
 
-def make_record(job: Job, pc: PriorityClass) -> JobRecord:
+def make_record(job: Job, pc: PriorityClass, keys: dict[tuple[object, ...], int]) -> JobRecord:
+    """The record of a queued job; ``keys`` numbers the distinct scheduling keys (a small int is
+    hashed and compared for nothing, a key tuple on every look-up)."""
     rkey = requirements_key(job)
+    skey = scheduling_key(job, pc, rkey)
     return JobRecord(
         id=job.id,
         queue=job.queue,
@@ -194,12 +260,15 @@ def make_record(job: Job, pc: PriorityClass) -> JobRecord:
         requests=job.requests,
         pc=pc,
         rkey=rkey,
-        skey=scheduling_key(job, pc, rkey),
+        skey=keys.setdefault(skey, len(keys)),
         order=(-pc.priority, job.priority, job.submit_time, job.id),
         gang_key=job.gang_key(),
         is_gang=job.is_gang,
         pools=job.pools,
     )
+
+
+_Slots = tuple[Resources, Resources, set[str], set[str] | None]
 
 
 class Allocation:
@@ -212,18 +281,32 @@ class Allocation:
         self.running: dict[str, dict[str, set[str]]] = {}
         #: pool -> queue -> ids of running jobs of a preemptible priority class.
         self.preemptible: dict[str, dict[str, set[str]]] = {}
+        #: (pool, queue, priority class) -> its allocation, its class's, its running and
+        #: preemptible ids: the containers above, found once (they are never removed).
+        self._slots: dict[tuple[str, str, str], _Slots] = {}
+
+    def _slots_of(self, rec: JobRecord, pool: str) -> _Slots:
+        key = (pool, rec.queue, rec.pc.name)
+        slots = self._slots.get(key)
+        if slots is None:
+            q = rec.queue
+            slots = self._slots[key] = (
+                _slot(_slot(self.by_pool_queue, pool), q),
+                _slot(_slot(_slot(self.by_pool_queue_pc, pool), q), rec.pc.name),
+                _ids(_slot(self.running, pool), q),
+                _ids(_slot(self.preemptible, pool), q) if rec.pc.preemptible else None,
+            )
+        return slots
 
     def add(self, rec: JobRecord, pool: str) -> None:
-        q = rec.queue
-        req = rec.requests
-        acc = self.by_pool_queue.setdefault(pool, {}).setdefault(q, {})
-        pc_acc = self.by_pool_queue_pc.setdefault(pool, {}).setdefault(q, {}).setdefault(rec.pc.name, {})
-        for k, v in req.items():
+        slots = self._slots.get((pool, rec.queue, rec.pc.name))
+        acc, pc_acc, running, preemptible = slots if slots is not None else self._slots_of(rec, pool)
+        for k, v in rec.requests.items():
             acc[k] = acc.get(k, 0) + v
             pc_acc[k] = pc_acc.get(k, 0) + v
-        self.running.setdefault(pool, {}).setdefault(q, set()).add(rec.id)
-        if rec.pc.preemptible:
-            self.preemptible.setdefault(pool, {}).setdefault(rec.queue, set()).add(rec.id)
+        running.add(rec.id)
+        if preemptible is not None:
+            preemptible.add(rec.id)
 
     def remove(self, rec: JobRecord, pool: str) -> None:
         rs.sub_into(self.by_pool_queue[pool][rec.queue], rec.requests)
@@ -237,3 +320,18 @@ class Allocation:
 
     def of_pc(self, pool: str, queue: str, pc: str) -> Resources:
         return self.by_pool_queue_pc.get(pool, {}).get(queue, {}).get(pc, {})
+
+
+def _slot(d: dict[str, Any], key: str) -> Any:
+    """``d[key]``, a new dict there if missing (``setdefault`` would build one on every call)."""
+    v = d.get(key)
+    if v is None:
+        v = d[key] = {}
+    return v
+
+
+def _ids(d: dict[str, set[str]], key: str) -> set[str]:
+    v = d.get(key)
+    if v is None:
+        v = d[key] = set()
+    return v
