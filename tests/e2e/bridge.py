@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kubernetes import client as k8s
@@ -44,6 +45,23 @@ def pod(
 
 def front_pods(api: Api, namespace: str, selector: str = "") -> list[Any]:
     return list(k8s.CoreV1Api(api("front")).list_namespaced_pod(namespace, label_selector=selector).items)
+
+
+def running_pods(api: Api, namespace: str, selector: str = "") -> list[Any]:
+    """The front pods (matching `selector`) in phase Running."""
+    return [p for p in front_pods(api, namespace, selector) if p.status.phase == "Running"]
+
+
+@contextmanager
+def cordoned(api: Api, nodes: list[tuple[str, str]]) -> Iterator[None]:
+    """These (cluster, node)s cordoned for the block, uncordoned after."""
+    for cluster, node in nodes:
+        k8s.CoreV1Api(api(cluster)).patch_node(node, {"spec": {"unschedulable": True}})
+    try:
+        yield
+    finally:
+        for cluster, node in nodes:
+            k8s.CoreV1Api(api(cluster)).patch_node(node, {"spec": {"unschedulable": False}})
 
 
 def cluster_of(p: Any) -> str | None:

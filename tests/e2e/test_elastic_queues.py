@@ -22,7 +22,7 @@ from armada_bridge import keys
 from armada_bridge.contract.pods import pod_usage
 from armada_bridge.core.quantities import parse_quantity
 from tests.e2e import ray_clusters, spark_apps
-from tests.e2e.bridge import Api, cluster_of, front_pods
+from tests.e2e.bridge import Api, cluster_of, cordoned, front_pods, running_pods
 from tests.e2e.operators import REMOTES, apply, kubectl, wait_gone_from_remotes, wait_status
 from tests.support import wait_for
 
@@ -80,8 +80,8 @@ def test_later_executors_and_autoscaled_workers_share_one_node_by_fair_share(
         wait_for(
             "the driver and its first executor Running",
             lambda: (
-                len(running(cluster_api, namespace, spark_apps.EXECUTOR)) == 1
-                and len(running(cluster_api, namespace, spark_apps.DRIVER)) == 1
+                len(running_pods(cluster_api, namespace, spark_apps.EXECUTOR)) == 1
+                and len(running_pods(cluster_api, namespace, spark_apps.DRIVER)) == 1
             ),
             timeout=300,
         )
@@ -186,18 +186,6 @@ def one_real_node_pool(api: Api) -> Iterator[Pool]:
         yield Pool(node.metadata.name, parse_quantity(alloc["cpu"]), parse_quantity(alloc["memory"]))
 
 
-@contextmanager
-def cordoned(api: Api, nodes: list[tuple[str, str]]) -> Iterator[None]:
-    """These (cluster, node)s cordoned for the block."""
-    for cluster, node in nodes:
-        k8s.CoreV1Api(api(cluster)).patch_node(node, {"spec": {"unschedulable": True}})
-    try:
-        yield
-    finally:
-        for cluster, node in nodes:
-            k8s.CoreV1Api(api(cluster)).patch_node(node, {"spec": {"unschedulable": False}})
-
-
 def queue_of(p: Any) -> str | None:
     return (p.metadata.labels or {}).get(keys.QUEUE_LABEL)
 
@@ -225,7 +213,3 @@ def waiting(api: Api, namespace: str, queue: str) -> list[Any]:
         for p in queue_pods(api, namespace, queue)
         if not p.spec.node_name and not p.metadata.deletion_timestamp
     ]
-
-
-def running(api: Api, namespace: str, selector: str) -> list[Any]:
-    return [p for p in front_pods(api, namespace, selector) if p.status.phase == "Running"]

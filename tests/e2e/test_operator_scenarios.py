@@ -23,7 +23,7 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from armada_bridge.dev.operators.samples import adapt, sample
-from tests.e2e.bridge import Api, cluster_of, free_by_node, front_pods, gang_rooms, pod
+from tests.e2e.bridge import Api, cluster_of, cordoned, free_by_node, front_pods, gang_rooms, pod
 from tests.e2e.operators import Obj, apply, conditions, get, kubectl, wait_gone_from_remotes, wait_status
 from tests.support import wait_for
 
@@ -153,8 +153,7 @@ def test_objects_of_two_operators_in_two_queues_share_the_remotes_by_fair_share(
     rooms = gang_rooms(cluster_api, MEMBERS, CPU)
     assert rooms >= 2, f"room for {rooms} gang(s) of 4 x 20 CPUs: fair share needs two"
     nodes = [(c, n) for c, free in free_by_node(cluster_api).items() for n in free]
-    cordon(cluster_api, nodes, True)
-    try:
+    with cordoned(cluster_api, nodes):
         # Submitted in this order, each queue's pods all made (and waiting) before the next.
         rays = [raycluster(namespace, f"ray-{i}", queue=a) for i in range(rooms)]
         mpijobs = [mpijob(namespace, f"mpi-{i}", queue=b) for i in range(rooms)]
@@ -168,8 +167,6 @@ def test_objects_of_two_operators_in_two_queues_share_the_remotes_by_fair_share(
                 timeout=120,
             )
         assert not [p for p in front_pods(cluster_api, namespace) if p.spec.node_name]
-    finally:
-        cordon(cluster_api, nodes, False)
 
     # Gangs each queue got: RayClusters run until deleted; an MPIJob ends when its launcher (a Job)
     # does, and its room goes to whoever waits, a as well once b waits no more.
@@ -211,11 +208,6 @@ def test_objects_of_two_operators_in_two_queues_share_the_remotes_by_fair_share(
     for kind in ("raycluster", "mpijob"):
         kubectl("delete", kind, "--all", "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace, timeout=180)
-
-
-def cordon(api: Api, nodes: list[tuple[str, str]], on: bool) -> None:
-    for cluster, node in nodes:
-        k8s.CoreV1Api(api(cluster)).patch_node(node, {"spec": {"unschedulable": on}})
 
 
 def test_a_preempted_gangs_operator_restarts_it_and_its_new_pods_queue_again(

@@ -15,7 +15,7 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods
+from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods, running_pods
 from tests.e2e.operators import (
     REMOTES,
     apply,
@@ -103,7 +103,7 @@ def test_sparkpi_really_runs_its_driver_and_executors_on_real_nodes(
     # The driver deletes its executors when it ends: they are looked at while they run.
     executors = wait_for(
         "the driver's two executors Running",
-        lambda: running if len(running := _running(cluster_api, namespace, EXECUTOR)) == 2 else None,
+        lambda: running if len(running := running_pods(cluster_api, namespace, EXECUTOR)) == 2 else None,
         timeout=240,
     )
     (driver,) = front_pods(cluster_api, namespace, DRIVER)
@@ -135,7 +135,7 @@ def test_dynamic_allocation_executors_come_and_go_under_the_applications_queue_o
 
     peak = wait_for(
         "more executors than the first, asked for by the running driver",
-        lambda: running if len(running := _running(cluster_api, namespace, EXECUTOR)) >= 3 else None,
+        lambda: running if len(running := running_pods(cluster_api, namespace, EXECUTOR)) >= 3 else None,
         timeout=240,
     )
     (driver,) = front_pods(cluster_api, namespace, DRIVER)
@@ -160,10 +160,6 @@ def test_dynamic_allocation_executors_come_and_go_under_the_applications_queue_o
     assert "first stage: 120" in log and "second stage: 12" in log, log[-3000:]
     kubectl("delete", "sparkapplication", name, "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace)
-
-
-def _running(api: Api, namespace: str, selector: str) -> list[Any]:
-    return [p for p in front_pods(api, namespace, selector) if p.status.phase == "Running"]
 
 
 def _podgroup(api: Api, namespace: str, name: str) -> dict[str, Any] | None:

@@ -105,22 +105,25 @@ def reserved_for(node: RealNode, remote_nodes: int) -> dict[str, str]:
     bridge's own few pods: the host's CPUs are shared anyway)."""
     if node.cluster != FRONT:
         return host_share(remote_nodes)
-    cpu_m = (os.cpu_count() or 1) * 1000
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return {
-        "cpu": f"{max(cpu_m - FRONT_SHARE_CPU_M, 0)}m",
-        "memory": str(max(mem - FRONT_SHARE_MEMORY, 0)),
-    }
+    return _reserving(FRONT_SHARE_CPU_M, FRONT_SHARE_MEMORY)
 
 
 def host_share(nodes: int) -> dict[str, str]:
     """What each of `nodes` real nodes reserves so that together they offer the host once: its CPUs
     and its memory less what the environment itself needs (kubelet's systemReserved)."""
-    cpu_m = (os.cpu_count() or 1) * 1000
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    share_cpu = cpu_m // nodes
-    share_mem = max(mem - KEPT_FOR_THE_ENVIRONMENT, 2**30) // nodes
-    return {"cpu": f"{cpu_m - share_cpu}m", "memory": str(max(mem - share_mem, 0))}
+    cpu_m, mem = _host()
+    return _reserving(cpu_m // nodes, max(mem - KEPT_FOR_THE_ENVIRONMENT, 2**30) // nodes)
+
+
+def _host() -> tuple[int, int]:
+    """The host's CPUs (milli) and memory (bytes)."""
+    return (os.cpu_count() or 1) * 1000, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _reserving(cpu_m: int, memory: int) -> dict[str, str]:
+    """systemReserved that leaves a node `cpu_m` and `memory` of the host's."""
+    host_cpu_m, host_mem = _host()
+    return {"cpu": f"{max(host_cpu_m - cpu_m, 0)}m", "memory": str(max(host_mem - memory, 0))}
 
 
 class RealNodes:
@@ -308,7 +311,6 @@ class RealNodes:
         }
         for cluster in sorted(clusters | set(services.clusters_with_namespace(self.network))):
             self.teardown_cluster(cluster)
-        services.delete_routes(self.network)
         services.delete_host_veths(self.network)
         self.supervisor.stop(api_port.NAME)
         self.network.delete()
