@@ -165,7 +165,29 @@ def build_parser() -> argparse.ArgumentParser:
             c.add_argument("-n", "--namespace", default=None if name == "gangs" else "default")
         if name == "why":
             c.add_argument("pod")
+    rm = sub.add_parser(
+        "remove-clusters",
+        help="delete remote clusters and wait until the vkubelet has cleaned each up (its remote pods "
+        "first); run before the vkubelet goes (the chart's uninstall hook does)",
+    )
+    rm.add_argument("names", nargs="*", metavar="NAME", help="RemoteClusters to remove")
+    rm.add_argument("--all", action="store_true", help="every RemoteCluster")
+    rm.add_argument("--timeout", type=float, default=600, help="seconds to wait in all (default 600)")
+    rm.add_argument(
+        "--kubeconfig", help="front cluster (default: $KUBECONFIG, else the dev environment's front)"
+    )
     return p
+
+
+def _remove_clusters(args: argparse.Namespace) -> int:
+    from armada_bridge import views
+    from armada_bridge.cluster_removal import remove_clusters
+
+    if bool(args.names) == args.all:
+        raise ValueError("name the remote clusters to remove, or give --all (not both)")
+    with views.front_client(_front_kubeconfig(args.kubeconfig)) as api:
+        remove_clusters(api, None if args.all else args.names, args.timeout, lambda s: print(s, flush=True))
+    return 0
 
 
 def _front_kubeconfig(given: str | None) -> str | None:
@@ -213,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(args)
         if args.command in ("queues", "clusters", "gangs", "why"):
             return _view(args)
+        if args.command == "remove-clusters":
+            return _remove_clusters(args)
     except (ValueError, RuntimeError) as e:  # dev.kwok_cluster.ClusterError among them
         print(f"armada-bridge: error: {e}", file=sys.stderr)
         return 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
@@ -27,11 +28,18 @@ def table(rows: list[Row]) -> str:
 
 
 def front_client(kubeconfig: str | None) -> k8s.ApiClient:
-    """The front cluster's client: `kubeconfig`, else $KUBECONFIG, else ~/.kube/config."""
+    """The front cluster's client: `kubeconfig`, else $KUBECONFIG, else ~/.kube/config, else (in a
+    pod) its ServiceAccount's."""
     path = kubeconfig or os.environ.get("KUBECONFIG")
-    return (
-        k8s_config.new_client_from_config(config_file=path) if path else k8s_config.new_client_from_config()
-    )
+    if path:
+        return k8s_config.new_client_from_config(config_file=path)
+    if not Path(k8s_config.KUBE_CONFIG_DEFAULT_LOCATION).expanduser().exists() and os.environ.get(
+        "KUBERNETES_SERVICE_HOST"
+    ):
+        configuration = k8s.Configuration()
+        k8s_config.load_incluster_config(client_configuration=configuration)
+        return k8s.ApiClient(configuration)
+    return k8s_config.new_client_from_config()
 
 
 def _custom(

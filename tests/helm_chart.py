@@ -35,11 +35,17 @@ def _objects(text: str) -> list[Obj]:
 
 
 def render(
-    *values_files: Path, sets: Sequence[str] = (), namespace: str = NAMESPACE, crds: bool = True
+    *values_files: Path,
+    sets: Sequence[str] = (),
+    namespace: str = NAMESPACE,
+    crds: bool = True,
+    hooks: bool = False,
 ) -> list[Obj]:
-    """`helm template` of the chart, parsed (with its CRDs unless crds=False)."""
+    """`helm template` of the chart, parsed (with its CRDs unless crds=False; its hooks, which
+    kustomize has no counterpart of, only with hooks=True)."""
     args = ["template", "armada-bridge", str(CHART), "--namespace", namespace]
     args += ["--include-crds"] if crds else []
+    args += [] if hooks else ["--no-hooks"]
     for f in values_files:
         args += ["--values", str(f)]
     for s in sets:

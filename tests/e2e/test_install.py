@@ -4,7 +4,8 @@ its Helm chart, in an environment of its own whose front has no bridge on the ho
 vkubelets there from the image, with certificates Helm makes (`self-signed`) and the remote
 cluster from its values; the front's kube-scheduler is then pointed at the extender's Service as
 docs/install.md tells for `scheduler.mode: extender`; a gang and a real container's command then
-run through that installation, as through `dev up`'s host processes."""
+run through that installation, as through `dev up`'s host processes; `helm uninstall` then
+leaves nothing behind in either cluster (its pre-delete hook removes the RemoteCluster first)."""
 
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def helm(env: Environment, *args: str, timeout: float = 420) -> str:
     return r.stdout
 
 
-def test_helm_install_runs_the_bridge_from_its_image_and_a_gang_and_a_real_container_through_it(
+def test_helm_install_runs_the_bridge_from_its_image_and_helm_uninstall_leaves_nothing(
     bare: Environment, tmp_path: Path
 ) -> None:
     env = bare
@@ -182,3 +183,20 @@ def test_helm_install_runs_the_bridge_from_its_image_and_a_gang_and_a_real_conta
         # `kubectl logs` on the front: kube-apiserver asks the chart's vkubelet, which asks the
         # remote kubelet.
         assert core.read_namespaced_pod_log("hello", "team").strip() == said
+
+        # `helm uninstall`: its pre-delete hook removes the RemoteCluster while the chart's vkubelet
+        # still runs, so the gang's remote pods are deleted before the vkubelet goes, and nothing is
+        # left holding a finalizer.
+        with api_client(env.kubeconfig(REMOTE)) as remote_api:
+            remote = k8s.CoreV1Api(remote_api)
+            assert {p.metadata.name for p in remote.list_namespaced_pod("team").items} >= {"pair-0", "pair-1"}
+            helm(env, "uninstall", RELEASE, "-n", NAMESPACE, "--wait")
+            assert not remote.list_namespaced_pod("team").items, "remote pods left after helm uninstall"
+        crs = k8s.CustomObjectsApi(api).list_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters")
+        assert not crs["items"], [rc["metadata"] for rc in crs["items"]]
+        assert REMOTE not in {n.metadata.name for n in core.list_node().items}
+        assert not core.list_namespaced_pod("team").items
+        assert (
+            not k8s.BatchV1Api(api).list_namespaced_job(NAMESPACE).items
+        )  # the hook's Job, deleted on success
+        assert not apps.list_namespaced_deployment(NAMESPACE).items

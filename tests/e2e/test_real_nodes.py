@@ -247,13 +247,15 @@ def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down
     dev_env: Environment,
 ) -> None:
     """An environment of its own (one remote, one KWOK and one real node) runs a container, then
-    goes down: the kernel tunables kubelet changed are as they were, and nothing of it is left."""
-    # The host's own values (the shared environment's kubelets changed them: its record has them),
-    # put back for this test so that the change and its undoing both show.
-    shared = dev_env.real_nodes()
-    before = dict((shared.host.load().get("sysctls") if shared else None) or host.read_sysctls())
-    for key, value in before.items():
-        Path("/proc/sys", key).write_text(value)
+    goes down: nothing of it is left, and the kernel tunables kubelet changed are as they were, or,
+    while the shared environment's real nodes run (it holds the host's record), left to it, with
+    the record of the host as found (tests/unit/test_dev_realnode.py puts that back)."""
+    record = host.HostRecord(dev_env.state_dir).load()
+    shared = [h for h in record.get("holders") or [] if Path(h).exists()]
+    before = dict(record.get("sysctls") or host.read_sysctls())
+    if not shared:
+        for key, value in before.items():  # as found, so that the change and its undoing both show
+            Path("/proc/sys", key).write_text(value)
     rules = _host_rules()
     kubelet_dir = host.KUBELET_DIR.exists()
     state = Path(tempfile.mkdtemp(prefix="ab-", dir="/tmp"))  # short: containerd's socket path
@@ -274,10 +276,12 @@ def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down
                 timeout=60,
             )
         during = _host_view(env, network, real)
+        during_sysctls = host.read_sysctls()
         assert during["bridge"] and during["veths"] and during["namespaces"] and during["cgroups"], during
         assert during["mounts"] and during["processes"], during
         assert during["routes"] == [env.settings()["front_services"]], during
         assert host.read_sysctls() != before  # kubelet set its values
+        assert real.host.load()["holders"] == sorted([*shared, str(real.dir)])
         # kubelet's and kube-proxy's iptables rules are in the cluster's network namespace only.
         assert _host_rules() == rules
         cluster_namespace = f"{network.bridge}-remote-1"
@@ -299,7 +303,12 @@ def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down
             "mounts": [],
             "processes": [],
         }
-        assert host.read_sysctls() == before
+        if shared:  # the shared environment's kubelets run on: nothing put back under them
+            assert host.read_sysctls() == during_sysctls
+            assert real.host.load() == {**record, "holders": shared}
+        else:
+            assert host.read_sysctls() == before
+            assert not real.host.load()
         assert _host_rules() == rules
         assert host.KUBELET_DIR.exists() == kubelet_dir
         assert not state.exists()

@@ -1,5 +1,6 @@
 """Pure pieces of the dev environment's real nodes: image archives, the pod network's address plan,
-how a pod asks for a real node, kwokctl's argument order, the host share."""
+how a pod asks for a real node, kwokctl's argument order, the host share, the host's record of
+what kubelet changes, held by environments going down in any order."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import ipaddress
 import json
 import os
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,7 +29,7 @@ from armada_bridge.dev.images.oci import (
 from armada_bridge.dev.network import dns
 from armada_bridge.dev.network.podnet import NetworkError, PodNetwork
 from armada_bridge.dev.network.services import INNER_BRIDGE, ClusterNetwork
-from armada_bridge.dev.realnode import node
+from armada_bridge.dev.realnode import host, node
 from armada_bridge.dev.realnode.placement import on_a_real_node
 
 
@@ -188,3 +190,61 @@ def test_real_nodes_together_offer_the_host_once() -> None:
     assert node.reserved_for(plan[0], 4) == node.host_share(4)
     cpus = (os.cpu_count() or 1) * 1000
     assert int(node.reserved_for(front, 4)["cpu"].removesuffix("m")) == max(cpus - node.FRONT_SHARE_CPU_M, 0)
+
+
+def _fake_host(tmp_path: Path) -> tuple[Path, Path, Callable[[str], host.HostRecord]]:
+    """A /proc/sys of kubelet's tunables at their kernel defaults, a runtime directory absent,
+    and the host record of an environment's directory."""
+    proc_sys = tmp_path / "proc-sys"
+    for key in host.KUBELET_SYSCTLS:
+        (proc_sys / key).parent.mkdir(parents=True, exist_ok=True)
+        (proc_sys / key).write_text("0\n")
+    runtime = tmp_path / "run-netns"
+
+    def record(env: str) -> host.HostRecord:
+        (tmp_path / env).mkdir(exist_ok=True)
+        return host.HostRecord(
+            tmp_path / env, path=tmp_path / "run" / "host.json", proc_sys=proc_sys, runtime_dirs=(runtime,)
+        )
+
+    return proc_sys, runtime, record
+
+
+def _kubelet_starts(proc_sys: Path, runtime: Path) -> None:
+    for key in host.KUBELET_SYSCTLS:
+        (proc_sys / key).write_text("1\n")
+    (runtime / "cni-1").mkdir(parents=True, exist_ok=True)
+
+
+@pytest.mark.parametrize("first_down", ["a", "b"])
+def test_the_host_goes_back_when_the_last_environment_goes_in_any_order(
+    tmp_path: Path, first_down: str
+) -> None:
+    proc_sys, runtime, record = _fake_host(tmp_path)
+    found = host.read_sysctls(proc_sys)
+    a, b = record("a"), record("b")
+    a.take()
+    _kubelet_starts(proc_sys, runtime)
+    b.take()  # after a's kubelet: what b sees is not what the host was
+    first, last = (a, b) if first_down == "a" else (b, a)
+    assert first.restore() == []
+    # The other environment's kubelets and containers still run: nothing is put back under them.
+    assert host.read_sysctls(proc_sys) == {k: "1" for k in host.KUBELET_SYSCTLS}
+    assert runtime.is_dir()
+    assert last.restore() == []
+    assert host.read_sysctls(proc_sys) == found
+    assert not runtime.exists()
+    assert not (tmp_path / "run" / "host.json").exists()
+
+
+def test_an_environment_removed_without_going_down_holds_nothing(tmp_path: Path) -> None:
+    proc_sys, runtime, record = _fake_host(tmp_path)
+    found = host.read_sysctls(proc_sys)
+    gone, a = record("gone"), record("a")
+    gone.take()
+    _kubelet_starts(proc_sys, runtime)
+    (tmp_path / "gone").rmdir()  # its state directory deleted by hand
+    a.take()  # the first live holder: the record it finds is kept, the dead holder dropped
+    assert a.load()["holders"] == [str(tmp_path / "a")]
+    assert a.restore() == []
+    assert host.read_sysctls(proc_sys) == found

@@ -217,3 +217,44 @@ def test_rbac_grants_are_the_reviewed_kustomize_ones_whatever_the_values() -> No
     kustomized = rules(chart.kustomize(chart.MANIFESTS))
     assert rules(chart.render(crds=False)) == kustomized
     assert rules(chart.render(chart.MANAGED_VALUES, namespace="batch-bridge", crds=False)) == kustomized
+
+
+def test_uninstall_hook_removes_the_remote_clusters_before_anything_goes() -> None:
+    """`helm uninstall` runs, before deleting anything, a Job of the image that removes every
+    RemoteCluster and waits for the vkubelet's cleanup; its identity may do that and no more. Off
+    with uninstall.removeRemoteClusters=false (tests/e2e/test_install.py runs it for real)."""
+    every = chart.render(crds=False, hooks=True)
+    hooks = [o for o in every if "helm.sh/hook" in (o["metadata"].get("annotations") or {})]
+    assert {(o["kind"], o["metadata"]["name"]) for o in hooks} == {
+        (kind, "armada-bridge-uninstall")
+        for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Job")
+    }
+    for o in hooks:
+        annotations = o["metadata"]["annotations"]
+        assert annotations["helm.sh/hook"] == "pre-delete", o["kind"]
+        assert annotations["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded", o["kind"]
+        # Its identity before the Job that uses it.
+        assert int(annotations.get("helm.sh/hook-weight", "0")) < 0 or o["kind"] == "Job", o["kind"]
+    assert chart.find(hooks, "ClusterRole", "armada-bridge-uninstall")["rules"] == [
+        {
+            "apiGroups": ["bridge.armadaproject.io"],
+            "resources": ["remoteclusters"],
+            "verbs": ["get", "list", "delete"],
+        },
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    ]
+    job = chart.find(hooks, "Job", "armada-bridge-uninstall")["spec"]
+    pod = job["template"]["spec"]
+    (container,) = pod["containers"]
+    assert (
+        container["image"]
+        == chart.find(every, "Deployment", "armada-bridge-vkubelet")["spec"]["template"]["spec"][
+            "containers"
+        ][0]["image"]
+    )
+    assert "command" not in container  # the image's ENTRYPOINT, python -m
+    assert container["args"] == ["armada_bridge.cli", "remove-clusters", "--all", "--timeout=240"]
+    assert job["activeDeadlineSeconds"] > 240 and job["backoffLimit"] == 0
+    assert pod["serviceAccountName"] == "armada-bridge-uninstall"
+    off = chart.render(crds=False, hooks=True, sets=["uninstall.removeRemoteClusters=false"])
+    assert not [o for o in off if "helm.sh/hook" in (o["metadata"].get("annotations") or {})]

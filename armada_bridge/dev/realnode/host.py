@@ -1,15 +1,18 @@
 """What a real node changes on the host, and putting it back: the kernel tunables kubelet sets, the
 cgroups its pods live in, the mounts it and containerd make, the directories containerd makes
-outside its own. `dev down` leaves the host as `dev up` found it (tests/e2e/test_real_nodes.py)."""
+outside its own. The last `dev down` of the environments with real nodes on a host leaves it as the
+first `dev up` found it (tests/e2e/test_real_nodes.py, tests/unit/test_dev_realnode.py)."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +34,34 @@ KUBELET_DIR = Path("/var/lib/kubelet")
 RUNTIME_DIRS = (Path("/run/containerd"), Path("/run/netns"), KUBELET_DIR)
 
 
-def _sysctl_path(key: str) -> Path:
-    return Path("/proc/sys") / key
+PROC_SYS = Path("/proc/sys")
+# One record for the host, whichever environments run real nodes on it: in /run, like what it
+# records (a reboot resets both).
+RECORD = Path("/run/armada-bridge/host.json")
 
 
-def read_sysctls() -> dict[str, str]:
-    return {k: _sysctl_path(k).read_text().strip() for k in KUBELET_SYSCTLS}
+def read_sysctls(proc_sys: Path = PROC_SYS) -> dict[str, str]:
+    return {k: (proc_sys / k).read_text().strip() for k in KUBELET_SYSCTLS}
 
 
 class HostRecord:
-    """What the host looked like before the first real node started, kept in the state directory
-    until the last one is gone."""
+    """What the host looked like before the first real node of any environment started, kept until
+    the last environment holding it is down: environments on one host may go down in any order,
+    and the first to go must neither put the tunables back under the others' kubelets nor remove
+    the directories their containers use. A holder is an environment's directory; one whose
+    directory is gone (removed without `dev down`) no longer holds it."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(
+        self,
+        holder: Path,
+        path: Path = RECORD,
+        proc_sys: Path = PROC_SYS,
+        runtime_dirs: tuple[Path, ...] = RUNTIME_DIRS,
+    ) -> None:
+        self.holder = str(holder)
         self.path = path
+        self.proc_sys = proc_sys
+        self.runtime_dirs = runtime_dirs
 
     def load(self) -> dict[str, Any]:
         try:
@@ -52,29 +69,51 @@ class HostRecord:
         except (OSError, ValueError):
             return {}
 
-    def take(self) -> None:
-        """Record the host's state, unless a record exists (it was taken before anything changed)."""
-        if self.path.is_file():
-            return
-        record = {"sysctls": read_sysctls(), "absent_dirs": [str(d) for d in RUNTIME_DIRS if not d.exists()]}
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[dict[str, Any]]:
+        """The record, read and written back under the host-wide lock (an empty record: removed)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(record, indent=1))
+        with open(self.path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            record = self.load()
+            yield record
+            if record:
+                self.path.write_text(json.dumps(record, indent=1))
+            else:
+                self.path.unlink(missing_ok=True)
+
+    def take(self) -> None:
+        """Hold the record; the first holder records the host as it is (nothing changed yet). A
+        record whose holders are all gone is kept: it was taken before they changed anything."""
+        with self._locked() as record:
+            holders = [h for h in record.get("holders") or [] if Path(h).exists()]
+            if "sysctls" not in record:
+                record["sysctls"] = read_sysctls(self.proc_sys)
+                record["absent_dirs"] = [str(d) for d in self.runtime_dirs if not d.exists()]
+            record["holders"] = sorted({*holders, self.holder})
 
     def restore(self) -> list[str]:
-        """Put back what was recorded; return what could not be (empty when all went back)."""
-        record = self.load()
-        problems = []
-        for key, value in dict(record.get("sysctls") or {}).items():
-            try:
-                if _sysctl_path(key).read_text().strip() != value:
-                    _sysctl_path(key).write_text(str(value))
-            except OSError as e:
-                problems.append(f"sysctl {key}={value}: {e}")
-        for d in map(Path, list(record.get("absent_dirs") or [])):
-            if d.exists():
-                problems += remove_tree(d)
-        if not problems:
-            self.path.unlink(missing_ok=True)
+        """Let go of the record; the last holder puts back what was recorded. Return what could not
+        be put back (empty when all went back, or when others still hold the record)."""
+        problems: list[str] = []
+        with self._locked() as record:
+            holders = [h for h in record.get("holders") or [] if h != self.holder and Path(h).exists()]
+            if holders:
+                record["holders"] = holders
+                return problems
+            for key, value in dict(record.get("sysctls") or {}).items():
+                try:
+                    if (self.proc_sys / key).read_text().strip() != value:
+                        (self.proc_sys / key).write_text(str(value))
+                except OSError as e:
+                    problems.append(f"sysctl {key}={value}: {e}")
+            for d in map(Path, list(record.get("absent_dirs") or [])):
+                if d.exists():
+                    problems += remove_tree(d)
+            if problems:
+                record["holders"] = [self.holder]
+            else:
+                record.clear()
         return problems
 
 

@@ -131,7 +131,7 @@ class RealNodes:
         self.dir = state_dir / "realnodes"
         self.supervisor = supervisor
         self.network = network
-        self.host = host.HostRecord(self.dir / "host.json")
+        self.host = host.HostRecord(self.dir)
         self.env_id = network.bridge.removeprefix("abr-")
 
     def node_dir(self, node: RealNode) -> Path:
@@ -158,6 +158,7 @@ class RealNodes:
     def prepare(self) -> None:
         """Before the first real node (or the front listening on the pod network): record the host
         as found, make the pod network's bridge. Kept when done already."""
+        self.dir.mkdir(parents=True, exist_ok=True)  # the record's holder while it exists
         self.host.take()
         self.network.create()
 
