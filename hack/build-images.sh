@@ -3,7 +3,8 @@
 # pause sandbox, busybox, Python; for the operators' pods Argo's executor (argoexec), the MPI
 # operator's pi example (mpi-pi), Spark (docker.io/apache/spark:4.0.4), Ray (rayproject/ray:2.52.0)
 # and Dask (dask-kubernetes:dev); and the bridge's own runtime image, the Dockerfile's (bridge:
-# ghcr.io/armadaproject/armada-bridge:<version>, docs/install.md)) from Debian's packages, PyPI,
+# ghcr.io/armadaproject/armada-bridge:<version>, docs/install.md) and the pinned kube-scheduler
+# (the chart's second scheduler)) from Debian's packages, PyPI,
 # this repository and the pinned operators' modules, as OCI archives (which ctr import, docker
 # load and podman load read) in the cache outside the repository, keyed by content. A
 # second run finds them and does nothing. Spark, Ray and Dask take minutes each and make archives

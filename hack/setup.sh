@@ -7,7 +7,7 @@
 # checks the alerts of manifests/observability), Chromium (the dashboard's browser test), and what
 # the dev environment's real nodes run on (containerd, runc, the CNI plugins, iproute2, iptables,
 # socat) and build their images from (gcc for the static pause program, busybox-static,
-# mmdebstrap); then those images (hack/build-images.sh).
+# mmdebstrap); then those images (hack/build-images.sh: those from packages beside the Go builds).
 # Safe to run again: it only does what is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -54,6 +54,13 @@ apt_install gcc gcc "$images"
 [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || apt_install /usr/lib/x86_64-linux-gnu/libc.a libc6-dev "$images"
 [ -x /bin/busybox ] || apt_install /bin/busybox busybox-static "$images"
 apt_install mmdebstrap mmdebstrap "$images"
+# The images made from Debian's packages and PyPI (mostly downloads and unpacking) beside the Go
+# builds (mostly compiling); then those made from the builds' binaries (argoexec, kube-scheduler).
+bash hack/build-images.sh --without-builds >/dev/null &
+images=$!
+trap 'kill "$images" 2>/dev/null || true' EXIT
 bash hack/build-binaries.sh >/dev/null
-bash hack/build-images.sh >/dev/null
 bash hack/build-operators.sh >/dev/null
+wait "$images"
+trap - EXIT
+bash hack/build-images.sh >/dev/null

@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash hack/setup.sh
-exec .venv/bin/pytest -ra "$@"
+exec .venv/bin/pytest -ra --durations=20 "$@"

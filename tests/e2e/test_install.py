@@ -3,9 +3,12 @@ its Helm chart, in an environment of its own whose front has no bridge on the ho
 --without-bridge`) and a real node for the bridge's pods. The chart runs two extenders and two
 vkubelets there from the image, with certificates Helm makes (`self-signed`) and the remote
 cluster from its values; the front's kube-scheduler is then pointed at the extender's Service as
-docs/install.md tells for `scheduler.mode: extender`; a gang and a real container's command then
-run through that installation, as through `dev up`'s host processes; `helm uninstall` then
-leaves nothing behind in either cluster (its pre-delete hook removes the RemoteCluster first)."""
+docs/install.md tells for `scheduler.mode: extender`. Through that installation, as through `dev
+up`'s host processes: a gang, a real container's command, the demo's PyTorchJob and RayCluster
+from their operators. Then day 2: `helm upgrade` to a new image with gangs running, one queued and
+one submitted during the rollout (nothing lost, duplicated or orphaned, the Leases handed over);
+each leader pod killed (the other replica takes over); `helm uninstall` leaves nothing behind in
+either cluster (its pre-delete hook removes the RemoteCluster first)."""
 
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ from armada_bridge.dev import binaries
 from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.bridge.vkubelet_setup import inline_kubeconfig
 from armada_bridge.dev.clients import api_client
-from armada_bridge.dev.images import runtime
+from armada_bridge.dev.images import kube_scheduler, runtime
+from armada_bridge.dev.realnode import containerd
 from armada_bridge.dev.realnode.placement import on_a_real_node
 from armada_bridge.versions import REPO_ROOT
 from tests.support import wait_for
@@ -38,16 +42,18 @@ RELEASE = "armada-bridge"
 EXTENDER = "armada-bridge-extender"
 VKUBELET = "armada-bridge-vkubelet"
 REMOTE = "remote-1"
+NODES = 2  # KWOK nodes of the remote cluster
+UPGRADED_TAG = "0.1.0-upgraded"
 
 
 @pytest.fixture
 def bare() -> Iterator[Environment]:
-    """An environment of its own (one remote cluster of one KWOK and one real node; a real node in
-    the front) without the bridge's host processes, down after."""
+    """An environment of its own (one remote cluster of two KWOK nodes and one real node; a real
+    node in the front) without the bridge's host processes, down after."""
     state = Path(tempfile.mkdtemp(prefix="ab-", dir="/tmp"))  # short: containerd's socket path
     env = Environment(state)
     try:
-        env.up(workers=1, nodes=1, real_nodes=1, host_bridge=False)
+        env.up(workers=1, nodes=NODES, real_nodes=1, host_bridge=False)
         yield env
     finally:
         with contextlib.suppress(Exception):
@@ -80,9 +86,13 @@ def values(env: Environment) -> dict[str, Any]:
     }
 
 
+def helm_command(env: Environment, *args: str) -> list[str]:
+    return [str(binaries.helm()), "--kubeconfig", str(env.kubeconfig("front")), *args]
+
+
 def helm(env: Environment, *args: str, timeout: float = 420) -> str:
     r = subprocess.run(
-        [str(binaries.helm()), "--kubeconfig", str(env.kubeconfig("front")), *args],
+        helm_command(env, *args),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -91,112 +101,366 @@ def helm(env: Environment, *args: str, timeout: float = 420) -> str:
     return r.stdout
 
 
-def test_helm_install_runs_the_bridge_from_its_image_and_helm_uninstall_leaves_nothing(
+def _gang(core: k8s.CoreV1Api, name: str, size: int, cpu: str, namespace: str = "team") -> list[str]:
+    """A gang of `size` pods of `cpu` on the KWOK nodes, as a team submits it; their names."""
+    names = [f"{name}-{i}" for i in range(size)]
+    annotations = {keys.GANG_ID: name, keys.GANG_CARDINALITY: str(size)}
+    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+    for pod in names:
+        core.create_namespaced_pod(
+            namespace,
+            {"metadata": {"name": pod, "annotations": annotations}, "spec": {"containers": [container]}},
+        )
+    return names
+
+
+def _wait_running(core: k8s.CoreV1Api, names: list[str], what: str, namespace: str = "team") -> None:
+    """All of `names` Running on the remote cluster, admitted there by a signed decision."""
+
+    def probe() -> bool:
+        pods = [p for p in core.list_namespaced_pod(namespace).items if p.metadata.name in names]
+        return len(pods) == len(names) and all(p.status.phase == "Running" for p in pods)
+
+    wait_for(what, probe, timeout=180)
+    for name in names:
+        annotations = core.read_namespaced_pod(name, namespace).metadata.annotations or {}
+        assert annotations.get(keys.ASSIGNED_CLUSTER) == REMOTE, (name, annotations)
+        assert annotations.get(keys.DECISION_SIGNATURE), name
+
+
+def _placed(core: k8s.CoreV1Api) -> set[str]:
+    """The front pods bound to the remote cluster's virtual node, as namespace/name."""
+    pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={REMOTE}").items
+    return {f"{p.metadata.namespace}/{p.metadata.name}" for p in pods}
+
+
+def _remote_uids(remote: k8s.CoreV1Api) -> dict[str, str]:
+    """The remote cluster's pods that stand for front pods (namespace/name: uid)."""
+    return {
+        f"{p.metadata.namespace}/{p.metadata.name}": p.metadata.uid
+        for p in remote.list_pod_for_all_namespaces().items
+        if p.metadata.namespace not in ("kube-system", "kube-node-lease", "kube-public")
+    }
+
+
+def _one_remote_pod_each(core: k8s.CoreV1Api, remote: k8s.CoreV1Api, what: str) -> dict[str, str]:
+    """Every front pod on the virtual node has its remote pod and no remote pod is left without one
+    (none duplicated, none orphaned); the remote pods' uids."""
+
+    def probe() -> dict[str, str] | None:
+        uids = _remote_uids(remote)
+        return uids if set(uids) == _placed(core) else None
+
+    return wait_for(what, probe, timeout=120)
+
+
+def _lease_holder(api: k8s.ApiClient, name: str) -> str:
+    return str(k8s.CoordinationV1Api(api).read_namespaced_lease(name, NAMESPACE).spec.holder_identity or "")
+
+
+def _pods_of(core: k8s.CoreV1Api, deployment: str) -> dict[str, k8s.V1Pod]:
+    selector = f"app.kubernetes.io/name={deployment}"
+    return {p.metadata.name: p for p in core.list_namespaced_pod(NAMESPACE, label_selector=selector).items}
+
+
+def _kill_leader(api: k8s.ApiClient, deployment: str) -> str:
+    """Delete the Lease holder's pod at once (no grace: no release of its Lease); the new holder,
+    another pod of the Deployment."""
+    core = k8s.CoreV1Api(api)
+    old = _lease_holder(api, deployment)
+    assert old in _pods_of(core, deployment), (old, list(_pods_of(core, deployment)))
+    core.delete_namespaced_pod(old, NAMESPACE, grace_period_seconds=0)
+
+    def probe() -> str | None:
+        holder = _lease_holder(api, deployment)
+        return holder if holder != old and holder in _pods_of(core, deployment) else None
+
+    return wait_for(f"another {deployment} pod holding its Lease after {old} was killed", probe, timeout=120)
+
+
+def _kubectl(env: Environment, *args: str) -> str:
+    r = subprocess.run(
+        [str(binaries.expected().kubectl), "--kubeconfig", str(env.kubeconfig("front")), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+def _queue(api: k8s.ApiClient, name: str) -> None:
+    """A Queue and a namespace in it, as an admin makes them for a team."""
+    k8s.CustomObjectsApi(api).create_cluster_custom_object(
+        keys.GROUP,
+        "v1alpha1",
+        "queues",
+        {
+            "apiVersion": keys.API_VERSION,
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"priorityFactor": 1},
+        },
+    )
+
+
+class Front:
+    """The front's clients, the remote cluster's, and the environment."""
+
+    def __init__(self, env: Environment, api: k8s.ApiClient, remote_api: k8s.ApiClient) -> None:
+        self.env, self.api = env, api
+        self.core, self.apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
+        self.remote = k8s.CoreV1Api(remote_api)
+
+
+def _install(f: Front, values_file: Path, mode: str) -> None:
+    """`helm install` as docs/install.md tells; in extender mode the front's kube-scheduler is then
+    pointed at the extender's Service, at its ClusterIP (the scheduler runs outside cluster DNS),
+    checking the certificate Helm made for its name."""
+    helm(
+        f.env,
+        *("install", RELEASE, str(CHART), "-n", NAMESPACE, "--create-namespace", "-f", str(values_file)),
+        *("--set", f"scheduler.mode={mode}", "--wait"),
+    )
+    for name in (EXTENDER, VKUBELET):
+        d = f.apps.read_namespaced_deployment(name, NAMESPACE)
+        assert d.status.ready_replicas == 2, (name, d.status)
+    containers = {"extender": runtime.NAME, "vkubelet": runtime.NAME, "kube-scheduler": kube_scheduler.IMAGE}
+    for p in f.core.list_namespaced_pod(NAMESPACE).items:
+        assert p.spec.node_name == "front-real-0", (p.metadata.name, p.spec.node_name)
+        seen = {c.name: c.image for c in p.spec.containers}
+        assert seen == {n: containers[n] for n in seen}, seen
+        assert ("kube-scheduler" in seen) == (mode == "second-scheduler" and "extender" in seen), seen
+    assert _lease_holder(f.api, EXTENDER).startswith(f"{EXTENDER}-")
+    wait_for(
+        f"the virtual node {REMOTE}, run by the chart's vkubelet, Ready",
+        lambda: any(
+            c.type == "Ready" and c.status == "True"
+            for c in (f.core.read_node(REMOTE).status.conditions or [])
+        ),
+        timeout=120,
+    )
+
+
+def _described(f: Front, namespace: str, name: str) -> str:
+    """A pod as the front and the remote cluster see it, and its events on both: what a failure says."""
+    out = []
+    for where, core in (("front", f.core), ("remote", f.remote)):
+        try:
+            pod = core.read_namespaced_pod(name, namespace)
+            out.append(f"{where}: node {pod.spec.node_name}, status {pod.status.to_dict()}")
+        except k8s.ApiException as e:
+            out.append(f"{where}: {e.status} {e.reason}")
+        events = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+        out += [f"  {where} event: {ev.reason}: {ev.message}" for ev in events]
+    return "\n".join(out)
+
+
+def _point_scheduler(f: Front) -> None:
+    service = f.core.read_namespaced_service(EXTENDER, NAMESPACE)
+    ca = base64.b64decode(f.core.read_namespaced_secret(f"{EXTENDER}-tls", NAMESPACE).data["ca.crt"]).decode()
+    f.env.point_front_scheduler_at(
+        f"https://{service.spec.cluster_ip}:443", ca, f"{EXTENDER}.{NAMESPACE}.svc"
+    )
+
+
+def _work(f: Front, mode: str) -> None:
+    """A team's gang of two on the KWOK nodes, a real container's command, the demo's PyTorchJob
+    and RayCluster from their operators: all admitted by the installed extender and run remotely."""
+    pair = _gang(f.core, "pair", 2, "1")
+    said = f"hello from a real container, through the bridge the chart installed in {mode} mode"
+    hello = {
+        "name": "main",
+        "image": "busybox",
+        "command": ["sh", "-c", f"echo {said}"],
+        "resources": {"requests": {"cpu": "100m", "memory": "16Mi"}},
+    }
+    f.core.create_namespaced_pod(
+        "team",
+        {
+            "metadata": {"name": "hello"},
+            "spec": on_a_real_node({"restartPolicy": "Never", "containers": [hello]}),
+        },
+    )
+    _wait_running(f.core, pair, "the gang Running through the installed bridge")
+    try:
+        wait_for(
+            "the real container done",
+            lambda: f.core.read_namespaced_pod("hello", "team").status.phase == "Succeeded",
+            timeout=180,
+        )
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{_described(f, 'team', 'hello')}") from None
+    # `kubectl logs` on the front: kube-apiserver asks the chart's vkubelet, which asks the remote
+    # kubelet.
+    assert f.core.read_namespaced_pod_log("hello", "team").strip() == said
+    samples = REPO_ROOT / "manifests" / "samples"
+    _kubectl(
+        f.env,
+        "-n",
+        "demo",
+        "apply",
+        "-f",
+        str(samples / "pytorchjob.yaml"),
+        "-f",
+        str(samples / "raycluster.yaml"),
+    )
+    _kubectl(
+        f.env, "-n", "demo", "wait", "pytorchjob/pytorch-simple", "--for=condition=Running", "--timeout=180s"
+    )
+    _kubectl(
+        f.env,
+        "-n",
+        "demo",
+        "wait",
+        "raycluster/raycluster-kuberay",
+        "--for=jsonpath={.status.state}=ready",
+        "--timeout=180s",
+    )
+    demo = [p for p in f.core.list_namespaced_pod("demo").items if p.spec.node_name]
+    assert len(demo) == 4 + 3, [p.metadata.name for p in demo]
+    for p in demo:
+        assert (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) == REMOTE, p.metadata.name
+
+
+def _upgrade_under_load(f: Front) -> tuple[list[str], dict[str, str]]:
+    """`helm upgrade` to a new image (the same one under a new tag, imported into the node as a
+    release would be pulled) with gangs running, one queued (two pods of a whole node each while
+    the others run) and one submitted during the rollout: every Deployment pod replaced, the Leases
+    held by new pods, the gang submitted meanwhile admitted whole once, the queued one still
+    queued, no remote pod made again, none left without its front pod. The queued gang's pods and
+    the remote pods' uids after."""
+    whole = _gang(f.core, "whole", NODES, "32")
+    wait_for(
+        "the whole-node gang queued (refused by the extender for now)",
+        lambda: all(
+            any(c.type == "PodScheduled" and c.status == "False" for c in (p.status.conditions or []))
+            for p in f.core.list_namespaced_pod("team").items
+            if p.metadata.name in whole
+        ),
+        timeout=60,
+    )
+    before = _one_remote_pod_each(f.core, f.remote, "one remote pod per placed front pod before the upgrade")
+    old_pods = set(_pods_of(f.core, EXTENDER)) | set(_pods_of(f.core, VKUBELET))
+    real = f.env.real_nodes()
+    assert real is not None
+    upgraded = f"{runtime.NAME.rsplit(':', 1)[0]}:{UPGRADED_TAG}"
+    containerd.ctr(real.dir / "front-real-0", "images", "tag", "--force", runtime.NAME, upgraded)
+    upgrade = subprocess.Popen(
+        helm_command(
+            f.env,
+            *("upgrade", RELEASE, str(CHART), "-n", NAMESPACE, "--reuse-values", "--wait", "--timeout=6m"),
+            *("--set", f"image.tag={UPGRADED_TAG}"),
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        during = _gang(f.core, "during", 2, "1")
+        _, err = upgrade.communicate(timeout=420)
+    finally:
+        if upgrade.poll() is None:
+            upgrade.kill()
+    assert upgrade.returncode == 0, err[-3000:]
+    for name in (EXTENDER, VKUBELET):
+        pods = _pods_of(f.core, name)
+        assert len(pods) == 2 and not set(pods) & old_pods, (name, list(pods))
+        images = {c.image for p in pods.values() for c in p.spec.containers if c.name != "kube-scheduler"}
+        assert images == {upgraded}, (name, images)
+        wait_for(
+            f"a new {name} pod holding its Lease",
+            lambda n=name: _lease_holder(f.api, n) in _pods_of(f.core, n),
+            timeout=60,
+        )
+    _wait_running(f.core, during, "the gang submitted during the upgrade Running, admitted whole once")
+    after = _one_remote_pod_each(f.core, f.remote, "one remote pod per placed front pod after the upgrade")
+    kept = {k: v for k, v in before.items() if k in after}
+    assert {k: after[k] for k in kept} == kept, "remote pods made again across the upgrade"
+    placed = {k.split("/", 1)[1] for k in _placed(f.core)}
+    assert not set(whole) & placed, "the queued gang placed while others hold its room"
+    return whole, after
+
+
+def _failovers(f: Front, after: dict[str, str]) -> None:
+    """Each leader's pod killed, one at a time: the other replica (or the replacement) takes over,
+    admits and runs new gangs, and the running pods keep their remote pods."""
+    _kill_leader(f.api, EXTENDER)
+    _wait_running(
+        f.core, _gang(f.core, "after-extender", 2, "1"), "a gang admitted by the new extender leader"
+    )
+    _kill_leader(f.api, VKUBELET)
+    _wait_running(f.core, _gang(f.core, "after-vkubelet", 2, "1"), "a gang run by the new vkubelet leader")
+    final = _one_remote_pod_each(f.core, f.remote, "one remote pod per placed front pod after the failovers")
+    assert {k: final[k] for k in after if k in final} == {k: after[k] for k in after if k in final}
+
+
+def _free_room(f: Front, whole: list[str]) -> None:
+    """The others' work deleted: the queued gang is admitted whole by the leader of the moment."""
+    _kubectl(f.env, "-n", "demo", "delete", "pytorchjob,raycluster", "--all", "--wait=true")
+    for p in f.core.list_namespaced_pod("team").items:
+        if p.metadata.name not in whole:
+            f.core.delete_namespaced_pod(p.metadata.name, "team")
+    _wait_running(f.core, whole, "the queued whole-node gang admitted once the room is free")
+
+
+def _uninstall(f: Front, tmp: Path) -> None:
+    """`helm uninstall`: its pre-delete hook removes the RemoteCluster while the chart's vkubelet
+    still runs, so the remote pods are deleted before the vkubelet goes, and nothing is left
+    holding a finalizer."""
+    assert _remote_uids(f.remote)
+    made = tmp / "release.yaml"
+    made.write_text(helm(f.env, "get", "manifest", RELEASE, "-n", NAMESPACE))
+    helm(f.env, "uninstall", RELEASE, "-n", NAMESPACE, "--wait")
+    assert not _remote_uids(f.remote), "remote pods left after helm uninstall"
+    left = _kubectl(f.env, "get", "-f", str(made), "--ignore-not-found", "-o", "name")
+    assert not left.strip(), f"objects of the release left after helm uninstall:\n{left}"
+    for crd in ("queues", "remoteclusters"):  # kept, as Helm keeps a chart's CRDs
+        k8s.ApiextensionsV1Api(f.api).read_custom_resource_definition(f"{crd}.{keys.GROUP}")
+    crs = k8s.CustomObjectsApi(f.api).list_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters")
+    assert not crs["items"], [rc["metadata"] for rc in crs["items"]]
+    assert REMOTE not in {n.metadata.name for n in f.core.list_node().items}
+    assert not f.core.list_namespaced_pod("team").items
+    assert not f.core.list_namespaced_pod("demo").items
+    assert not k8s.BatchV1Api(f.api).list_namespaced_job(NAMESPACE).items  # the hook's, gone on success
+    assert not f.apps.list_namespaced_deployment(NAMESPACE).items
+    assert not f.core.list_namespaced_pod(NAMESPACE).items
+
+
+def test_helm_install_upgrade_failover_and_uninstall_in_both_scheduler_modes(
     bare: Environment, tmp_path: Path
 ) -> None:
+    """Installed in extender mode, worked, upgraded, failed over, uninstalled; then installed again
+    in second-scheduler mode (the chart's own kube-scheduler in each extender pod, the front's
+    scheduler left without the extender), worked, upgraded, uninstalled."""
     env = bare
-    file = tmp_path / "values.yaml"
-    file.write_text(yaml.safe_dump(values(env)))
-    helm(
-        env, "install", RELEASE, str(CHART), "-n", NAMESPACE, "--create-namespace", "-f", str(file), "--wait"
-    )
-    with api_client(env.kubeconfig("front")) as api:
-        core, apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
-        for name in (EXTENDER, VKUBELET):
-            d = apps.read_namespaced_deployment(name, NAMESPACE)
-            assert d.status.ready_replicas == 2, (name, d.status)
-        for p in core.list_namespaced_pod(NAMESPACE).items:
-            assert p.spec.node_name == "front-real-0", (p.metadata.name, p.spec.node_name)
-            assert p.spec.containers[0].image == runtime.NAME, p.spec.containers[0].image
-        lease = k8s.CoordinationV1Api(api).read_namespaced_lease(EXTENDER, NAMESPACE)
-        assert lease.spec.holder_identity.startswith(f"{EXTENDER}-"), lease.spec
-        wait_for(
-            f"the virtual node {REMOTE}, run by the chart's vkubelet, Ready",
-            lambda: any(
-                c.type == "Ready" and c.status == "True"
-                for c in (core.read_node(REMOTE).status.conditions or [])
-            ),
-            timeout=120,
-        )
+    values_file = tmp_path / "values.yaml"
+    values_file.write_text(yaml.safe_dump(values(env)))
+    with api_client(env.kubeconfig("front")) as api, api_client(env.kubeconfig(REMOTE)) as remote_api:
+        f = Front(env, api, remote_api)
+        _install(f, values_file, "extender")
+        # The operators of the demo's objects, installed as usual once the bridge is (its CRDs,
+        # Volcano's PodGroup among them, are there); `up` leaves the front's scheduler as it made
+        # it, so before that scheduler is pointed at the extender.
+        env.up(workers=1, nodes=NODES, real_nodes=1, operator_names=("training-operator", "kuberay"))
+        _point_scheduler(f)
+        for queue, namespace in (("team", "team"), ("default", "demo")):
+            _queue(api, queue)
+            f.core.create_namespace({"metadata": {"name": namespace, "labels": {keys.QUEUE_LABEL: queue}}})
+        _work(f, "extender")
+        whole, after = _upgrade_under_load(f)
+        _failovers(f, after)
+        _free_room(f, whole)
+        _uninstall(f, tmp_path)
 
-        # The front's scheduler calls the installed extender: at its Service's ClusterIP (the
-        # scheduler runs outside cluster DNS), checking the certificate Helm made for its name.
-        service = core.read_namespaced_service(EXTENDER, NAMESPACE)
-        ca = base64.b64decode(
-            core.read_namespaced_secret(f"{EXTENDER}-tls", NAMESPACE).data["ca.crt"]
-        ).decode()
-        env.point_front_scheduler_at(
-            f"https://{service.spec.cluster_ip}:443", ca, f"{EXTENDER}.{NAMESPACE}.svc"
-        )
-
-        # Work of a team: a queue, a gang of two on the KWOK nodes, a real container's command.
-        k8s.CustomObjectsApi(api).create_cluster_custom_object(
-            keys.GROUP,
-            "v1alpha1",
-            "queues",
-            {
-                "apiVersion": keys.API_VERSION,
-                "kind": "Queue",
-                "metadata": {"name": "team"},
-                "spec": {"priorityFactor": 1},
-            },
-        )
-        core.create_namespace({"metadata": {"name": "team", "labels": {keys.QUEUE_LABEL: "team"}}})
-        gang = {keys.GANG_ID: "pair", keys.GANG_CARDINALITY: "2"}
-        for i in range(2):
-            container = {
-                "name": "main",
-                "image": "busybox",
-                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
-            }
-            core.create_namespaced_pod(
-                "team",
-                {"metadata": {"name": f"pair-{i}", "annotations": gang}, "spec": {"containers": [container]}},
+        env.front_scheduler_without_extender()
+        _install(f, values_file, "second-scheduler")
+        _work(f, "second-scheduler")
+        for p in f.core.list_namespaced_pod("team").items:
+            assert p.spec.scheduler_name == "armada-bridge-scheduler", (
+                p.metadata.name,
+                p.spec.scheduler_name,
             )
-        said = "hello from a real container, through the bridge the chart installed"
-        hello = {
-            "name": "main",
-            "image": "busybox",
-            "command": ["sh", "-c", f"echo {said}"],
-            "resources": {"requests": {"cpu": "100m", "memory": "16Mi"}},
-        }
-        core.create_namespaced_pod(
-            "team",
-            {
-                "metadata": {"name": "hello"},
-                "spec": on_a_real_node({"restartPolicy": "Never", "containers": [hello]}),
-            },
-        )
-
-        def phases() -> dict[str, str] | None:
-            pods = {p.metadata.name: p for p in core.list_namespaced_pod("team").items}
-            seen = {n: p.status.phase for n, p in pods.items()}
-            done = seen.get("hello") == "Succeeded" and seen.get("pair-0") == seen.get("pair-1") == "Running"
-            return seen if done else None
-
-        wait_for(
-            "the gang Running and the real container done, through the installed bridge", phases, timeout=240
-        )
-        for p in core.list_namespaced_pod("team").items:
-            assert (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) == REMOTE, p.metadata.name
-            assert (p.metadata.annotations or {}).get(keys.DECISION_SIGNATURE), p.metadata.name
-        # `kubectl logs` on the front: kube-apiserver asks the chart's vkubelet, which asks the
-        # remote kubelet.
-        assert core.read_namespaced_pod_log("hello", "team").strip() == said
-
-        # `helm uninstall`: its pre-delete hook removes the RemoteCluster while the chart's vkubelet
-        # still runs, so the gang's remote pods are deleted before the vkubelet goes, and nothing is
-        # left holding a finalizer.
-        with api_client(env.kubeconfig(REMOTE)) as remote_api:
-            remote = k8s.CoreV1Api(remote_api)
-            assert {p.metadata.name for p in remote.list_namespaced_pod("team").items} >= {"pair-0", "pair-1"}
-            helm(env, "uninstall", RELEASE, "-n", NAMESPACE, "--wait")
-            assert not remote.list_namespaced_pod("team").items, "remote pods left after helm uninstall"
-        crs = k8s.CustomObjectsApi(api).list_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters")
-        assert not crs["items"], [rc["metadata"] for rc in crs["items"]]
-        assert REMOTE not in {n.metadata.name for n in core.list_node().items}
-        assert not core.list_namespaced_pod("team").items
-        assert (
-            not k8s.BatchV1Api(api).list_namespaced_job(NAMESPACE).items
-        )  # the hook's Job, deleted on success
-        assert not apps.list_namespaced_deployment(NAMESPACE).items
+        whole, _ = _upgrade_under_load(f)
+        _free_room(f, whole)
+        _uninstall(f, tmp_path)

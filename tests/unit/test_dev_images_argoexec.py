@@ -7,7 +7,7 @@ import tarfile
 from pathlib import Path
 
 from armada_bridge import versions
-from armada_bridge.dev.images import argoexec
+from armada_bridge.dev.images import argoexec, static
 from armada_bridge.dev.images.recipes import RECIPES, Recipe
 
 
@@ -31,7 +31,7 @@ def _layout(tmp_path: Path) -> dict[str, tuple[Path, int]]:
 
 def test_argoexec_rootfs_has_the_static_binary_where_init_finds_it(tmp_path: Path) -> None:
     rootfs = tmp_path / "rootfs.tar"
-    argoexec.write_rootfs(_layout(tmp_path), rootfs)
+    static.write_rootfs(_layout(tmp_path), rootfs, argoexec.DIRS)
     with tarfile.open(rootfs) as t:
         members = {m.name: m for m in t.getmembers()}
         passwd = t.extractfile("etc/passwd").read().decode()  # type: ignore[union-attr]
@@ -39,7 +39,7 @@ def test_argoexec_rootfs_has_the_static_binary_where_init_finds_it(tmp_path: Pat
     assert binary.isfile() and binary.mode == 0o755 and binary.uid == 0  # any user may copy it
     assert members["tmp"].isdir() and members["tmp"].mode == 0o1777
     assert members["var/run/argo"].isdir()
-    for f in ("etc/ssh/ssh_known_hosts", "etc/nsswitch.conf", "etc/mime.types", argoexec.CA_BUNDLE[1:]):
+    for f in ("etc/ssh/ssh_known_hosts", "etc/nsswitch.conf", "etc/mime.types", static.CA_BUNDLE[1:]):
         assert members[f].isfile()
     assert passwd.startswith("root:x:0:0:")
     # Every directory comes before what it holds.
@@ -51,7 +51,7 @@ def test_argoexec_rootfs_has_the_static_binary_where_init_finds_it(tmp_path: Pat
 
 def test_argoexec_digest_follows_the_binary_content(tmp_path: Path) -> None:
     layout = _layout(tmp_path)
-    recipe = Recipe("argoexec", "x", argoexec.CONFIG, argoexec.build, lambda: argoexec.content_inputs(layout))
+    recipe = Recipe("argoexec", "x", argoexec.CONFIG, argoexec.build, lambda: static.content_inputs(layout))
     before = recipe.digest()
     assert recipe.digest() == before
     layout["bin/argoexec"][0].write_bytes(b"another build")

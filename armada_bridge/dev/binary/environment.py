@@ -408,6 +408,10 @@ class Environment(BaseEnvironment):
             extender_setup.scheduler_configuration(template, url, tls)["extenders"]
         )
 
+    def front_scheduler_without_extender(self) -> None:
+        """The front kube-scheduler on its own again (an installed bridge's extender gone)."""
+        self.cluster(FRONT).reconfigure_scheduler([])
+
     def _write_scheduler_config(self, secure_port: int | None) -> None:
         """The repo's front scheduler configuration, pointed at the local extender's secure port
         (without the extender when None: no bridge runs on the host)."""

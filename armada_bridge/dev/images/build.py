@@ -63,10 +63,19 @@ def ensure_all(keys: list[str] | None = None) -> dict[str, Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build the dev environment's real-node images.")
     parser.add_argument("keys", nargs="*", choices=[*RECIPES, []], help="images to build (default: all)")
+    parser.add_argument(
+        "--without-builds",
+        action="store_true",
+        help="only the images not made from what hack/build-binaries.sh or hack/build-operators.sh "
+        "builds (hack/setup.sh builds them beside those)",
+    )
     args = parser.parse_args(argv)
     if shutil.which("ctr") is None:
         log("note: containerd's ctr is not installed; the archives are built but no node can import them")
-    for key, path in ensure_all(args.keys).items():
+    keys = args.keys or list(RECIPES)
+    if args.without_builds:
+        keys = [k for k in keys if not RECIPES[k].from_builds]
+    for key, path in ensure_all(keys).items():
         print(f"{key}\t{RECIPES[key].name}\t{path}")
     return 0
 

@@ -25,6 +25,9 @@ packages and this repository's sources, each under the name the pods that use it
 - `bridge`: the bridge's own runtime image, what the Dockerfile describes, under the name the Helm
   chart runs (`ghcr.io/armadaproject/armada-bridge:<tag>`): Debian's Python 3.11 and openssl, this
   repository's wheel without the local environment, its dependencies from PyPI (runtime.py).
+- `kube-scheduler`: `registry.k8s.io/kube-scheduler:<KUBERNETES_VERSION>`, the pinned release's
+  static binary on a distroless-like root, the image of the chart's second scheduler
+  (kube_scheduler.py).
 
 Debian root filesystems with PyPI packages are built by rootfs.DebianRoot.
 """
@@ -39,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from armada_bridge.dev.images import argoexec, dask, mpi, pytorch, ray, runtime, spark
+from armada_bridge.dev.images import argoexec, dask, kube_scheduler, mpi, pytorch, ray, runtime, spark
 from armada_bridge.dev.images.oci import ImageConfig
 from armada_bridge.dev.images.rootfs import (
     DEBIAN_SUITE,
@@ -63,6 +66,9 @@ class Recipe:
     config: ImageConfig
     build: Callable[[Path, Path], None]  # (work directory, rootfs tar to write)
     inputs: Callable[[], tuple[str, ...]] = tuple  # what the content depends on, read when asked
+    # Made from what hack/build-binaries.sh or hack/build-operators.sh builds (built first when
+    # missing): the others can be built beside those builds.
+    from_builds: bool = False
 
     def digest(self) -> str:
         """Changes with everything the image is made from (the key of its cache entry)."""
@@ -154,9 +160,19 @@ RECIPES = {
         Recipe("spark", spark.NAME, spark.CONFIG, spark.ROOT.build, spark.inputs),
         Recipe("ray", ray.NAME, ray.CONFIG, ray.ROOT.build, ray.inputs),
         Recipe("dask", dask.NAME, dask.CONFIG, dask.ROOT.build, dask.inputs),
-        Recipe("argoexec", argoexec.IMAGE, argoexec.CONFIG, argoexec.build, argoexec.inputs),
+        Recipe(
+            "argoexec", argoexec.IMAGE, argoexec.CONFIG, argoexec.build, argoexec.inputs, from_builds=True
+        ),
         Recipe("mpi-pi", mpi.IMAGE, mpi.CONFIG, mpi.build, mpi.inputs),
         Recipe("pytorch", pytorch.NAME, pytorch.CONFIG, pytorch.ROOT.build, pytorch.inputs),
         Recipe("bridge", runtime.NAME, runtime.CONFIG, runtime.build, runtime.inputs),
+        Recipe(
+            "kube-scheduler",
+            kube_scheduler.IMAGE,
+            kube_scheduler.CONFIG,
+            kube_scheduler.build,
+            kube_scheduler.inputs,
+            from_builds=True,
+        ),
     )
 }

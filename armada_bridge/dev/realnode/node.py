@@ -32,9 +32,11 @@ from armada_bridge.dev.realnode import containerd, host, kubelet
 # Memory the environment's own processes (control planes, bridge, operators) keep from real nodes.
 KEPT_FOR_THE_ENVIRONMENT = 4 * 2**30
 # What the front's real node offers its pods, and the images it has (recipe keys).
-FRONT_SHARE_CPU_M = 2000  # the chart's requests: two extenders of 500m, two vkubelets of 200m
-FRONT_SHARE_MEMORY = 3 * 2**30
-FRONT_IMAGES = ("pause", "busybox", "bridge")
+# The chart's requests (two extenders of 500m/512Mi, two vkubelets of 200m/256Mi) and a rolling
+# upgrade's surge (one more of each) beside them.
+FRONT_SHARE_CPU_M = 3000
+FRONT_SHARE_MEMORY = 4 * 2**30
+FRONT_IMAGES = ("pause", "busybox", "bridge", "kube-scheduler")
 MAX_PODS = 30
 # Ports of each real node, among the environment's ports (named `<kind>-<node>`).
 PORT_KINDS = ("kubelet", "kubelet-healthz", "containerd-stream")
