@@ -584,7 +584,7 @@ class PoolRound:
         label = (d[2], d[3]) if d[2] is not None and d[3] is not None else None
         out: rs.Resources = {}
         for group in domain_groups(self.s.nodedb, d):
-            for entry in group.entries:
+            for entry in group.members:
                 if label is not None and entry.labels.get(label[0]) != label[1]:
                     continue
                 for job_id, (req, prio, _seq) in entry.bound.items():
