@@ -307,7 +307,8 @@ class NodeDb:
         if counts is None:
             counts = self._bound_by_priority[entry.pool] = {}
         counts[priority] = counts.get(priority, 0) + 1
-        self._rekey(entry)
+        if not entry.stale:  # a stale node is already due to move (a node's run of binds)
+            self._rekey(entry)
         self.node_of_job[job_id] = entry.name
 
     def unbind(self, job_id: str) -> str | None:

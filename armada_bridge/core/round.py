@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from armada_bridge.core import quantities as rs
-from armada_bridge.core.constraints import Limits, TokenBucket, cap_demand, limits, would_exceed
+from armada_bridge.core.constraints import TokenBucket, cap_demand, limits
 from armada_bridge.core.fairness import DominantResourceFairness, QueueShare, compute_fair_shares
 from armada_bridge.core.gang import (
     Domain,
@@ -44,6 +44,9 @@ if TYPE_CHECKING:  # the scheduler runs rounds: a type, not a runtime dependency
     from armada_bridge.core.scheduler import Scheduler
 
 Candidate = tuple[list[JobRecord], bool]  # members, evicted
+#: one limit to check before placing: (what the queue holds, resource, the most it may hold,
+#: whether the limit is its priority class's).
+LimitCheck = tuple[rs.Resources, str, float, bool]
 
 
 class QueueIterator:
@@ -100,6 +103,7 @@ class QueueIterator:
         s = pr.s
         reasons = s.reasons
         qj = self.qj
+        unfeasible = pr.unfeasible
         # Shapes found unfeasible while looking for the next candidate: their reason, per key.
         # The queue's cost does not change while skipping, so neither does the reason.
         skipped: dict[int, str] | None = None
@@ -138,7 +142,7 @@ class QueueIterator:
                 skey = rec.skey
                 known = skipped.get(skey) if skipped is not None else None
                 if known is None:
-                    cached = s.unfeasible.get((pool, skey))
+                    cached = unfeasible.get(skey)
                     if cached is not None and cached[0] == pr.epochs:
                         known = pr.reason_for(self.queue, cached[1])
                         if skipped is None:
@@ -216,6 +220,8 @@ class PoolRound:
         #: Armada's rescheduling order; the last ones are taken first.
         self.evicted: dict[str, int] = {}
         self.epochs = s.epochs()
+        #: this pool's shapes that fit nowhere (Scheduler.unfeasible).
+        self.unfeasible = s.unfeasible.setdefault(pool, {})
         self.round_stop = ""
         self._reason_memo: dict[tuple[str, int, str], str] = {}
         self._alloc_version: dict[str, int] = {}
@@ -229,8 +235,8 @@ class PoolRound:
             or self._global_limited
             or self._queue_limited
         )
-        #: (queue, priority class) -> the queue's limits and the class's in this pool.
-        self._limits: dict[tuple[str, str], tuple[Limits, Limits]] = {}
+        #: (queue, priority class) -> the queue's limits, then the class's, in this pool.
+        self._limits: dict[tuple[str, str], list[LimitCheck]] = {}
         self._placements: dict[str, Placement] = {}
         #: scheduling key -> (node, node database version): the best fit of the last single job
         #: of that key placed in this round, right after its bind. While nothing else changed,
@@ -424,20 +430,23 @@ class PoolRound:
         # A colocated job's fit depends on where its colocation runs, not on its shape alone.
         head = members[0]
         single = len(members) == 1 and not head.is_gang and head.job.colocation is None
-        if single:
-            cached = s.unfeasible.get((self.pool, head.skey))
-            if cached is not None and cached[0] == self.epochs:
-                self._wait(members, self.reason_for(queue, cached[1]))
-                return
+        # The node of the last job of this shape first: while it is valid, no verdict that the
+        # shape fits nowhere is (a job of the shape was placed after any such verdict, and a plan
+        # that fails, the only writer of verdicts, is only tried once the last fit is invalid).
         last = self._last_fit.get(head.skey) if single else None
         if last is not None and last[1] == s.nodedb.version and rs.fits(head.requests, last[0].free):
             assignments, victims = [(head, last[0])], _NO_VICTIMS
         else:
+            if single:
+                cached = self.unfeasible.get(head.skey)
+                if cached is not None and cached[0] == self.epochs:
+                    self._wait(members, self.reason_for(queue, cached[1]))
+                    return
             plan, why, cacheable = self._plan(queue, members)
             if plan is None:
                 self._wait(members, self.reason_for(queue, why))
                 if single and cacheable:
-                    s.unfeasible[(self.pool, head.skey)] = (self.epochs, why)
+                    self.unfeasible[head.skey] = (self.epochs, why)
                 return
             assignments, victims = plan.assignments, plan.victims
         self._commit(queue, assignments, victims)
@@ -474,40 +483,44 @@ class PoolRound:
     def _queue_limit(self, queue: str, members: list[JobRecord], pool: str | None = None) -> str:
         """Why ``members`` would take ``queue`` over a limit in this round's pool (or, as things
         stand, in ``pool``), or ""."""
-        s = self.s
         pc = members[0].pc
         if pool is None or pool == self.pool:
-            bounds = self._limits.get((queue, pc.name))
-            if bounds is None:
-                bounds = self._limits[(queue, pc.name)] = self._bounds(queue, pc, self.total)
-            alloc, alloc_pc = self.alloc[queue], self.alloc_pc[queue].get(pc.name, _NOTHING)
+            checks = self._limits.get((queue, pc.name))
+            if checks is None:
+                # The round's allocations are updated in place: the checks read them as they go.
+                by_pc = self.alloc_pc[queue]
+                held_pc = by_pc.get(pc.name)
+                if held_pc is None:
+                    held_pc = by_pc[pc.name] = {}
+                checks = self._checks(queue, pc, self.total, self.alloc[queue], held_pc)
+                self._limits[(queue, pc.name)] = checks
         else:
-            alloc, alloc_pc = s.alloc.of(pool, queue), s.alloc.of_pc(pool, queue, pc.name)
-            bounds = self._bounds(queue, pc, s.nodedb.pool_total(pool))
-        if not bounds[0] and not bounds[1]:
+            s = self.s
+            held, held_pc = s.alloc.of(pool, queue), s.alloc.of_pc(pool, queue, pc.name)
+            checks = self._checks(queue, pc, s.nodedb.pool_total(pool), held, held_pc)
+        if not checks:
             return ""
-        q = s.queues[queue]
         req = members[0].requests if len(members) == 1 else rs.total(m.requests for m in members)
-        if bounds[0]:
-            res = would_exceed(alloc, req, bounds[0])
-            if res:
+        for have, res, most, by_class in checks:
+            if have.get(res, 0) + req.get(res, 0) > most + 1e-9:
+                q = self.s.queues[queue]
+                if not by_class:
+                    return f"queue {queue} would exceed its limit of {q.resource_limits[res]:g} of the pool's {res}"
                 return (
-                    f"queue {queue} would exceed its limit of {q.resource_limits[res]:g} of the pool's {res}"
-                )
-        if bounds[1]:
-            res = would_exceed(alloc_pc, req, bounds[1])
-            if res:
-                fractions = self._class_limits(q, pc)
-                return (
-                    f"queue {queue} would exceed its limit of {fractions[res]:g} of the pool's {res} "
-                    f"for priority class {pc.name}"
+                    f"queue {queue} would exceed its limit of {self._class_limits(q, pc)[res]:g} of the "
+                    f"pool's {res} for priority class {pc.name}"
                 )
         return ""
 
-    def _bounds(self, queue: str, pc: PriorityClass, total: rs.Resources) -> tuple[Limits, Limits]:
-        """The most ``queue`` may hold in a pool of ``total``: in all, and of class ``pc``."""
+    def _checks(
+        self, queue: str, pc: PriorityClass, total: rs.Resources, held: rs.Resources, held_pc: rs.Resources
+    ) -> list[LimitCheck]:
+        """The limits of ``queue`` in a pool of ``total``, in all (``held``) and of class ``pc``
+        (``held_pc``), in the order they are checked."""
         q = self.s.queues[queue]
-        return limits(q.resource_limits, total), limits(self._class_limits(q, pc), total)
+        return [(held, res, most, False) for res, most in limits(q.resource_limits, total)] + [
+            (held_pc, res, most, True) for res, most in limits(self._class_limits(q, pc), total)
+        ]
 
     @staticmethod
     def _class_limits(q: Queue, pc: PriorityClass) -> Mapping[str, float]:
@@ -729,7 +742,7 @@ class PoolRound:
         scheduled, placements = self.result.scheduled, self._placements
         budget = self.config.maximum_resource_fraction_to_schedule
         for rec, entry in assignments:
-            s.bind(rec, entry.name, self.now)
+            s.bind_to(rec, entry, self.now)
             by_pc = alloc_pc.get(rec.pc.name)
             if by_pc is None:
                 by_pc = alloc_pc[rec.pc.name] = {}
@@ -798,7 +811,6 @@ class PoolRound:
 
 _EMPTY = type("_Empty", (), {"items": []})()
 _QUEUED = JobState.QUEUED
-_NOTHING: dict[str, int] = {}
 _NO_VICTIMS: dict[str, int] = {}
 
 

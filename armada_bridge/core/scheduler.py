@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.constraints import TokenBucket
 from armada_bridge.core.model import Job, JobState, Node, Queue, SchedulingConfig
-from armada_bridge.core.nodedb import NodeDb
+from armada_bridge.core.nodedb import NodeDb, NodeEntry
 from armada_bridge.core.result import Placement, RoundResult, Waiting
 from armada_bridge.core.round import PoolRound
 from armada_bridge.core.state import Allocation, Colocation, GangRecord, JobRecord, QueueJobs, make_record
@@ -64,8 +64,9 @@ class Scheduler:
         #: scheduling key -> its number (JobRecord.skey); one entry per distinct key ever seen,
         #: as ``unfeasible`` keeps one per key and pool.
         self.scheduling_keys: dict[tuple[object, ...], int] = {}
-        #: (pool, scheduling key) -> ((capacity_epoch, low_bind_epoch), reason): shapes that fit nowhere.
-        self.unfeasible: dict[tuple[str, int], tuple[tuple[int, int], str]] = {}
+        #: pool -> scheduling key -> ((capacity_epoch, low_bind_epoch), reason): shapes that fit
+        #: nowhere (per pool, so that a look-up per job hashes a small int, not a tuple).
+        self.unfeasible: dict[str, dict[int, tuple[tuple[int, int], str]]] = {}
         self.global_bucket = TokenBucket(
             self.config.maximum_scheduling_rate, self.config.maximum_scheduling_burst
         )
@@ -322,7 +323,11 @@ class Scheduler:
 
     def bind(self, rec: JobRecord, node_name: str, at: float) -> None:
         """Queued -> running on ``node_name`` (nodes, allocations, gang domain), bound at `at`."""
-        entry = self.nodedb.entries[node_name]
+        self.bind_to(rec, self.nodedb.entries[node_name], at)
+
+    def bind_to(self, rec: JobRecord, entry: NodeEntry, at: float) -> None:
+        """:meth:`bind`, to a node the caller has found."""
+        node_name = entry.name
         if self._shared is not None:
             self._unshare()
         self._dequeue(rec)
