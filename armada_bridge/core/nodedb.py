@@ -189,9 +189,6 @@ class NodeDb:
         self._type_info: list[tuple[dict[str, str], tuple[Taint, ...]]] = []
         self._compat: dict[tuple[RequirementsKey, int], str | None] = {}
         self._pool_total: dict[str, Resources] = {}
-        #: job id -> node name for every bound job.
-        self.node_of_job: dict[str, str] = {}
-        self._bind_seq = 0
         #: pool -> priority -> number of bound jobs (to skip hopeless urgency-preemption scans).
         self._bound_by_priority: dict[str, dict[int, int]] = {}
         #: bumped by every change of a node's free resources or of the set of nodes.
@@ -250,8 +247,7 @@ class NodeDb:
             return []
         self._detach(entry)
         counts = self._bound_by_priority.get(entry.pool, {})
-        for job_id, (_req, prio, _seq) in entry.bound.items():
-            self.node_of_job.pop(job_id, None)
+        for _req, prio, _seq in entry.bound.values():
             counts[prio] -= 1
         return sorted(entry.bound)
 
@@ -296,27 +292,29 @@ class NodeDb:
         return {k: v for k, v in self._pool_total.get(pool, {}).items() if v}
 
     # --------------------------------------------------------------- binding
-    def bind(self, job_id: str, requests: Mapping[str, int], priority: int, entry: NodeEntry) -> None:
+    def bind(
+        self, job_id: str, requests: Mapping[str, int], priority: int, entry: NodeEntry, seq: int
+    ) -> None:
+        """Bind a job to ``entry``; ``seq`` orders it among the jobs bound before it (the scheduler's
+        bind sequence: victims are taken newest first)."""
         self.version += 1
         free = entry.free
         for k, v in requests.items():
             free[k] = free.get(k, 0) - v
-        self._bind_seq += 1
-        entry.bound[job_id] = (requests, priority, self._bind_seq)
+        entry.bound[job_id] = (requests, priority, seq)
         counts = self._bound_by_priority.get(entry.pool)
         if counts is None:
             counts = self._bound_by_priority[entry.pool] = {}
         counts[priority] = counts.get(priority, 0) + 1
         if not entry.stale:  # a stale node is already due to move (a node's run of binds)
             self._rekey(entry)
-        self.node_of_job[job_id] = entry.name
 
-    def unbind(self, job_id: str) -> str | None:
-        node_name = self.node_of_job.pop(job_id, None)
-        if node_name is None:
+    def unbind(self, job_id: str, node_name: str) -> str | None:
+        """Unbind a job from ``node_name`` (nothing if it is not bound there)."""
+        entry = self.entries.get(node_name)
+        if entry is None or job_id not in entry.bound:
             return None
         self.version += 1
-        entry = self.entries[node_name]
         req, prio, _seq = entry.bound.pop(job_id)
         self._bound_by_priority[entry.pool][prio] -= 1
         rs.add_into(entry.free, req)

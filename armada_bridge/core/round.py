@@ -52,9 +52,14 @@ LimitCheck = tuple[rs.Resources, str, float, bool]
 class QueueIterator:
     """Yields a queue's candidate gangs for one pool, evicted ones first."""
 
-    def __init__(self, pr: PoolRound, queue: str, evicted: list[list[JobRecord]]) -> None:
+    def __init__(self, pr: PoolRound, queue: str, rank: int, evicted: list[list[JobRecord]]) -> None:
         self.pr = pr
         self.queue = queue
+        #: the queue's place in name order (ties in the heap go to the first name).
+        self.rank = rank
+        #: the queue's allocation in this round (updated in place) and its weight.
+        self.alloc = pr.alloc[queue]
+        self.weight = pr.weights[queue]
         self.evicted = evicted
         qj = pr.s.queue_jobs.get(queue)
         self.qj = qj
@@ -299,8 +304,11 @@ class PoolRound:
                 demand_share=sh.demand_share,
             )
         evictions = self._evict(active)
-        iterators = {name: QueueIterator(self, name, evictions.get(name, [])) for name in active}
-        # (priority, cost, queue name, iterator): names are unique, so iterators are never compared.
+        # ``active`` is in name order.
+        iterators = {
+            name: QueueIterator(self, name, rank, evictions.get(name, [])) for rank, name in enumerate(active)
+        }
+        # (priority, cost, queue rank, iterator): ranks are unique, so iterators are never compared.
         heap = [e for e in map(self._heap_entry, iterators.values()) if e is not None]
         heapq.heapify(heap)
         while heap:
@@ -316,7 +324,7 @@ class PoolRound:
                 heapq.heapreplace(heap, entry)  # the same queue, at its new place
         self._finish(iterators, evictions)
 
-    def _heap_entry(self, it: QueueIterator) -> tuple[int, float, str, QueueIterator] | None:
+    def _heap_entry(self, it: QueueIterator) -> tuple[int, float, int, QueueIterator] | None:
         cand = it.current
         if cand is None:
             return None
@@ -326,8 +334,7 @@ class PoolRound:
         g = self.s.gangs.get(head.gang_key) if head.is_gang else None
         if g is not None and g.min_resources and g.domain is None:
             req = {k: max(req.get(k, 0), g.min_resources.get(k, 0)) for k in set(req) | set(g.min_resources)}
-        cost = self.drf.cost_with(self.alloc[it.queue], req) / self.weights[it.queue]
-        return (-head.pc.priority, cost, it.queue, it)
+        return (-head.pc.priority, self.drf.cost_with(it.alloc, req) / it.weight, it.rank, it)
 
     # ----------------------------------------------------------- eviction
     def _evict(self, active: list[str]) -> dict[str, list[list[JobRecord]]]:

@@ -29,6 +29,8 @@ from armada_bridge.core.result import Placement, RoundResult, Waiting
 from armada_bridge.core.round import PoolRound
 from armada_bridge.core.state import Allocation, Colocation, GangRecord, JobRecord, QueueJobs, make_record
 
+_RUNNING = JobState.RUNNING  # an enum member read from its class costs a look-up each time
+
 
 class SchedulerError(ValueError):
     """A call that does not fit the scheduler's state (unknown job, duplicate id, ...)."""
@@ -231,9 +233,9 @@ class Scheduler:
             qj.compact(force=True)  # removals since the last round
         for pool in pools:
             PoolRound(self, pool, now, result).run()
-        # Jobs bound by one pool may have been given a bulk reason by a later pool.
-        for job_id in result.scheduled:
-            self.reasons.pop(job_id, None)
+        if len(pools) > 1:  # jobs bound by one pool may have been given a bulk reason by a later pool
+            for job_id in result.scheduled:
+                self.reasons.pop(job_id, None)
         for name, qj in self.queue_jobs.items():
             qj.compact(force=True)  # the round's own leftovers, so the next round starts clean
             if name not in self.queues or not pools:
@@ -331,11 +333,12 @@ class Scheduler:
         if self._shared is not None:
             self._unshare()
         self._dequeue(rec)
-        self.nodedb.bind(rec.id, rec.requests, rec.pc.priority, entry)
-        rec.state = JobState.RUNNING
-        rec.node, rec.cluster, rec.pool = node_name, entry.cluster, entry.pool
         self._bind_seq += 1
-        rec.bound = (at, self._bind_seq)
+        seq = self._bind_seq
+        self.nodedb.bind(rec.id, rec.requests, rec.pc.priority, entry, seq)
+        rec.state = _RUNNING
+        rec.node, rec.cluster, rec.pool = node_name, entry.cluster, entry.pool
+        rec.bound = (at, seq)
         self.alloc.add(rec, entry.pool)
         self.reasons.pop(rec.id, None)
         if rec.pc.priority < self._max_priority:
@@ -352,9 +355,9 @@ class Scheduler:
             c.running += 1
 
     def _unbind(self, rec: JobRecord) -> None:
-        if rec.state is not JobState.RUNNING or rec.pool is None:
+        if rec.state is not JobState.RUNNING or rec.pool is None or rec.node is None:
             return
-        self.nodedb.unbind(rec.id)
+        self.nodedb.unbind(rec.id, rec.node)
         self.alloc.remove(rec, rec.pool)
         self.capacity_epoch += 1
         g = self.gangs.get(rec.gang_key)

@@ -36,15 +36,15 @@ def test_binding_and_unbinding_keep_every_index_in_best_fit_order() -> None:
     rng = random.Random(11)
     db = NodeDb(["cpu"])
     _entries(db, 40)
-    bound: list[str] = []
+    bound: list[tuple[str, str]] = []
     for i in range(500):
         if bound and rng.random() < 0.4:
-            db.unbind(bound.pop(rng.randrange(len(bound))))
+            db.unbind(*bound.pop(rng.randrange(len(bound))))
         else:
             name = f"n-{rng.randrange(40):03d}"
             if db.entries[name].free["cpu"] >= 1000:
-                db.bind(f"j-{i}", {"cpu": 1000}, 0, db.entries[name])
-                bound.append(f"j-{i}")
+                db.bind(f"j-{i}", {"cpu": 1000}, 0, db.entries[name], i)
+                bound.append((f"j-{i}", name))
         # A bound node moves in its indexes when they are next read in order (here: the pool's
         # index often, its clusters' now and then, so that several moved nodes are put in place
         # together); reads in no order leave them as they are.
