@@ -436,7 +436,7 @@ class PoolRound:
             return
         # A colocated job's fit depends on where its colocation runs, not on its shape alone.
         head = members[0]
-        single = len(members) == 1 and not head.is_gang and head.job.colocation is None
+        single = len(members) == 1 and not head.is_gang and head.colocation is None
         # The node of the last job of this shape first: while it is valid, no verdict that the
         # shape fits nowhere is (a job of the shape was placed after any such verdict, and a plan
         # that fails, the only writer of verdicts, is only tried once the last fit is invalid).

@@ -27,7 +27,15 @@ from armada_bridge.core.model import Job, JobState, Node, Queue, SchedulingConfi
 from armada_bridge.core.nodedb import NodeDb, NodeEntry
 from armada_bridge.core.result import Placement, RoundResult, Waiting
 from armada_bridge.core.round import PoolRound
-from armada_bridge.core.state import Allocation, Colocation, GangRecord, JobRecord, QueueJobs, make_record
+from armada_bridge.core.state import (
+    Allocation,
+    Colocation,
+    GangRecord,
+    JobRecord,
+    QueueJobs,
+    Shapes,
+    make_record,
+)
 
 _RUNNING = JobState.RUNNING  # an enum member read from its class costs a look-up each time
 
@@ -63,9 +71,9 @@ class Scheduler:
         #: bumped whenever a job that a higher priority class could displace is bound.
         self.low_bind_epoch = 0
         self._max_priority = max((pc.priority for pc in self.config.priority_classes.values()), default=0)
-        #: scheduling key -> its number (JobRecord.skey); one entry per distinct key ever seen,
-        #: as ``unfeasible`` keeps one per key and pool.
-        self.scheduling_keys: dict[tuple[object, ...], int] = {}
+        #: scheduling keys and requests of the jobs ever seen, once each (as ``unfeasible`` keeps
+        #: one verdict per key and pool).
+        self.shapes = Shapes()
         #: pool -> scheduling key -> ((capacity_epoch, low_bind_epoch), reason): shapes that fit
         #: nowhere (per pool, so that a look-up per job hashes a small int, not a tuple).
         self.unfeasible: dict[str, dict[int, tuple[tuple[int, int], str]]] = {}
@@ -139,7 +147,7 @@ class Scheduler:
             raise SchedulerError(f"job {job.id} already exists")
         if job.gang_cardinality < 1:
             raise SchedulerError(f"job {job.id}: gang cardinality must be >= 1")
-        rec = make_record(job, self.config.priority_class_of(job), self.scheduling_keys)
+        rec = make_record(job, self.config.priority_class_of(job), self.shapes)
         self.jobs[job.id] = rec
         if job.is_gang:
             g = self.gangs.get(rec.gang_key)
@@ -168,8 +176,7 @@ class Scheduler:
             return
         if (job.requests, job.queue, job.colocation) != (rec.job.requests, rec.job.queue, rec.job.colocation):
             raise SchedulerError(f"job {job.id} is running; its queue, requests and colocation cannot change")
-        rec.job = job
-        rec.requests = job.requests
+        rec.job = job  # its requests are equal to the record's
 
     def remove_job(self, job_id: str) -> None:
         """Forget a job in any state (deleted, finished, failed); frees its node."""
@@ -300,7 +307,7 @@ class Scheduler:
     def _queued_demand(self, rec: JobRecord, sign: int) -> None:
         q = rec.queue
         self.queued_count[q] = self.queued_count.get(q, 0) + sign
-        pools = rec.job.pools
+        pools = rec.pools
         if pools is None:
             acc = self.queued_demand.get(q)
             if acc is None:
@@ -349,7 +356,7 @@ class Scheduler:
             if g.domain is None:
                 label = g.uniformity_label
                 g.domain = (entry.pool, entry.cluster, label, entry.labels.get(label) if label else None)
-        key = rec.job.colocation
+        key = rec.colocation
         if key is not None:
             c = self.colocations.setdefault(key, Colocation(entry.pool, entry.cluster))
             c.running += 1

@@ -25,7 +25,8 @@ class JobRecord:
     id: str
     queue: str
     job: Job
-    #: the job's requests (shared with ``job``; never mutated).
+    #: the job's requests (equal to ``job``'s, one dict for all jobs that request the same;
+    #: never mutated).
     requests: Resources
     pc: PriorityClass
     rkey: RequirementsKey
@@ -36,6 +37,7 @@ class JobRecord:
     gang_key: str
     is_gang: bool
     pools: tuple[str, ...] | None
+    colocation: str | None
     state: JobState = JobState.QUEUED
     node: str | None = None
     cluster: str | None = None
@@ -248,16 +250,31 @@ def scheduling_key(job: Job, pc: PriorityClass, rkey: RequirementsKey) -> tuple[
     return (rkey, tuple(sorted(job.requests.items())), pc.priority, job.pools)
 
 
-def make_record(job: Job, pc: PriorityClass, keys: dict[tuple[object, ...], int]) -> JobRecord:
-    """The record of a queued job; ``keys`` numbers the distinct scheduling keys (a small int is
-    hashed and compared for nothing, a key tuple on every look-up)."""
+class Shapes:
+    """What many jobs have in common, kept once: scheduling keys numbered (a small int is hashed
+    and compared for nothing, a key tuple on every look-up) and request vectors (a round reads the
+    requests of every job it places: one dict per distinct request stays in the cache)."""
+
+    __slots__ = ("keys", "requests")
+
+    def __init__(self) -> None:
+        #: scheduling key -> its number (JobRecord.skey).
+        self.keys: dict[tuple[object, ...], int] = {}
+        #: requests, as (resource, quantity) pairs in their order -> the one dict for them.
+        self.requests: dict[tuple[tuple[str, int], ...], Resources] = {}
+
+
+def make_record(job: Job, pc: PriorityClass, shapes: Shapes) -> JobRecord:
+    """The record of a queued job."""
     rkey = requirements_key(job)
     skey = scheduling_key(job, pc, rkey)
+    keys = shapes.keys
+    requests = shapes.requests.setdefault(tuple(job.requests.items()), job.requests)
     return JobRecord(
         id=job.id,
         queue=job.queue,
         job=job,
-        requests=job.requests,
+        requests=requests,
         pc=pc,
         rkey=rkey,
         skey=keys.setdefault(skey, len(keys)),
@@ -265,6 +282,7 @@ def make_record(job: Job, pc: PriorityClass, keys: dict[tuple[object, ...], int]
         gang_key=job.gang_key(),
         is_gang=job.is_gang,
         pools=job.pools,
+        colocation=job.colocation,
     )
 
 
