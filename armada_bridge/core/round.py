@@ -214,6 +214,9 @@ class PoolRound:
         self.config = s.config
         self.total = s.nodedb.pool_total(pool)
         self.drf = DominantResourceFairness(self.total, self.config.drf_resources)
+        #: queue -> its allocation in the pool, in all and per priority class: the scheduler's own
+        #: dicts (binds and preemptions update them), less the jobs evicted this round and not
+        #: rescheduled yet (counted again when rescheduled, preempted or at the end of the round).
         self.alloc: dict[str, rs.Resources] = {}
         self.alloc_pc: dict[str, dict[str, rs.Resources]] = {}
         self.shares: dict[str, QueueShare] = {}
@@ -273,11 +276,8 @@ class PoolRound:
             active.append(name)
             if has_queued:
                 wants_more.add(name)
-            alloc = dict(s.alloc.of(pool, name))
+            alloc, self.alloc_pc[name] = s.alloc.slots(pool, name)
             self.alloc[name] = alloc
-            self.alloc_pc[name] = {
-                pc: dict(v) for pc, v in s.alloc.by_pool_queue_pc.get(pool, {}).get(name, {}).items()
-            }
             demand = rs.add(rs.add(alloc, any_demand), pool_demand)
             capped = cap_demand(demand, self.total, queue.resource_limits)
             demand_shares[name] = self.drf.cost(capped) if not self.drf.is_empty else 1.0
@@ -745,17 +745,10 @@ class PoolRound:
                     )
                 self._preempt(victim, reason)
         self._alloc_version[queue] = self._alloc_version.get(queue, 0) + 1
-        alloc, alloc_pc = self.alloc[queue], self.alloc_pc[queue]
         scheduled, placements = self.result.scheduled, self._placements
         budget = self.config.maximum_resource_fraction_to_schedule
         for rec, entry in assignments:
-            s.bind_to(rec, entry, self.now)
-            by_pc = alloc_pc.get(rec.pc.name)
-            if by_pc is None:
-                by_pc = alloc_pc[rec.pc.name] = {}
-            for k, v in rec.requests.items():
-                alloc[k] = alloc.get(k, 0) + v
-                by_pc[k] = by_pc.get(k, 0) + v
+            s.bind_to(rec, entry, self.now)  # the queue's allocation (self.alloc) grows with it
             if budget:
                 rs.add_into(self.scheduled_new, rec.requests)
             where = placements.get(entry.name)
@@ -774,12 +767,10 @@ class PoolRound:
         queue = rec.queue
         pool = rec.pool
         if rec.id in self.evicted:
-            # Evicted and not rescheduled: the round already took it out of the allocation.
+            # Evicted and not rescheduled: counted again, so that dropping it uncounts it once.
             del self.evicted[rec.id]
-        elif queue in self.alloc and pool == self.pool:
-            rs.sub_into(self.alloc[queue], rec.requests)
-            rs.sub_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
-        s._drop(rec)  # nodedb.unbind is a no-op for a job the eviction already unbound
+            self._recount(rec)
+        s._drop(rec)
         self.result.preempted[rec.id] = reason
         if pool == self.pool and queue in self.reports:
             self.reports[queue].preempted += 1
@@ -789,9 +780,13 @@ class PoolRound:
         if not all(rec.id in self.evicted and rec.state is JobState.RUNNING for rec in members):
             return
         for rec in members:
-            rs.add_into(self.alloc[queue], rec.requests)
-            rs.add_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
+            self._recount(rec)
             del self.evicted[rec.id]
+
+    def _recount(self, rec: JobRecord) -> None:
+        """An evicted job counts in its queue's allocation again."""
+        rs.add_into(self.alloc[rec.queue], rec.requests)
+        rs.add_into(self.alloc_pc[rec.queue].setdefault(rec.pc.name, {}), rec.requests)
 
     # -------------------------------------------------------------- finish
     def _finish(
@@ -802,7 +797,7 @@ class PoolRound:
         for job_id in sorted(self.evicted):
             rec = s.jobs.get(job_id)
             if rec is not None and rec.state is JobState.RUNNING:
-                rs.add_into(self.alloc[rec.queue], rec.requests)
+                self._recount(rec)
         self.evicted.clear()
         for it in iterators.values():
             if it.stop_reason:

@@ -333,6 +333,11 @@ class Allocation:
         if rec.pc.preemptible:
             self.preemptible[pool][rec.queue].discard(rec.id)
 
+    def slots(self, pool: str, queue: str) -> tuple[Resources, dict[str, Resources]]:
+        """The dicts ``queue``'s allocation in ``pool`` is kept in, in all and per priority class
+        (made if missing; they are updated in place from then on)."""
+        return _slot(_slot(self.by_pool_queue, pool), queue), _slot(_slot(self.by_pool_queue_pc, pool), queue)
+
     def of(self, pool: str, queue: str) -> Resources:
         return self.by_pool_queue.get(pool, {}).get(queue, {})
 
