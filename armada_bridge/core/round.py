@@ -263,8 +263,8 @@ class PoolRound:
         running = s.alloc.running.get(pool, {})
         for name in sorted(s.queues):
             queue = s.queues[name]
-            any_demand = s.queued_demand.get(name, {})
-            pool_demand = s.queued_demand_pool.get((name, pool), {})
+            any_demand = s.queued_demand(name)
+            pool_demand = s.queued_demand(name, pool)
             has_queued = any(v > 0 for v in any_demand.values()) or any(v > 0 for v in pool_demand.values())
             if not has_queued and s.queued_count.get(name, 0) > 0:
                 has_queued = any(

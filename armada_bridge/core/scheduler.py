@@ -56,8 +56,10 @@ class Scheduler:
         self.queue_jobs: dict[str, QueueJobs] = {}
         self.alloc = Allocation()
         #: queue -> demand of queued jobs eligible for any pool; (queue, pool) -> pinned ones.
-        self.queued_demand: dict[str, rs.Resources] = {}
-        self.queued_demand_pool: dict[tuple[str, str], rs.Resources] = {}
+        #: queue -> requests number (Shapes) -> queued jobs eligible for any pool that request so
+        #: many; (queue, pool) -> the same for jobs pinned to pools (a bind changes one count).
+        self.queued_requests: dict[str, dict[int, int]] = {}
+        self.queued_requests_pool: dict[tuple[str, str], dict[int, int]] = {}
         self.queued_count: dict[str, int] = {}
         self.reasons: dict[str, str] = {}
         #: the last round's ``waiting``, while it still shares ``reasons`` (see :meth:`_unshare`).
@@ -297,31 +299,38 @@ class Scheduler:
         if qj is None:
             qj = self.queue_jobs[q] = QueueJobs()
         qj.add(rec)
-        self._queued_demand(rec, +1)
+        self._count_queued(rec, +1)
         if rec.id not in self.reasons:
             self.reasons[rec.id] = self._default_reason(rec)
         g = self.gangs.get(rec.gang_key)
         if g is not None:
             g.queued += 1
 
-    def _queued_demand(self, rec: JobRecord, sign: int) -> None:
+    def _count_queued(self, rec: JobRecord, sign: int) -> None:
         q = rec.queue
         self.queued_count[q] = self.queued_count.get(q, 0) + sign
         pools = rec.pools
+        n = rec.rno
         if pools is None:
-            acc = self.queued_demand.get(q)
-            if acc is None:
-                acc = self.queued_demand[q] = {}
-            for k, v in rec.requests.items():
-                acc[k] = acc.get(k, 0) + sign * v
+            counts = self.queued_requests.get(q)
+            if counts is None:
+                counts = self.queued_requests[q] = {}
+            counts[n] = counts.get(n, 0) + sign
             return
         for p in pools:
-            acc = self.queued_demand_pool.setdefault((q, p), {})
-            for k, v in rec.requests.items():
-                acc[k] = acc.get(k, 0) + sign * v
+            counts = self.queued_requests_pool.setdefault((q, p), {})
+            counts[n] = counts.get(n, 0) + sign
+
+    def queued_demand(self, queue: str, pool: str | None = None) -> rs.Resources:
+        """What the queued jobs of ``queue`` request: those eligible for any pool, or (with
+        ``pool``) those pinned to pools that include ``pool``."""
+        counts = (
+            self.queued_requests.get(queue) if pool is None else self.queued_requests_pool.get((queue, pool))
+        )
+        return self.shapes.total(counts) if counts else {}
 
     def _dequeue(self, rec: JobRecord) -> None:
-        self._queued_demand(rec, -1)
+        self._count_queued(rec, -1)
         qj = self.queue_jobs.get(rec.queue)
         if qj is not None:
             qj.left(rec)

@@ -28,6 +28,8 @@ class JobRecord:
     #: the job's requests (equal to ``job``'s, one dict for all jobs that request the same;
     #: never mutated).
     requests: Resources
+    #: the number of its requests (:class:`Shapes`).
+    rno: int
     pc: PriorityClass
     rkey: RequirementsKey
     #: "scheduling key", numbered (:func:`make_record`): jobs with the same key are
@@ -255,13 +257,25 @@ class Shapes:
     and compared for nothing, a key tuple on every look-up) and request vectors (a round reads the
     requests of every job it places: one dict per distinct request stays in the cache)."""
 
-    __slots__ = ("keys", "requests")
+    __slots__ = ("keys", "requests", "vectors")
 
     def __init__(self) -> None:
         #: scheduling key -> its number (JobRecord.skey).
         self.keys: dict[tuple[object, ...], int] = {}
-        #: requests, as (resource, quantity) pairs in their order -> the one dict for them.
-        self.requests: dict[tuple[tuple[str, int], ...], Resources] = {}
+        #: requests, as (resource, quantity) pairs in their order -> their number (JobRecord.rno).
+        self.requests: dict[tuple[tuple[str, int], ...], int] = {}
+        #: number -> the one dict for those requests.
+        self.vectors: list[Resources] = []
+
+    def total(self, counts: dict[int, int]) -> Resources:
+        """Sum of ``count`` times the requests numbered ``n``, for each ``n, count`` of ``counts``."""
+        out: Resources = {}
+        vectors = self.vectors
+        for n, count in counts.items():
+            if count:
+                for k, v in vectors[n].items():
+                    out[k] = out.get(k, 0) + count * v
+        return out
 
 
 def make_record(job: Job, pc: PriorityClass, shapes: Shapes) -> JobRecord:
@@ -269,12 +283,15 @@ def make_record(job: Job, pc: PriorityClass, shapes: Shapes) -> JobRecord:
     rkey = requirements_key(job)
     skey = scheduling_key(job, pc, rkey)
     keys = shapes.keys
-    requests = shapes.requests.setdefault(tuple(job.requests.items()), job.requests)
+    rno = shapes.requests.setdefault(tuple(job.requests.items()), len(shapes.vectors))
+    if rno == len(shapes.vectors):
+        shapes.vectors.append(job.requests)
     return JobRecord(
         id=job.id,
         queue=job.queue,
         job=job,
-        requests=requests,
+        requests=shapes.vectors[rno],
+        rno=rno,
         pc=pc,
         rkey=rkey,
         skey=keys.setdefault(skey, len(keys)),
