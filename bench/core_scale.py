@@ -58,12 +58,10 @@ def make_jobs(prefix: str, count: int, queues: int, start: float = 0.0) -> list[
     ]
 
 
-def make_scheduler(nodes: int, queues: int) -> Scheduler:
+def make_scheduler(nodes: int, queues: int, per_cluster: int = NODES_PER_CLUSTER) -> Scheduler:
     s = Scheduler(SchedulingConfig())
     for n in range(nodes):
-        s.upsert_node(
-            node(f"node-{n:05d}", f"remote-{n // NODES_PER_CLUSTER}", {"cpu": "32", "memory": "256Gi"})
-        )
+        s.upsert_node(node(f"node-{n:05d}", f"remote-{n // per_cluster}", {"cpu": "32", "memory": "256Gi"}))
     for q in range(queues):
         s.upsert_queue(Queue(f"queue-{q:03d}"))
     return s
