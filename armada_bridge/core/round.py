@@ -367,7 +367,7 @@ class PoolRound:
     def _consider(self, it: QueueIterator, cand: Candidate) -> None:
         members, evicted = cand
         if evicted:
-            self._reschedule(it.queue, members)
+            self._reschedule(members)
             return
         s = self.s
         queue = s.queues[it.queue]
@@ -775,7 +775,7 @@ class PoolRound:
         if pool == self.pool and queue in self.reports:
             self.reports[queue].preempted += 1
 
-    def _reschedule(self, queue: str, members: list[JobRecord]) -> None:
+    def _reschedule(self, members: list[JobRecord]) -> None:
         """An evicted gang goes back onto its own nodes if nobody took its room, all or nothing."""
         if not all(rec.id in self.evicted and rec.state is JobState.RUNNING for rec in members):
             return
