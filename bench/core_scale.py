@@ -17,8 +17,9 @@ With `--against COMMIT`, the core of that commit (`git archive` of its `armada_b
 temporary directory outside the repository) is measured side by side with this tree's: every
 (jobs, nodes) pair runs `--repeat` times in each, each run in a fresh process, old and new
 alternating (which goes first swaps every repetition), and the ratio new/old is printed per pair
-(median, with the lowest and highest of the per-repetition ratios). The load average is printed
-before and after, as the machines these run on are shared.
+(median, with the lowest and highest of the per-repetition ratios), for wall time and for CPU
+time (steadier on a shared machine: time the process waits for a core is not counted). The load
+average is printed before and after, as the machines these run on are shared.
 """
 
 from __future__ import annotations
@@ -57,12 +58,10 @@ def make_jobs(prefix: str, count: int, queues: int, start: float = 0.0) -> list[
     ]
 
 
-def make_scheduler(nodes: int, queues: int) -> Scheduler:
+def make_scheduler(nodes: int, queues: int, per_cluster: int = NODES_PER_CLUSTER) -> Scheduler:
     s = Scheduler(SchedulingConfig())
     for n in range(nodes):
-        s.upsert_node(
-            node(f"node-{n:05d}", f"remote-{n // NODES_PER_CLUSTER}", {"cpu": "32", "memory": "256Gi"})
-        )
+        s.upsert_node(node(f"node-{n:05d}", f"remote-{n // per_cluster}", {"cpu": "32", "memory": "256Gi"}))
     for q in range(queues):
         s.upsert_queue(Queue(f"queue-{q:03d}"))
     return s
@@ -145,6 +144,11 @@ def loadavg() -> str:
         return "?"
 
 
+def ratios(old: list[dict[str, float]], new: list[dict[str, float]], key: str) -> list[float]:
+    """new / old of ``key`` per repetition (the runs of one repetition ran back to back)."""
+    return [n[key] / o[key] for o, n in zip(old, new, strict=True)]
+
+
 def against(commit: str, job_counts: list[int], node_counts: list[int], queues: int, repeat: int) -> None:
     rev = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", commit], check=True, capture_output=True, text=True
@@ -155,11 +159,12 @@ def against(commit: str, job_counts: list[int], node_counts: list[int], queues: 
         print(f"  load average before: {loadavg()}")
         print(
             f"  median of {repeat} runs each, every run in a fresh process, old and new alternating; "
-            "ratio = new / old (lowest-highest of the per-run ratios)"
+            "ratio = new / old, wall (lowest-highest of the per-run ratios) and CPU"
         )
         print(
             f"  {'jobs':>8} {'nodes':>7} {'placed':>8} {'sort (base)':>12} {'full old':>9} {'full new':>9} "
-            f"{'new/old':>8} {'(range)':>13} {'incr old':>9} {'incr new':>9} {'new/old':>8}"
+            f"{'new/old':>8} {'(range)':>13} {'cpu old':>9} {'cpu new':>9} {'cpu n/o':>8} "
+            f"{'incr old':>9} {'incr new':>9} {'new/old':>8} {'cpu n/o':>8}"
         )
         for nodes in node_counts:
             for jobs in job_counts:
@@ -171,8 +176,7 @@ def against(commit: str, job_counts: list[int], node_counts: list[int], queues: 
                         acc.append(run_worker(root, jobs, nodes, queues))
                 if [r["placed"] for r in old] != [r["placed"] for r in new]:
                     raise SystemExit(f"old and new placed different numbers of jobs: {old} {new}")
-                full = [n["full"] / o["full"] for o, n in zip(old, new, strict=True)]
-                inc = [n["incremental"] / o["incremental"] for o, n in zip(old, new, strict=True)]
+                full = ratios(old, new, "full")
 
                 def med(rows: list[dict[str, float]], key: str) -> float:
                     return statistics.median(r[key] for r in rows) * 1000
@@ -180,8 +184,12 @@ def against(commit: str, job_counts: list[int], node_counts: list[int], queues: 
                 print(
                     f"  {jobs:>8,} {nodes:>7,} {int(new[0]['placed']):>8,} {med(old + new, 'sort'):>9.1f} ms "
                     f"{med(old, 'full'):>6.0f} ms {med(new, 'full'):>6.0f} ms {statistics.median(full):>8.3f} "
-                    f"{f'({min(full):.3f}-{max(full):.3f})':>13} {med(old, 'incremental'):>6.1f} ms "
-                    f"{med(new, 'incremental'):>6.1f} ms {statistics.median(inc):>8.3f}",
+                    f"{f'({min(full):.3f}-{max(full):.3f})':>13} "
+                    f"{med(old, 'full_cpu'):>6.0f} ms {med(new, 'full_cpu'):>6.0f} ms "
+                    f"{statistics.median(ratios(old, new, 'full_cpu')):>8.3f} "
+                    f"{med(old, 'incremental'):>6.1f} ms {med(new, 'incremental'):>6.1f} ms "
+                    f"{statistics.median(ratios(old, new, 'incremental')):>8.3f} "
+                    f"{statistics.median(ratios(old, new, 'incremental_cpu')):>8.3f}",
                     flush=True,
                 )
         print(f"  load average after: {loadavg()}")

@@ -47,14 +47,6 @@ def limits(fractions: Mapping[str, float], total: Mapping[str, int]) -> Limits:
     return tuple((name, fractions[name] * total.get(name, 0)) for name in sorted(fractions))
 
 
-def would_exceed(held: Mapping[str, int], extra: Mapping[str, int], bounds: Limits) -> str | None:
-    """The first resource of which ``held + extra`` goes over its bound, or None."""
-    for name, limit in bounds:
-        if held.get(name, 0) + extra.get(name, 0) > limit + 1e-9:
-            return name
-    return None
-
-
 def cap_demand(
     demand: Mapping[str, int], total: Mapping[str, int], fractions: Mapping[str, float]
 ) -> Resources:

@@ -5,7 +5,9 @@ Like Armada's NodeDb, nodes are kept ordered from least to most free of the inde
 Each (pool, cluster) has its own sorted index so a gang can be confined to one cluster, and a job
 for any cluster checks the head of every cluster's index. Finding a node is a binary search on
 the first indexed resource followed by a short forward scan, and binding re-keys a single node,
-so a placement costs O(log n) plus the scan instead of a pass over all nodes.
+so a placement costs O(log n) plus the scan instead of a pass over all nodes. A bound node's key
+and its place in the indexes follow only when an index is next read in order: a node that takes
+many jobs in a row (best fit fills one node at a time) moves once.
 
 Static compatibility (selectors, affinity, taints) is evaluated once per (node type, job
 requirements) pair; a node type is a distinct (labels, taints) combination.
@@ -14,7 +16,7 @@ requirements) pair; a node type is a distinct (labels, taints) combination.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from armada_bridge.core import quantities as rs
@@ -33,7 +35,11 @@ class NodeEntry:
     free: Resources
     #: job id -> (requests, priority, bind sequence) of every job bound to the node.
     bound: dict[str, tuple[Mapping[str, int], int, int]] = field(default_factory=dict)
+    #: the best-fit key; while ``stale``, of the free resources before the latest binds.
     key: NodeKey = ()
+    #: ``free`` changed since ``key`` was computed; the node's indexes have it among their moved
+    #: entries and compute its key when they are next read in order.
+    stale: bool = False
     # The node's, copied as plain attributes: they are read on every bind.
     name: str = field(init=False)
     cluster: str = field(init=False)
@@ -50,16 +56,19 @@ class NodeEntry:
 
 
 class SortedGroup:
-    """Nodes of one (pool, cluster), ordered by their best-fit key.
+    """Nodes of one (pool, cluster), or of a whole pool, ordered by their best-fit key.
 
     A node whose key changed may be filed under its old key for a while (:meth:`defer`): the
     group moves it when its order is next read (``keys``, ``entries``). A node that takes many
-    jobs in a row then moves once, not once per job.
+    jobs in a row then moves once, not once per job. Reads that need no order (:attr:`members`)
+    leave the moved nodes where they are.
     """
 
-    __slots__ = ("_entries", "_hint", "_keys", "_moved")
+    __slots__ = ("_entries", "_hint", "_key_of", "_keys", "_moved")
 
-    def __init__(self) -> None:
+    def __init__(self, key_of: Callable[[NodeEntry], NodeKey] | None = None) -> None:
+        #: computes a stale entry's key (None: keys are set by the caller, as in :meth:`rekey`).
+        self._key_of = key_of
         self._keys: list[NodeKey] = []
         self._entries: list[NodeEntry] = []
         #: entry -> the key it is filed under, for entries whose ``key`` has changed since.
@@ -78,6 +87,17 @@ class SortedGroup:
         if self._moved:
             self._settle()
         return self._entries
+
+    @property
+    def members(self) -> list[NodeEntry]:
+        """The nodes, in no particular order (do not change the list)."""
+        return self._entries
+
+    @property
+    def last(self) -> NodeEntry | None:
+        """The node with the largest key (the most free)."""
+        entries = self.entries
+        return entries[-1] if entries else None
 
     def insert(self, entry: NodeEntry) -> None:
         keys = self.keys
@@ -112,6 +132,12 @@ class SortedGroup:
 
     def _settle(self) -> None:
         moved, self._moved = self._moved, {}
+        key_of = self._key_of
+        if key_of is not None:
+            for entry in moved:
+                if entry.stale:
+                    entry.key = key_of(entry)
+                    entry.stale = False
         if len(moved) * 8 > len(self._entries):
             # Many moved (a round filled many nodes): sorting again is cheaper than moving each.
             self._entries.sort(key=_key_of)
@@ -119,12 +145,6 @@ class SortedGroup:
             return
         for entry, filed in moved.items():
             self._move(entry, filed, entry.key)
-
-    def rekey(self, entry: NodeEntry, key: NodeKey) -> None:
-        """Move `entry` (still under its old `entry.key`) to where `key` sorts."""
-        if self._moved:
-            self._settle()
-        self._move(entry, entry.key, key)
 
     def _move(self, entry: NodeEntry, filed: NodeKey, key: NodeKey) -> None:
         """Only the entries between the old and the new place shift: a bind usually leaves a node
@@ -169,9 +189,6 @@ class NodeDb:
         self._type_info: list[tuple[dict[str, str], tuple[Taint, ...]]] = []
         self._compat: dict[tuple[RequirementsKey, int], str | None] = {}
         self._pool_total: dict[str, Resources] = {}
-        #: job id -> node name for every bound job.
-        self.node_of_job: dict[str, str] = {}
-        self._bind_seq = 0
         #: pool -> priority -> number of bound jobs (to skip hopeless urgency-preemption scans).
         self._bound_by_priority: dict[str, dict[int, int]] = {}
         #: bumped by every change of a node's free resources or of the set of nodes.
@@ -188,6 +205,9 @@ class NodeDb:
         if n == 1:
             return (free.get(idx[0], 0), name)
         return (*(free.get(r, 0) for r in idx), name)
+
+    def _entry_key(self, entry: NodeEntry) -> NodeKey:
+        return self._key(entry.free, entry.name)
 
     def _type_id(self, labels: dict[str, str], taints: tuple[Taint, ...]) -> int:
         sig = (tuple(sorted(labels.items())), taints)
@@ -227,15 +247,19 @@ class NodeDb:
             return []
         self._detach(entry)
         counts = self._bound_by_priority.get(entry.pool, {})
-        for job_id, (_req, prio, _seq) in entry.bound.items():
-            self.node_of_job.pop(job_id, None)
+        for _req, prio, _seq in entry.bound.values():
             counts[prio] -= 1
         return sorted(entry.bound)
 
     def _attach(self, entry: NodeEntry) -> None:
         if entry.schedulable:
-            group = self.groups.setdefault(entry.pool, {}).setdefault(entry.cluster, SortedGroup())
-            index = self.pool_index.setdefault(entry.pool, SortedGroup())
+            clusters = self.groups.setdefault(entry.pool, {})
+            group = clusters.get(entry.cluster)
+            if group is None:
+                group = clusters[entry.cluster] = SortedGroup(self._entry_key)
+            index = self.pool_index.get(entry.pool)
+            if index is None:
+                index = self.pool_index[entry.pool] = SortedGroup(self._entry_key)
             group.insert(entry)
             index.insert(entry)
             entry.indexes = (group, index)
@@ -268,26 +292,29 @@ class NodeDb:
         return {k: v for k, v in self._pool_total.get(pool, {}).items() if v}
 
     # --------------------------------------------------------------- binding
-    def bind(self, job_id: str, requests: Mapping[str, int], priority: int, entry: NodeEntry) -> None:
+    def bind(
+        self, job_id: str, requests: Mapping[str, int], priority: int, entry: NodeEntry, seq: int
+    ) -> None:
+        """Bind a job to ``entry``; ``seq`` orders it among the jobs bound before it (the scheduler's
+        bind sequence: victims are taken newest first)."""
         self.version += 1
         free = entry.free
         for k, v in requests.items():
             free[k] = free.get(k, 0) - v
-        self._bind_seq += 1
-        entry.bound[job_id] = (requests, priority, self._bind_seq)
+        entry.bound[job_id] = (requests, priority, seq)
         counts = self._bound_by_priority.get(entry.pool)
         if counts is None:
             counts = self._bound_by_priority[entry.pool] = {}
         counts[priority] = counts.get(priority, 0) + 1
-        self._rekey(entry)
-        self.node_of_job[job_id] = entry.name
+        if not entry.stale:  # a stale node is already due to move (a node's run of binds)
+            self._rekey(entry)
 
-    def unbind(self, job_id: str) -> str | None:
-        node_name = self.node_of_job.pop(job_id, None)
-        if node_name is None:
+    def unbind(self, job_id: str, node_name: str) -> str | None:
+        """Unbind a job from ``node_name`` (nothing if it is not bound there)."""
+        entry = self.entries.get(node_name)
+        if entry is None or job_id not in entry.bound:
             return None
         self.version += 1
-        entry = self.entries[node_name]
         req, prio, _seq = entry.bound.pop(job_id)
         self._bound_by_priority[entry.pool][prio] -= 1
         rs.add_into(entry.free, req)
@@ -295,14 +322,16 @@ class NodeDb:
         return node_name
 
     def _rekey(self, entry: NodeEntry) -> None:
-        """The node's free resources changed: its key follows, and its place in its indexes."""
-        key = self._key(entry.free, entry.name)
-        if entry.indexes is not None:
-            # Single jobs search the pool's index next; its cluster's is read less often.
+        """The node's free resources changed: its key follows, and its place in its indexes,
+        when they are next read in order (at once for a node in no index)."""
+        if entry.indexes is None:
+            entry.key = self._key(entry.free, entry.name)
+        elif not entry.stale:
+            # Not stale: no index has read it in order since it changed, so both have it filed.
+            entry.stale = True
             group, index = entry.indexes
             group.defer(entry)
-            index.rekey(entry, key)
-        entry.key = key
+            index.defer(entry)
 
     # ------------------------------------------------------------ matching
     def mismatch(self, job: Job, rkey: RequirementsKey, entry: NodeEntry) -> str | None:
@@ -400,24 +429,19 @@ class NodeDb:
         group = self.groups.get(pool, {}).get(cluster)
         if group is None:
             return []
-        return sorted({e.labels[label] for e in group.entries if e.labels.get(label)})
+        return sorted({e.labels[label] for e in group.members if e.labels.get(label)})
 
     def largest_free_node(self, pool: str) -> NodeEntry | None:
-        """The node with the most of the first indexed resource free (tail of each index)."""
-        best: NodeEntry | None = None
-        for group in self.groups.get(pool, {}).values():
-            if group.entries:
-                e = group.entries[-1]
-                if best is None or e.key > best.key:
-                    best = e
-        return best
+        """The node with the most of the indexed resources free: the tail of the pool's index."""
+        index = self.pool_index.get(pool)
+        return index.last if index is not None else None
 
     def cluster_free(self, pool: str, cluster: str, label: tuple[str, str] | None = None) -> Resources:
         out: Resources = {}
         group = self.groups.get(pool, {}).get(cluster)
         if group is None:
             return out
-        for e in group.entries:
+        for e in group.members:
             if label is None or e.labels.get(label[0]) == label[1]:
                 rs.add_into(out, e.free)
         return out

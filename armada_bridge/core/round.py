@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from armada_bridge.core import quantities as rs
-from armada_bridge.core.constraints import Limits, TokenBucket, cap_demand, limits, would_exceed
+from armada_bridge.core.constraints import TokenBucket, cap_demand, limits
 from armada_bridge.core.fairness import DominantResourceFairness, QueueShare, compute_fair_shares
 from armada_bridge.core.gang import (
     Domain,
@@ -44,14 +44,22 @@ if TYPE_CHECKING:  # the scheduler runs rounds: a type, not a runtime dependency
     from armada_bridge.core.scheduler import Scheduler
 
 Candidate = tuple[list[JobRecord], bool]  # members, evicted
+#: one limit to check before placing: (what the queue holds, resource, the most it may hold,
+#: whether the limit is its priority class's).
+LimitCheck = tuple[rs.Resources, str, float, bool]
 
 
 class QueueIterator:
     """Yields a queue's candidate gangs for one pool, evicted ones first."""
 
-    def __init__(self, pr: PoolRound, queue: str, evicted: list[list[JobRecord]]) -> None:
+    def __init__(self, pr: PoolRound, queue: str, rank: int, evicted: list[list[JobRecord]]) -> None:
         self.pr = pr
         self.queue = queue
+        #: the queue's place in name order (ties in the heap go to the first name).
+        self.rank = rank
+        #: the queue's allocation in this round (updated in place) and its weight.
+        self.alloc = pr.alloc[queue]
+        self.weight = pr.weights[queue]
         self.evicted = evicted
         qj = pr.s.queue_jobs.get(queue)
         self.qj = qj
@@ -100,6 +108,7 @@ class QueueIterator:
         s = pr.s
         reasons = s.reasons
         qj = self.qj
+        unfeasible = pr.unfeasible
         # Shapes found unfeasible while looking for the next candidate: their reason, per key.
         # The queue's cost does not change while skipping, so neither does the reason.
         skipped: dict[int, str] | None = None
@@ -138,7 +147,7 @@ class QueueIterator:
                 skey = rec.skey
                 known = skipped.get(skey) if skipped is not None else None
                 if known is None:
-                    cached = s.unfeasible.get((pool, skey))
+                    cached = unfeasible.get(skey)
                     if cached is not None and cached[0] == pr.epochs:
                         known = pr.reason_for(self.queue, cached[1])
                         if skipped is None:
@@ -205,6 +214,9 @@ class PoolRound:
         self.config = s.config
         self.total = s.nodedb.pool_total(pool)
         self.drf = DominantResourceFairness(self.total, self.config.drf_resources)
+        #: queue -> its allocation in the pool, in all and per priority class: the scheduler's own
+        #: dicts (binds and preemptions update them), less the jobs evicted this round and not
+        #: rescheduled yet (counted again when rescheduled, preempted or at the end of the round).
         self.alloc: dict[str, rs.Resources] = {}
         self.alloc_pc: dict[str, dict[str, rs.Resources]] = {}
         self.shares: dict[str, QueueShare] = {}
@@ -216,6 +228,8 @@ class PoolRound:
         #: Armada's rescheduling order; the last ones are taken first.
         self.evicted: dict[str, int] = {}
         self.epochs = s.epochs()
+        #: this pool's shapes that fit nowhere (Scheduler.unfeasible).
+        self.unfeasible = s.unfeasible.setdefault(pool, {})
         self.round_stop = ""
         self._reason_memo: dict[tuple[str, int, str], str] = {}
         self._alloc_version: dict[str, int] = {}
@@ -229,8 +243,8 @@ class PoolRound:
             or self._global_limited
             or self._queue_limited
         )
-        #: (queue, priority class) -> the queue's limits and the class's in this pool.
-        self._limits: dict[tuple[str, str], tuple[Limits, Limits]] = {}
+        #: (queue, priority class) -> the queue's limits, then the class's, in this pool.
+        self._limits: dict[tuple[str, str], list[LimitCheck]] = {}
         self._placements: dict[str, Placement] = {}
         #: scheduling key -> (node, node database version): the best fit of the last single job
         #: of that key placed in this round, right after its bind. While nothing else changed,
@@ -249,8 +263,8 @@ class PoolRound:
         running = s.alloc.running.get(pool, {})
         for name in sorted(s.queues):
             queue = s.queues[name]
-            any_demand = s.queued_demand.get(name, {})
-            pool_demand = s.queued_demand_pool.get((name, pool), {})
+            any_demand = s.queued_demand(name)
+            pool_demand = s.queued_demand(name, pool)
             has_queued = any(v > 0 for v in any_demand.values()) or any(v > 0 for v in pool_demand.values())
             if not has_queued and s.queued_count.get(name, 0) > 0:
                 has_queued = any(
@@ -262,11 +276,8 @@ class PoolRound:
             active.append(name)
             if has_queued:
                 wants_more.add(name)
-            alloc = dict(s.alloc.of(pool, name))
+            alloc, self.alloc_pc[name] = s.alloc.slots(pool, name)
             self.alloc[name] = alloc
-            self.alloc_pc[name] = {
-                pc: dict(v) for pc, v in s.alloc.by_pool_queue_pc.get(pool, {}).get(name, {}).items()
-            }
             demand = rs.add(rs.add(alloc, any_demand), pool_demand)
             capped = cap_demand(demand, self.total, queue.resource_limits)
             demand_shares[name] = self.drf.cost(capped) if not self.drf.is_empty else 1.0
@@ -293,8 +304,11 @@ class PoolRound:
                 demand_share=sh.demand_share,
             )
         evictions = self._evict(active)
-        iterators = {name: QueueIterator(self, name, evictions.get(name, [])) for name in active}
-        # (priority, cost, queue name, iterator): names are unique, so iterators are never compared.
+        # ``active`` is in name order.
+        iterators = {
+            name: QueueIterator(self, name, rank, evictions.get(name, [])) for rank, name in enumerate(active)
+        }
+        # (priority, cost, queue rank, iterator): ranks are unique, so iterators are never compared.
         heap = [e for e in map(self._heap_entry, iterators.values()) if e is not None]
         heapq.heapify(heap)
         while heap:
@@ -310,7 +324,7 @@ class PoolRound:
                 heapq.heapreplace(heap, entry)  # the same queue, at its new place
         self._finish(iterators, evictions)
 
-    def _heap_entry(self, it: QueueIterator) -> tuple[int, float, str, QueueIterator] | None:
+    def _heap_entry(self, it: QueueIterator) -> tuple[int, float, int, QueueIterator] | None:
         cand = it.current
         if cand is None:
             return None
@@ -320,8 +334,7 @@ class PoolRound:
         g = self.s.gangs.get(head.gang_key) if head.is_gang else None
         if g is not None and g.min_resources and g.domain is None:
             req = {k: max(req.get(k, 0), g.min_resources.get(k, 0)) for k in set(req) | set(g.min_resources)}
-        cost = self.drf.cost_with(self.alloc[it.queue], req) / self.weights[it.queue]
-        return (-head.pc.priority, cost, it.queue, it)
+        return (-head.pc.priority, self.drf.cost_with(it.alloc, req) / it.weight, it.rank, it)
 
     # ----------------------------------------------------------- eviction
     def _evict(self, active: list[str]) -> dict[str, list[list[JobRecord]]]:
@@ -354,7 +367,7 @@ class PoolRound:
     def _consider(self, it: QueueIterator, cand: Candidate) -> None:
         members, evicted = cand
         if evicted:
-            self._reschedule(it.queue, members)
+            self._reschedule(members)
             return
         s = self.s
         queue = s.queues[it.queue]
@@ -423,21 +436,24 @@ class PoolRound:
             return
         # A colocated job's fit depends on where its colocation runs, not on its shape alone.
         head = members[0]
-        single = len(members) == 1 and not head.is_gang and head.job.colocation is None
-        if single:
-            cached = s.unfeasible.get((self.pool, head.skey))
-            if cached is not None and cached[0] == self.epochs:
-                self._wait(members, self.reason_for(queue, cached[1]))
-                return
+        single = len(members) == 1 and not head.is_gang and head.colocation is None
+        # The node of the last job of this shape first: while it is valid, no verdict that the
+        # shape fits nowhere is (a job of the shape was placed after any such verdict, and a plan
+        # that fails, the only writer of verdicts, is only tried once the last fit is invalid).
         last = self._last_fit.get(head.skey) if single else None
         if last is not None and last[1] == s.nodedb.version and rs.fits(head.requests, last[0].free):
             assignments, victims = [(head, last[0])], _NO_VICTIMS
         else:
+            if single:
+                cached = self.unfeasible.get(head.skey)
+                if cached is not None and cached[0] == self.epochs:
+                    self._wait(members, self.reason_for(queue, cached[1]))
+                    return
             plan, why, cacheable = self._plan(queue, members)
             if plan is None:
                 self._wait(members, self.reason_for(queue, why))
                 if single and cacheable:
-                    s.unfeasible[(self.pool, head.skey)] = (self.epochs, why)
+                    self.unfeasible[head.skey] = (self.epochs, why)
                 return
             assignments, victims = plan.assignments, plan.victims
         self._commit(queue, assignments, victims)
@@ -474,40 +490,44 @@ class PoolRound:
     def _queue_limit(self, queue: str, members: list[JobRecord], pool: str | None = None) -> str:
         """Why ``members`` would take ``queue`` over a limit in this round's pool (or, as things
         stand, in ``pool``), or ""."""
-        s = self.s
         pc = members[0].pc
         if pool is None or pool == self.pool:
-            bounds = self._limits.get((queue, pc.name))
-            if bounds is None:
-                bounds = self._limits[(queue, pc.name)] = self._bounds(queue, pc, self.total)
-            alloc, alloc_pc = self.alloc[queue], self.alloc_pc[queue].get(pc.name, _NOTHING)
+            checks = self._limits.get((queue, pc.name))
+            if checks is None:
+                # The round's allocations are updated in place: the checks read them as they go.
+                by_pc = self.alloc_pc[queue]
+                held_pc = by_pc.get(pc.name)
+                if held_pc is None:
+                    held_pc = by_pc[pc.name] = {}
+                checks = self._checks(queue, pc, self.total, self.alloc[queue], held_pc)
+                self._limits[(queue, pc.name)] = checks
         else:
-            alloc, alloc_pc = s.alloc.of(pool, queue), s.alloc.of_pc(pool, queue, pc.name)
-            bounds = self._bounds(queue, pc, s.nodedb.pool_total(pool))
-        if not bounds[0] and not bounds[1]:
+            s = self.s
+            held, held_pc = s.alloc.of(pool, queue), s.alloc.of_pc(pool, queue, pc.name)
+            checks = self._checks(queue, pc, s.nodedb.pool_total(pool), held, held_pc)
+        if not checks:
             return ""
-        q = s.queues[queue]
         req = members[0].requests if len(members) == 1 else rs.total(m.requests for m in members)
-        if bounds[0]:
-            res = would_exceed(alloc, req, bounds[0])
-            if res:
+        for have, res, most, by_class in checks:
+            if have.get(res, 0) + req.get(res, 0) > most + 1e-9:
+                q = self.s.queues[queue]
+                if not by_class:
+                    return f"queue {queue} would exceed its limit of {q.resource_limits[res]:g} of the pool's {res}"
                 return (
-                    f"queue {queue} would exceed its limit of {q.resource_limits[res]:g} of the pool's {res}"
-                )
-        if bounds[1]:
-            res = would_exceed(alloc_pc, req, bounds[1])
-            if res:
-                fractions = self._class_limits(q, pc)
-                return (
-                    f"queue {queue} would exceed its limit of {fractions[res]:g} of the pool's {res} "
-                    f"for priority class {pc.name}"
+                    f"queue {queue} would exceed its limit of {self._class_limits(q, pc)[res]:g} of the "
+                    f"pool's {res} for priority class {pc.name}"
                 )
         return ""
 
-    def _bounds(self, queue: str, pc: PriorityClass, total: rs.Resources) -> tuple[Limits, Limits]:
-        """The most ``queue`` may hold in a pool of ``total``: in all, and of class ``pc``."""
+    def _checks(
+        self, queue: str, pc: PriorityClass, total: rs.Resources, held: rs.Resources, held_pc: rs.Resources
+    ) -> list[LimitCheck]:
+        """The limits of ``queue`` in a pool of ``total``, in all (``held``) and of class ``pc``
+        (``held_pc``), in the order they are checked."""
         q = self.s.queues[queue]
-        return limits(q.resource_limits, total), limits(self._class_limits(q, pc), total)
+        return [(held, res, most, False) for res, most in limits(q.resource_limits, total)] + [
+            (held_pc, res, most, True) for res, most in limits(self._class_limits(q, pc), total)
+        ]
 
     @staticmethod
     def _class_limits(q: Queue, pc: PriorityClass) -> Mapping[str, float]:
@@ -584,7 +604,7 @@ class PoolRound:
         label = (d[2], d[3]) if d[2] is not None and d[3] is not None else None
         out: rs.Resources = {}
         for group in domain_groups(self.s.nodedb, d):
-            for entry in group.entries:
+            for entry in group.members:
                 if label is not None and entry.labels.get(label[0]) != label[1]:
                     continue
                 for job_id, (req, prio, _seq) in entry.bound.items():
@@ -725,17 +745,10 @@ class PoolRound:
                     )
                 self._preempt(victim, reason)
         self._alloc_version[queue] = self._alloc_version.get(queue, 0) + 1
-        alloc, alloc_pc = self.alloc[queue], self.alloc_pc[queue]
         scheduled, placements = self.result.scheduled, self._placements
         budget = self.config.maximum_resource_fraction_to_schedule
         for rec, entry in assignments:
-            s.bind(rec, entry.name, self.now)
-            by_pc = alloc_pc.get(rec.pc.name)
-            if by_pc is None:
-                by_pc = alloc_pc[rec.pc.name] = {}
-            for k, v in rec.requests.items():
-                alloc[k] = alloc.get(k, 0) + v
-                by_pc[k] = by_pc.get(k, 0) + v
+            s.bind_to(rec, entry, self.now)  # the queue's allocation (self.alloc) grows with it
             if budget:
                 rs.add_into(self.scheduled_new, rec.requests)
             where = placements.get(entry.name)
@@ -754,24 +767,26 @@ class PoolRound:
         queue = rec.queue
         pool = rec.pool
         if rec.id in self.evicted:
-            # Evicted and not rescheduled: the round already took it out of the allocation.
+            # Evicted and not rescheduled: counted again, so that dropping it uncounts it once.
             del self.evicted[rec.id]
-        elif queue in self.alloc and pool == self.pool:
-            rs.sub_into(self.alloc[queue], rec.requests)
-            rs.sub_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
-        s._drop(rec)  # nodedb.unbind is a no-op for a job the eviction already unbound
+            self._recount(rec)
+        s._drop(rec)
         self.result.preempted[rec.id] = reason
         if pool == self.pool and queue in self.reports:
             self.reports[queue].preempted += 1
 
-    def _reschedule(self, queue: str, members: list[JobRecord]) -> None:
+    def _reschedule(self, members: list[JobRecord]) -> None:
         """An evicted gang goes back onto its own nodes if nobody took its room, all or nothing."""
         if not all(rec.id in self.evicted and rec.state is JobState.RUNNING for rec in members):
             return
         for rec in members:
-            rs.add_into(self.alloc[queue], rec.requests)
-            rs.add_into(self.alloc_pc[queue].setdefault(rec.pc.name, {}), rec.requests)
+            self._recount(rec)
             del self.evicted[rec.id]
+
+    def _recount(self, rec: JobRecord) -> None:
+        """An evicted job counts in its queue's allocation again."""
+        rs.add_into(self.alloc[rec.queue], rec.requests)
+        rs.add_into(self.alloc_pc[rec.queue].setdefault(rec.pc.name, {}), rec.requests)
 
     # -------------------------------------------------------------- finish
     def _finish(
@@ -782,7 +797,7 @@ class PoolRound:
         for job_id in sorted(self.evicted):
             rec = s.jobs.get(job_id)
             if rec is not None and rec.state is JobState.RUNNING:
-                rs.add_into(self.alloc[rec.queue], rec.requests)
+                self._recount(rec)
         self.evicted.clear()
         for it in iterators.values():
             if it.stop_reason:
@@ -798,7 +813,6 @@ class PoolRound:
 
 _EMPTY = type("_Empty", (), {"items": []})()
 _QUEUED = JobState.QUEUED
-_NOTHING: dict[str, int] = {}
 _NO_VICTIMS: dict[str, int] = {}
 
 

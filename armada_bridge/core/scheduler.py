@@ -24,10 +24,20 @@ from collections.abc import Iterable
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.constraints import TokenBucket
 from armada_bridge.core.model import Job, JobState, Node, Queue, SchedulingConfig
-from armada_bridge.core.nodedb import NodeDb
+from armada_bridge.core.nodedb import NodeDb, NodeEntry
 from armada_bridge.core.result import Placement, RoundResult, Waiting
 from armada_bridge.core.round import PoolRound
-from armada_bridge.core.state import Allocation, Colocation, GangRecord, JobRecord, QueueJobs, make_record
+from armada_bridge.core.state import (
+    Allocation,
+    Colocation,
+    GangRecord,
+    JobRecord,
+    QueueJobs,
+    Shapes,
+    make_record,
+)
+
+_RUNNING = JobState.RUNNING  # an enum member read from its class costs a look-up each time
 
 
 class SchedulerError(ValueError):
@@ -46,8 +56,10 @@ class Scheduler:
         self.queue_jobs: dict[str, QueueJobs] = {}
         self.alloc = Allocation()
         #: queue -> demand of queued jobs eligible for any pool; (queue, pool) -> pinned ones.
-        self.queued_demand: dict[str, rs.Resources] = {}
-        self.queued_demand_pool: dict[tuple[str, str], rs.Resources] = {}
+        #: queue -> requests number (Shapes) -> queued jobs eligible for any pool that request so
+        #: many; (queue, pool) -> the same for jobs pinned to pools (a bind changes one count).
+        self.queued_requests: dict[str, dict[int, int]] = {}
+        self.queued_requests_pool: dict[tuple[str, str], dict[int, int]] = {}
         self.queued_count: dict[str, int] = {}
         self.reasons: dict[str, str] = {}
         #: the last round's ``waiting``, while it still shares ``reasons`` (see :meth:`_unshare`).
@@ -61,11 +73,12 @@ class Scheduler:
         #: bumped whenever a job that a higher priority class could displace is bound.
         self.low_bind_epoch = 0
         self._max_priority = max((pc.priority for pc in self.config.priority_classes.values()), default=0)
-        #: scheduling key -> its number (JobRecord.skey); one entry per distinct key ever seen,
-        #: as ``unfeasible`` keeps one per key and pool.
-        self.scheduling_keys: dict[tuple[object, ...], int] = {}
-        #: (pool, scheduling key) -> ((capacity_epoch, low_bind_epoch), reason): shapes that fit nowhere.
-        self.unfeasible: dict[tuple[str, int], tuple[tuple[int, int], str]] = {}
+        #: scheduling keys and requests of the jobs ever seen, once each (as ``unfeasible`` keeps
+        #: one verdict per key and pool).
+        self.shapes = Shapes()
+        #: pool -> scheduling key -> ((capacity_epoch, low_bind_epoch), reason): shapes that fit
+        #: nowhere (per pool, so that a look-up per job hashes a small int, not a tuple).
+        self.unfeasible: dict[str, dict[int, tuple[tuple[int, int], str]]] = {}
         self.global_bucket = TokenBucket(
             self.config.maximum_scheduling_rate, self.config.maximum_scheduling_burst
         )
@@ -136,7 +149,7 @@ class Scheduler:
             raise SchedulerError(f"job {job.id} already exists")
         if job.gang_cardinality < 1:
             raise SchedulerError(f"job {job.id}: gang cardinality must be >= 1")
-        rec = make_record(job, self.config.priority_class_of(job), self.scheduling_keys)
+        rec = make_record(job, self.config.priority_class_of(job), self.shapes)
         self.jobs[job.id] = rec
         if job.is_gang:
             g = self.gangs.get(rec.gang_key)
@@ -165,8 +178,7 @@ class Scheduler:
             return
         if (job.requests, job.queue, job.colocation) != (rec.job.requests, rec.job.queue, rec.job.colocation):
             raise SchedulerError(f"job {job.id} is running; its queue, requests and colocation cannot change")
-        rec.job = job
-        rec.requests = job.requests
+        rec.job = job  # its requests are equal to the record's
 
     def remove_job(self, job_id: str) -> None:
         """Forget a job in any state (deleted, finished, failed); frees its node."""
@@ -230,9 +242,9 @@ class Scheduler:
             qj.compact(force=True)  # removals since the last round
         for pool in pools:
             PoolRound(self, pool, now, result).run()
-        # Jobs bound by one pool may have been given a bulk reason by a later pool.
-        for job_id in result.scheduled:
-            self.reasons.pop(job_id, None)
+        if len(pools) > 1:  # jobs bound by one pool may have been given a bulk reason by a later pool
+            for job_id in result.scheduled:
+                self.reasons.pop(job_id, None)
         for name, qj in self.queue_jobs.items():
             qj.compact(force=True)  # the round's own leftovers, so the next round starts clean
             if name not in self.queues or not pools:
@@ -287,31 +299,38 @@ class Scheduler:
         if qj is None:
             qj = self.queue_jobs[q] = QueueJobs()
         qj.add(rec)
-        self._queued_demand(rec, +1)
+        self._count_queued(rec, +1)
         if rec.id not in self.reasons:
             self.reasons[rec.id] = self._default_reason(rec)
         g = self.gangs.get(rec.gang_key)
         if g is not None:
             g.queued += 1
 
-    def _queued_demand(self, rec: JobRecord, sign: int) -> None:
+    def _count_queued(self, rec: JobRecord, sign: int) -> None:
         q = rec.queue
         self.queued_count[q] = self.queued_count.get(q, 0) + sign
-        pools = rec.job.pools
+        pools = rec.pools
+        n = rec.rno
         if pools is None:
-            acc = self.queued_demand.get(q)
-            if acc is None:
-                acc = self.queued_demand[q] = {}
-            for k, v in rec.requests.items():
-                acc[k] = acc.get(k, 0) + sign * v
+            counts = self.queued_requests.get(q)
+            if counts is None:
+                counts = self.queued_requests[q] = {}
+            counts[n] = counts.get(n, 0) + sign
             return
         for p in pools:
-            acc = self.queued_demand_pool.setdefault((q, p), {})
-            for k, v in rec.requests.items():
-                acc[k] = acc.get(k, 0) + sign * v
+            counts = self.queued_requests_pool.setdefault((q, p), {})
+            counts[n] = counts.get(n, 0) + sign
+
+    def queued_demand(self, queue: str, pool: str | None = None) -> rs.Resources:
+        """What the queued jobs of ``queue`` request: those eligible for any pool, or (with
+        ``pool``) those pinned to pools that include ``pool``."""
+        counts = (
+            self.queued_requests.get(queue) if pool is None else self.queued_requests_pool.get((queue, pool))
+        )
+        return self.shapes.total(counts) if counts else {}
 
     def _dequeue(self, rec: JobRecord) -> None:
-        self._queued_demand(rec, -1)
+        self._count_queued(rec, -1)
         qj = self.queue_jobs.get(rec.queue)
         if qj is not None:
             qj.left(rec)
@@ -322,15 +341,20 @@ class Scheduler:
 
     def bind(self, rec: JobRecord, node_name: str, at: float) -> None:
         """Queued -> running on ``node_name`` (nodes, allocations, gang domain), bound at `at`."""
-        entry = self.nodedb.entries[node_name]
+        self.bind_to(rec, self.nodedb.entries[node_name], at)
+
+    def bind_to(self, rec: JobRecord, entry: NodeEntry, at: float) -> None:
+        """:meth:`bind`, to a node the caller has found."""
+        node_name = entry.name
         if self._shared is not None:
             self._unshare()
         self._dequeue(rec)
-        self.nodedb.bind(rec.id, rec.requests, rec.pc.priority, entry)
-        rec.state = JobState.RUNNING
-        rec.node, rec.cluster, rec.pool = node_name, entry.cluster, entry.pool
         self._bind_seq += 1
-        rec.bound = (at, self._bind_seq)
+        seq = self._bind_seq
+        self.nodedb.bind(rec.id, rec.requests, rec.pc.priority, entry, seq)
+        rec.state = _RUNNING
+        rec.node, rec.cluster, rec.pool = node_name, entry.cluster, entry.pool
+        rec.bound = (at, seq)
         self.alloc.add(rec, entry.pool)
         self.reasons.pop(rec.id, None)
         if rec.pc.priority < self._max_priority:
@@ -341,15 +365,15 @@ class Scheduler:
             if g.domain is None:
                 label = g.uniformity_label
                 g.domain = (entry.pool, entry.cluster, label, entry.labels.get(label) if label else None)
-        key = rec.job.colocation
+        key = rec.colocation
         if key is not None:
             c = self.colocations.setdefault(key, Colocation(entry.pool, entry.cluster))
             c.running += 1
 
     def _unbind(self, rec: JobRecord) -> None:
-        if rec.state is not JobState.RUNNING or rec.pool is None:
+        if rec.state is not JobState.RUNNING or rec.pool is None or rec.node is None:
             return
-        self.nodedb.unbind(rec.id)
+        self.nodedb.unbind(rec.id, rec.node)
         self.alloc.remove(rec, rec.pool)
         self.capacity_epoch += 1
         g = self.gangs.get(rec.gang_key)

@@ -25,8 +25,11 @@ class JobRecord:
     id: str
     queue: str
     job: Job
-    #: the job's requests (shared with ``job``; never mutated).
+    #: the job's requests (equal to ``job``'s, one dict for all jobs that request the same;
+    #: never mutated).
     requests: Resources
+    #: the number of its requests (:class:`Shapes`).
+    rno: int
     pc: PriorityClass
     rkey: RequirementsKey
     #: "scheduling key", numbered (:func:`make_record`): jobs with the same key are
@@ -36,6 +39,7 @@ class JobRecord:
     gang_key: str
     is_gang: bool
     pools: tuple[str, ...] | None
+    colocation: str | None
     state: JobState = JobState.QUEUED
     node: str | None = None
     cluster: str | None = None
@@ -248,16 +252,46 @@ def scheduling_key(job: Job, pc: PriorityClass, rkey: RequirementsKey) -> tuple[
     return (rkey, tuple(sorted(job.requests.items())), pc.priority, job.pools)
 
 
-def make_record(job: Job, pc: PriorityClass, keys: dict[tuple[object, ...], int]) -> JobRecord:
-    """The record of a queued job; ``keys`` numbers the distinct scheduling keys (a small int is
-    hashed and compared for nothing, a key tuple on every look-up)."""
+class Shapes:
+    """What many jobs have in common, kept once: scheduling keys numbered (a small int is hashed
+    and compared for nothing, a key tuple on every look-up) and request vectors (a round reads the
+    requests of every job it places: one dict per distinct request stays in the cache)."""
+
+    __slots__ = ("keys", "requests", "vectors")
+
+    def __init__(self) -> None:
+        #: scheduling key -> its number (JobRecord.skey).
+        self.keys: dict[tuple[object, ...], int] = {}
+        #: requests, as (resource, quantity) pairs in their order -> their number (JobRecord.rno).
+        self.requests: dict[tuple[tuple[str, int], ...], int] = {}
+        #: number -> the one dict for those requests.
+        self.vectors: list[Resources] = []
+
+    def total(self, counts: dict[int, int]) -> Resources:
+        """Sum of ``count`` times the requests numbered ``n``, for each ``n, count`` of ``counts``."""
+        out: Resources = {}
+        vectors = self.vectors
+        for n, count in counts.items():
+            if count:
+                for k, v in vectors[n].items():
+                    out[k] = out.get(k, 0) + count * v
+        return out
+
+
+def make_record(job: Job, pc: PriorityClass, shapes: Shapes) -> JobRecord:
+    """The record of a queued job."""
     rkey = requirements_key(job)
     skey = scheduling_key(job, pc, rkey)
+    keys = shapes.keys
+    rno = shapes.requests.setdefault(tuple(job.requests.items()), len(shapes.vectors))
+    if rno == len(shapes.vectors):
+        shapes.vectors.append(job.requests)
     return JobRecord(
         id=job.id,
         queue=job.queue,
         job=job,
-        requests=job.requests,
+        requests=shapes.vectors[rno],
+        rno=rno,
         pc=pc,
         rkey=rkey,
         skey=keys.setdefault(skey, len(keys)),
@@ -265,6 +299,7 @@ def make_record(job: Job, pc: PriorityClass, keys: dict[tuple[object, ...], int]
         gang_key=job.gang_key(),
         is_gang=job.is_gang,
         pools=job.pools,
+        colocation=job.colocation,
     )
 
 
@@ -314,6 +349,11 @@ class Allocation:
         self.running[pool][rec.queue].discard(rec.id)
         if rec.pc.preemptible:
             self.preemptible[pool][rec.queue].discard(rec.id)
+
+    def slots(self, pool: str, queue: str) -> tuple[Resources, dict[str, Resources]]:
+        """The dicts ``queue``'s allocation in ``pool`` is kept in, in all and per priority class
+        (made if missing; they are updated in place from then on)."""
+        return _slot(_slot(self.by_pool_queue, pool), queue), _slot(_slot(self.by_pool_queue_pc, pool), queue)
 
     def of(self, pool: str, queue: str) -> Resources:
         return self.by_pool_queue.get(pool, {}).get(queue, {})
