@@ -1,5 +1,6 @@
 """`armada-bridge remove-clusters`: delete RemoteClusters and wait until the vkubelet has cleaned
-each one up (its remote pods and mirrors deleted, then its front pods and virtual node, then its
+each one up (its remote pods and mirrors deleted, then its front pods failed with
+RemoteClusterRemoved and its virtual node deleted, then its
 finalizer removed: vkubelet/manager.py). Run before the vkubelet itself goes, as the chart's
 pre-delete hook does on `helm uninstall`: deleted with it, nothing would remove the finalizers and
 the remote pods would run on, unseen."""

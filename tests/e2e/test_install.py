@@ -420,8 +420,20 @@ def _uninstall(f: Front, tmp: Path) -> None:
     crs = k8s.CustomObjectsApi(f.api).list_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters")
     assert not crs["items"], [rc["metadata"] for rc in crs["items"]]
     assert REMOTE not in {n.metadata.name for n in f.core.list_node().items}
-    assert not f.core.list_namespaced_pod("team").items
-    assert not f.core.list_namespaced_pod("demo").items
+    # The front pods that ran there failed, as on a lost node (their owners make new ones), and
+    # kube-controller-manager's pod garbage collector deletes them, their node being gone.
+    for namespace in ("team", "demo"):
+        for p in f.core.list_namespaced_pod(namespace).items:
+            assert (p.status.phase, p.status.reason) == ("Failed", "RemoteClusterRemoved"), (
+                p.metadata.name,
+                p.status.phase,
+                p.status.reason,
+            )
+        wait_for(
+            f"the pod garbage collector deleting the failed pods of {namespace}",
+            lambda n=namespace: not f.core.list_namespaced_pod(n).items,
+            timeout=150,
+        )
     assert not k8s.BatchV1Api(f.api).list_namespaced_job(NAMESPACE).items  # the hook's, gone on success
     assert not f.apps.list_namespaced_deployment(NAMESPACE).items
     assert not f.core.list_namespaced_pod(NAMESPACE).items
