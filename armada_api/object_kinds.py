@@ -53,11 +53,12 @@ class ObjectKinds:
         resource = await self.discovery.resource(api_version, kind)
         if resource is None:
             raise RequestError(f"the front cluster serves no kind {kind} of apiVersion {api_version}")
-        if not any((a.group, a.plural) == (resource.group, resource.plural) for a in await self.accepted()):
-            names = ", ".join(f"{a.plural}.{a.group}" if a.group else a.plural for a in await self.accepted())
+        accepted = await self.accepted()
+        if not any((a.group, a.plural) == (resource.group, resource.plural) for a in accepted):
+            names = ", ".join(_name(a) for a in accepted)
             raise RequestError(
-                f"the Armada API does not accept {kind} objects ({resource.plural}.{resource.group});"
-                f" it accepts: {names or 'none'}"
+                f"the Armada API does not accept {kind} objects ({_name(resource)}); it accepts:"
+                f" {names or 'none'} (its --object-kinds)"
             )
         return resource
 
@@ -81,3 +82,8 @@ class ObjectKinds:
         for p in pods.get("items") or []:
             by_owner.setdefault(p["metadata"]["labels"][keys.QUEUE_OWNER_LABEL], []).append(p)
         return [Found(r, o, tuple(by_owner.get(o["metadata"]["uid"], ()))) for r, o in found]
+
+
+def _name(resource: Resource) -> str:
+    """plural.group, as --object-kinds and kubectl name a resource."""
+    return f"{resource.plural}.{resource.group}" if resource.group else resource.plural
