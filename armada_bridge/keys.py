@@ -32,7 +32,7 @@ OBJECT_ANNOTATION = f"{GROUP}/object"
 
 # A pod with no queue of its own takes the queue label of its root controller (the topmost owner
 # through ownerReferences, e.g. the JobSet of its Job): the admission webhook sets QUEUE_LABEL on it
-# and this label, the UID of that root (extender/owner_queue.py).
+# and this label, the UID of that root (extender.describe.Describer.inherited_queue).
 QUEUE_OWNER_LABEL = f"{GROUP}/queue-owner"
 
 # The extender's decision, written on the front pod (annotations): the remote cluster (the same key
