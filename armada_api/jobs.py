@@ -84,7 +84,14 @@ def job_set_selector(queue: str, job_set: str | None = None) -> str:
 
 def in_job_set(pod: Mapping[str, Any], job_set: str) -> bool:
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    return bool(annotations.get(keys.ARMADA_JOB_SET_ID_ANNOTATION) == job_set)
+    return bool(annotations.get(keys.ARMADA_JOB_SET_ID_ANNOTATION) == job_set) and is_submitted(pod)
+
+
+def is_submitted(obj: Mapping[str, Any]) -> bool:
+    """Whether a pod or object that carries the API's labels is a job the API created, not one an
+    operator made from it (and copied its labels onto): the API's have no controller."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return not any(isinstance(r, Mapping) and r.get("controller") for r in refs)
 
 
 def job_id_of(pod: Mapping[str, Any]) -> str:

@@ -62,6 +62,8 @@ def job_object(
     if not isinstance(name, str) or len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
         raise ObjectError(f"the object's name {name!r} is not a valid object name")
     md.pop("generateName", None)
+    if any(isinstance(r, dict) and r.get("controller") for r in md.get("ownerReferences") or ()):
+        raise ObjectError("the object of a job has no controller (ownerReferences): it is the job")
     for field, extra in (("labels", labels), ("annotations", annotations)):
         own = md.get(field) or {}
         if not isinstance(own, dict):

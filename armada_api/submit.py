@@ -164,7 +164,8 @@ class Jobs:
         pods, objects = await asyncio.gather(
             self.front.own.list_all(PODS, None, labelSelector=selector), self.kinds.find(selector)
         )
-        return [Found(PODS, p) for p in pods.get("items") or []] + objects
+        found = [Found(PODS, p) for p in pods.get("items") or []] + objects
+        return [f for f in found if jobs.is_submitted(f.obj)]
 
 
 async def _delete(kube: Kube, found: Found, *, dry_run: bool = False) -> None:

@@ -86,6 +86,7 @@ def test_an_object_in_yaml_keeps_its_name_and_a_client_id_gives_its_id() -> None
             "labels team given both",
         ),
         (JOBSET, {"labels": {keys.QUEUE_LABEL: "other"}}, "set by the Armada API"),
+        ({**JOBSET, "metadata": {"ownerReferences": [{"controller": True}]}}, {}, "has no controller"),
         (JOBSET, {"pod_specs": [submit_pb2.JobSubmitRequestItem().pod_spec]}, "has no pod spec"),
         (JOBSET, {"services": [submit_pb2.ServiceConfig(ports=[80])]}, "has no services"),
     ],
@@ -174,3 +175,13 @@ def test_the_webhook_gives_a_pod_its_owners_queue_as_labels() -> None:
     bare = {"metadata": {"name": "p", "namespace": "team"}, "spec": {"containers": []}}
     ops = pod_patch(bare, extra_labels={keys.QUEUE_LABEL: "q1"})
     assert {"op": "add", "path": "/metadata/labels", "value": {keys.QUEUE_LABEL: "q1"}} in ops
+
+
+def test_what_an_operator_made_from_a_job_is_not_a_job() -> None:
+    obj = _obj()
+    assert jobs.in_job_set(obj, "set-1") and jobs.is_submitted(obj)
+    child = {
+        **obj,
+        "metadata": {**obj["metadata"], "ownerReferences": [{"controller": True, "uid": "obj-uid"}]},
+    }
+    assert not jobs.in_job_set(child, "set-1") and not jobs.is_submitted(child)
