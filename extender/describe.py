@@ -66,8 +66,9 @@ class Describer:
         ``armadaproject.io/queue`` of the topmost owner, e.g. the JobSet of its Job, or an object the
         Armada API created) when none of its own protocols names one (a namespace's queue is weaker
         than its owner's), with that root's UID; {} otherwise. Read once, at the pod's creation."""
-        if controller_ref(dict(pod)) is None:
-            return {}
+        ref = controller_ref(dict(pod))
+        if ref is None or not all(isinstance(ref.get(f), str) for f in ("apiVersion", "kind", "name", "uid")):
+            return {}  # no owner, or a reference that names nothing
         own, _source = intent.queue_of(
             pod, volcano_podgroup=self.inputs.podgroups_of(pod).get(volcano.NAME), namespace_labels={}
         )
