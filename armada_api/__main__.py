@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from armada_api.front import Front
+from armada_api.object_kinds import parse_kinds
 from armada_api.server import ListenError, make_server
 from armada_bridge.kube import Kube, load_config
 from armada_bridge.kube.lifecycle import hostport, run_until_stopped
@@ -31,6 +32,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--tls-cert", type=Path, help="serving certificate (PEM)")
     p.add_argument("--tls-key", type=Path, help="serving key (PEM)")
+    p.add_argument(
+        "--object-kinds",
+        type=parse_kinds,
+        default=[],
+        metavar="PLURAL.GROUP,...",
+        help="the kinds of object a job may carry instead of a pod spec (annotation "
+        "bridge.armadaproject.io/object), e.g. jobsets.jobset.x-k8s.io,pytorchjobs.kubeflow.org; the "
+        "server's identity needs get/list/watch on them (default: none)",
+    )
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
@@ -39,7 +49,13 @@ async def serve(args: argparse.Namespace) -> int:
     own = Kube(load_config(args.kubeconfig), user_agent="armada-bridge-armada-api")
     front = Front(own, load_config(args.kubeconfig, credentials=False))
     try:
-        server, port = make_server(front, *args.listen, tls_cert=args.tls_cert, tls_key=args.tls_key)
+        server, port = make_server(
+            front,
+            *args.listen,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            object_kinds=args.object_kinds,
+        )
     except ListenError as e:
         log.error("%s", e)
         return 2

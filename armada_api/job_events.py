@@ -111,75 +111,105 @@ def _exit_codes(pod: Obj) -> list[event_pb2.ContainerStatus]:
     return out
 
 
-def job_events(pod: Obj, *, deleted: bool = False) -> list[JobEvent]:
-    """The events a job's pod implies, in order (`deleted`: the pod is gone, or going)."""
-    md = pod.get("metadata") or {}
-    labels, annotations = md.get("labels") or {}, md.get("annotations") or {}
-    job_id = jobs.job_id_of(pod)
-    common = {
-        "job_id": job_id,
-        "job_set_id": str(annotations.get(keys.ARMADA_JOB_SET_ID_ANNOTATION) or ""),
-        "queue": str(labels.get(keys.ARMADA_QUEUE_ID_LABEL) or ""),
+Step = tuple[int | None, str, dict[str, Any]]
+
+
+def common_fields(obj: Obj) -> dict[str, str]:
+    """The fields every event of a job has, from its pod (or object): the same keys on both."""
+    md = obj.get("metadata") or {}
+    return {
+        "job_id": jobs.job_id_of(obj),
+        "job_set_id": str((md.get("annotations") or {}).get(keys.ARMADA_JOB_SET_ID_ANNOTATION) or ""),
+        "queue": str((md.get("labels") or {}).get(keys.ARMADA_QUEUE_ID_LABEL) or ""),
     }
-    status = pod.get("status") or {}
-    phase = status.get("phase") or "Pending"
-    cluster = str(annotations.get(keys.ASSIGNED_CLUSTER) or "")
-    node_name = str(annotations.get(keys.ASSIGNED_REMOTE_NODE) or "")
-    where = {
-        "cluster_id": cluster,
+
+
+def submission_steps(obj: Obj) -> list[Step]:
+    """submitted (with the job as it was submitted) and queued, when the pod (or object) was created."""
+    md = obj.get("metadata") or {}
+    labels, annotations = md.get("labels") or {}, md.get("annotations") or {}
+    common = common_fields(obj)
+    created = created_of(obj)
+    job = submit_pb2.Job(
+        id=common["job_id"],
+        client_id=str(annotations.get(keys.CLIENT_ID_ANNOTATION) or ""),
+        job_set_id=common["job_set_id"],
+        queue=common["queue"],
+        namespace=str(md.get("namespace") or ""),
+        labels={str(k): str(v) for k, v in labels.items()},
+        annotations={str(k): str(v) for k, v in annotations.items()},
+    )
+    return [(created, "submitted", {"job": job}), (created, "queued", {})]
+
+
+def created_of(obj: Obj) -> int:
+    return seconds_of((obj.get("metadata") or {}).get("creationTimestamp")) or 0
+
+
+def _where(pod: Obj) -> dict[str, str]:
+    md = pod.get("metadata") or {}
+    return {
+        "cluster_id": str((md.get("annotations") or {}).get(keys.ASSIGNED_CLUSTER) or ""),
         "kubernetes_id": str(md.get("uid") or ""),
         "pod_name": str(md.get("name") or ""),
         "pod_namespace": str(md.get("namespace") or ""),
     }
-    created = seconds_of(md.get("creationTimestamp")) or 0
-    steps: list[tuple[int | None, str, dict[str, Any]]] = [
-        (
-            created,
-            "submitted",
-            {
-                "job": submit_pb2.Job(
-                    id=job_id,
-                    client_id=str(annotations.get(keys.CLIENT_ID_ANNOTATION) or ""),
-                    job_set_id=common["job_set_id"],
-                    queue=common["queue"],
-                    namespace=where["pod_namespace"],
-                    labels={str(k): str(v) for k, v in labels.items()},
-                    annotations={str(k): str(v) for k, v in annotations.items()},
-                )
-            },
-        ),
-        (created, "queued", {}),
-    ]
+
+
+def _node_name(pod: Obj) -> str:
+    return str(((pod.get("metadata") or {}).get("annotations") or {}).get(keys.ASSIGNED_REMOTE_NODE) or "")
+
+
+def placement_steps(pod: Obj) -> list[Step]:
+    """leased (the bridge's decision), pending (bound to the cluster's virtual node), running."""
+    where = _where(pod)
+    steps: list[Step] = []
     scheduled = _condition_time(pod, "PodScheduled")
-    if cluster:
-        steps.append((scheduled, "leased", {"cluster_id": cluster}))
+    if where["cluster_id"]:
+        steps.append((scheduled, "leased", {"cluster_id": where["cluster_id"]}))
         if (pod.get("spec") or {}).get("nodeName"):
             steps.append((scheduled, "pending", where))
     started = _container_times(pod, "running", "startedAt") + _container_times(pod, "terminated", "startedAt")
-    if phase == "Running" or started:
-        steps.append((min(started, default=None), "running", {**where, "node_name": node_name}))
+    if (pod.get("status") or {}).get("phase") == "Running" or started:
+        steps.append((min(started, default=None), "running", {**where, "node_name": _node_name(pod)}))
+    return steps
+
+
+def job_events(pod: Obj, *, deleted: bool = False) -> list[JobEvent]:
+    """The events a job's pod implies, in order (`deleted`: the pod is gone, or going)."""
+    md = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    phase = status.get("phase") or "Pending"
+    where = {**_where(pod), "node_name": _node_name(pod)}
+    steps = submission_steps(pod) + placement_steps(pod)
     finished = max(_container_times(pod, "terminated", "finishedAt"), default=None)
     if phase == "Succeeded":
-        steps.append((finished, "succeeded", {**where, "node_name": node_name}))
+        steps.append((finished, "succeeded", where))
     elif phase == "Failed" and status.get("reason") == "Preempted":
         reason = str(status.get("message") or "")
         steps.append(
-            (_condition_time(pod, "DisruptionTarget"), "preempted", {"cluster_id": cluster, "reason": reason})
+            (
+                _condition_time(pod, "DisruptionTarget"),
+                "preempted",
+                {"cluster_id": where["cluster_id"], "reason": reason},
+            )
         )
     elif phase == "Failed":
         reason = str(status.get("message") or status.get("reason") or "failed")
-        fields = {**where, "node_name": node_name, "reason": reason, "container_statuses": _exit_codes(pod)}
-        steps.append((finished, "failed", fields))
-    elif deleted or md.get("deletionTimestamp"):
         steps.append(
-            (seconds_of(md.get("deletionTimestamp")), "cancelled", {"reason": "the job's pod was deleted"})
+            (finished, "failed", {**where, "reason": reason, "container_statuses": _exit_codes(pod)})
         )
-    return list(_numbered(common, created, steps))
+    elif deleted or md.get("deletionTimestamp"):
+        steps.append(cancelled_step(md, "the job's pod was deleted"))
+    return list(numbered(common_fields(pod), created_of(pod), steps))
 
 
-def _numbered(
-    common: dict[str, str], created: int, steps: Iterable[tuple[int | None, str, dict[str, Any]]]
-) -> Iterable[JobEvent]:
+def cancelled_step(md: Obj, reason: str) -> Step:
+    return (seconds_of(md.get("deletionTimestamp")), "cancelled", {"reason": reason})
+
+
+def numbered(common: dict[str, str], created: int, steps: Iterable[Step]) -> Iterable[JobEvent]:
+    """The steps as events, stamped (never back in time) and numbered by their order."""
     last = 0
     for t, kind, fields in steps:
         last = max(last, t or last)  # a job's events never go back in time
@@ -212,7 +242,11 @@ def resumes(event: JobEvent, after: str) -> bool:
 
 def job_set_events(pods: Iterable[Obj], after: str = "") -> list[JobEvent]:
     """The events of a job set's pods a stream resumed after `after` sends, in order."""
-    events = [e for p in pods for e in job_events(p)]
+    return resumed((e for p in pods for e in job_events(p)), after)
+
+
+def resumed(events: Iterable[JobEvent], after: str = "") -> list[JobEvent]:
+    """Those of a job set's events a stream resumed after `after` sends, in order."""
     return sorted((e for e in events if resumes(e, after)), key=lambda e: e.id)
 
 

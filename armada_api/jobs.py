@@ -16,7 +16,7 @@ from typing import Any
 
 from armada_client.armada import submit_pb2
 
-from armada_api import ids
+from armada_api import ids, objects
 from armada_api.job_services import job_services
 from armada_api.podspec import to_json
 from armada_bridge import keys
@@ -42,9 +42,11 @@ class RequestError(ValueError):
 class JobPod:
     job_id: str
     namespace: str
+    #: the job's pod; for an item with an object (:mod:`armada_api.objects`), that object
     pod: Obj
     #: Services selecting the pod (the item's ServiceConfigs), created once the pod exists
     services: tuple[Obj, ...] = ()
+    is_object: bool = False
 
 
 def pod_name(job_id: str) -> str:
@@ -82,7 +84,14 @@ def job_set_selector(queue: str, job_set: str | None = None) -> str:
 
 def in_job_set(pod: Mapping[str, Any], job_set: str) -> bool:
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    return bool(annotations.get(keys.ARMADA_JOB_SET_ID_ANNOTATION) == job_set)
+    return bool(annotations.get(keys.ARMADA_JOB_SET_ID_ANNOTATION) == job_set) and is_submitted(pod)
+
+
+def is_submitted(obj: Mapping[str, Any]) -> bool:
+    """Whether a pod or object that carries the API's labels is a job the API created, not one an
+    operator made from it (and copied its labels onto): the API's have no controller."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return not any(isinstance(r, Mapping) and r.get("controller") for r in refs)
 
 
 def job_id_of(pod: Mapping[str, Any]) -> str:
@@ -114,10 +123,12 @@ def job_pod(
         raise RequestError(f"scheduler {item.scheduler!r} is not served: the bridge schedules every job")
     if item.ingress:
         raise RequestError("ingress of a job is not served yet (docs/armada-api.md)")
-    spec = _pod_spec(item)
+    manifest = item.annotations.get(keys.OBJECT_ANNOTATION)
+    spec = _pod_spec(item) if manifest is None else _no_pod(item)  # an object's: {}
     job_id = ids.job_id_for_client_id(queue, item.namespace, item.client_id) if item.client_id else new_id()
     labels = _own(dict(item.labels), API_LABELS, "label")
     annotations = _own(dict(item.annotations), API_ANNOTATIONS, "annotation")
+    annotations.pop(keys.OBJECT_ANNOTATION, None)
     labels.update(
         {
             keys.QUEUE_LABEL: queue,
@@ -130,6 +141,14 @@ def job_pod(
     annotations[keys.JOB_PRIORITY_ANNOTATION] = str(job_priority_value(item.priority))
     if item.client_id:
         annotations[keys.CLIENT_ID_ANNOTATION] = item.client_id
+    if manifest is not None:
+        try:
+            obj = objects.job_object(
+                manifest, job_id=job_id, namespace=item.namespace, labels=labels, annotations=annotations
+            )
+        except objects.ObjectError as e:
+            raise RequestError(str(e)) from None
+        return JobPod(job_id, item.namespace, obj, is_object=True)
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -150,6 +169,18 @@ def job_pod(
         labels={k: labels[k] for k in API_LABELS},
     )
     return JobPod(job_id, item.namespace, pod, tuple(services))
+
+
+def _no_pod(item: submit_pb2.JobSubmitRequestItem) -> Obj:
+    """An object's item: its object makes its pods, so it carries no pod spec, nor Services of one."""
+    if item.pod_specs or item.HasField("pod_spec"):
+        raise RequestError(f"a job with an object ({keys.OBJECT_ANNOTATION}) has no pod spec")
+    if item.services or item.required_node_labels:
+        raise RequestError(
+            f"a job with an object ({keys.OBJECT_ANNOTATION}) has no services or required node labels:"
+            " its object says what its pods need"
+        )
+    return {}
 
 
 def _pod_spec(item: submit_pb2.JobSubmitRequestItem) -> Obj:

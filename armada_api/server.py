@@ -12,6 +12,7 @@ from armada_client.armada import event_pb2_grpc, job_pb2_grpc, submit_pb2_grpc
 from armada_api.event_stream import JobSetEvents
 from armada_api.front import Front
 from armada_api.job_status import JobStatus
+from armada_api.object_kinds import ObjectKinds
 from armada_api.queue_calls import Queues
 from armada_api.services import EventService, JobsService, QueueService, SubmitService
 from armada_api.submit import Jobs
@@ -26,16 +27,23 @@ def is_loopback(host: str) -> bool:
 
 
 def make_server(
-    front: Front, host: str, port: int, *, tls_cert: Path | None = None, tls_key: Path | None = None
+    front: Front,
+    host: str,
+    port: int,
+    *,
+    tls_cert: Path | None = None,
+    tls_key: Path | None = None,
+    object_kinds: list[tuple[str, str]] | None = None,
 ) -> tuple[grpc.aio.Server, int]:
-    """The server with its four services, bound (not started); the port it got (0 picks a free one)."""
+    """The server with its four services, bound (not started); the port it got (0 picks a free one).
+    `object_kinds`: the (plural, group) of the objects a job may carry (armada_api.object_kinds)."""
     server = grpc.aio.server()
     queues = Queues(front)
-    jobs = Jobs(front)
+    jobs = Jobs(front, ObjectKinds(front.own, object_kinds or []))
     submit_pb2_grpc.add_SubmitServicer_to_server(SubmitService(jobs, queues), server)
     submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueService(queues, jobs), server)
     event_pb2_grpc.add_EventServicer_to_server(EventService(JobSetEvents(front, jobs)), server)
-    job_pb2_grpc.add_JobsServicer_to_server(JobsService(JobStatus(front)), server)
+    job_pb2_grpc.add_JobsServicer_to_server(JobsService(JobStatus(front, jobs)), server)
 
     address = f"{host}:{port}"
     if tls_cert and tls_key:

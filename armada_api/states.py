@@ -35,3 +35,17 @@ def job_state(pod: Mapping[str, Any]) -> int:
         return RUNNING
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     return PENDING if annotations.get(keys.ASSIGNED_CLUSTER) else QUEUED
+
+
+#: the state a job is in after each of its events
+AFTER_EVENT = {
+    "submitted": QUEUED,
+    "queued": QUEUED,
+    "leased": PENDING,
+    "pending": PENDING,
+    "running": RUNNING,
+    "succeeded": SUCCEEDED,
+    "failed": FAILED,
+    "preempted": PREEMPTED,
+    "cancelled": submit_pb2.JobState.CANCELLED,
+}

@@ -17,9 +17,11 @@ from armada_client.armada import submit_pb2
 
 from armada_api import jobs, states
 from armada_api.errors import Refused
+from armada_api.found import Found
 from armada_api.front import Front
 from armada_api.ids import is_job_id
 from armada_api.job_services import owned_by
+from armada_api.object_kinds import ObjectKinds
 from armada_bridge import keys
 from armada_bridge.contract.pods import job_priority_value
 from armada_bridge.kube.client import ApiError, Kube
@@ -32,8 +34,9 @@ DRY_RUN = {"dryRun": "All"}
 
 
 class Jobs:
-    def __init__(self, front: Front) -> None:
+    def __init__(self, front: Front, kinds: ObjectKinds) -> None:
         self.front = front
+        self.kinds = kinds
 
     async def require_queue(self, name: str) -> None:
         """Armada v0.22 answers a job call for a queue it does not know with PERMISSION_DENIED."""
@@ -45,25 +48,24 @@ class Jobs:
         jobs.check_queue_and_job_set(request.queue, request.job_set_id)
         await self.require_queue(request.queue)  # first, as Armada authorizes before it validates
         wanted = jobs.job_pods(request)
+        unique = list({jp.job_id: jp for jp in wanted}.values())  # a client id twice: once
+        resources = await _each(unique, self._resource)
+        pairs = list(zip(unique, resources, strict=True))
         async with self.front.as_caller(token) as kube:
-            unique = list({jp.job_id: jp for jp in wanted}.values())  # a client id twice: once
-            submitted = await _each(unique, lambda jp: self._submitted(kube, jp))
-            new = [jp for jp, done in zip(unique, submitted, strict=True) if not done]
-            objects = [(PODS, jp.pod) for jp in new] + [(SERVICES, s) for jp in new for s in jp.services]
-            await _each(objects, lambda o: _dry_run_create(kube, *o))
-            outcomes = await _each(new, lambda jp: _create(kube, jp), return_exceptions=True)
+            submitted = await _each(pairs, lambda u: _submitted(kube, *u))
+            new = [u for u, done in zip(pairs, submitted, strict=True) if not done]
+            writes = [(r, jp.pod) for jp, r in new] + [(SERVICES, s) for jp, _r in new for s in jp.services]
+            await _each(writes, lambda o: _dry_run_create(kube, *o))
+            outcomes = await _each(new, lambda u: _create(kube, *u), return_exceptions=True)
             failed = [o for o in outcomes if isinstance(o, BaseException)]
             if failed:
-                await _undo(kube, [o for o in outcomes if isinstance(o, dict)])
+                await _undo(kube, [o for o in outcomes if isinstance(o, Found)])
                 raise failed[0]
         return [jp.job_id for jp in wanted]
 
-    async def _submitted(self, kube: Kube, jp: jobs.JobPod) -> bool:
-        """Whether a job with a client id already has its pod (its id is derived from the client id)."""
-        if keys.CLIENT_ID_ANNOTATION not in jp.pod["metadata"]["annotations"]:
-            return False
-        pod = await kube.get_or_none(PODS, jp.pod["metadata"]["name"], jp.namespace)
-        return pod is not None and jobs.job_id_of(pod) == jp.job_id
+    async def _resource(self, jp: jobs.JobPod) -> Resource:
+        """What a job is created as: a pod, or its object's resource (an accepted kind)."""
+        return await self.kinds.resource_of(jp.pod) if jp.is_object else PODS
 
     # ------------------------------------------------------------------ cancel
     async def cancel(self, token: str, request: submit_pb2.JobCancelRequest) -> list[str]:
@@ -77,8 +79,8 @@ class Jobs:
             )
         jobs.check_queue_and_job_set(request.queue, request.job_set_id)
         await self.require_queue(request.queue)
-        pods = [p for p in await self._find(request.queue, request.job_set_id, ids) if _active(p)]
-        return await self._delete(token, pods)
+        found = await self._find(request.queue, request.job_set_id, ids)
+        return await self._delete(token, [f for f in found if f.state() in states.ACTIVE])
 
     async def cancel_job_set(self, token: str, request: submit_pb2.JobSetCancelRequest) -> list[str]:
         jobs.check_queue_and_job_set(request.queue, request.job_set_id)
@@ -89,10 +91,8 @@ class Jobs:
                 f"a job set filter may only name QUEUED, PENDING and RUNNING, not {names}"
             )
         await self.require_queue(request.queue)
-        pods = await self._find(request.queue, request.job_set_id)
-        return await self._delete(
-            token, [p for p in pods if states.job_state(p) in (wanted or states.ACTIVE)]
-        )
+        found = await self._find(request.queue, request.job_set_id)
+        return await self._delete(token, [f for f in found if f.state() in (wanted or states.ACTIVE)])
 
     async def cancel_on_queue(self, token: str, request: submit_pb2.QueueCancelRequest) -> list[str]:
         """Every job of the queue (the API's pods, any job set) in `jobStates` (default: not ended)
@@ -103,28 +103,27 @@ class Jobs:
         if wanted - states.ACTIVE:
             raise jobs.RequestError("only QUEUED, PENDING and RUNNING jobs can be cancelled")
         await self.require_queue(request.name)
-        listed = await self.front.own.list_all(PODS, None, labelSelector=jobs.job_set_selector(request.name))
         classes = set(request.priorityClasses)
-        pods = [
-            p
-            for p in listed.get("items") or []
-            if states.job_state(p) in (wanted or states.ACTIVE)
-            and (not classes or (p.get("spec") or {}).get("priorityClassName") in classes)
+        found = [
+            f
+            for f in await self.find(jobs.job_set_selector(request.name))
+            if f.state() in (wanted or states.ACTIVE)
+            and (not classes or (f.obj.get("spec") or {}).get("priorityClassName") in classes)
         ]
-        return await self._delete(token, pods)
+        return await self._delete(token, found)
 
-    async def _delete(self, token: str, pods: list[Obj]) -> list[str]:
+    async def _delete(self, token: str, found: list[Found]) -> list[str]:
         async with self.front.as_caller(token) as kube:
-            await _each(pods, lambda p: _delete(kube, p, dry_run=True))
-            await _each(pods, lambda p: _delete(kube, p))
-        return sorted(jobs.job_id_of(p) for p in pods)
+            await _each(found, lambda f: _delete(kube, f, dry_run=True))
+            await _each(found, lambda f: _delete(kube, f))
+        return sorted(f.job_id for f in found)
 
     # ------------------------------------------------------------------ reprioritize
     async def reprioritize(self, token: str, request: submit_pb2.JobReprioritizeRequest) -> dict[str, str]:
         jobs.check_queue_and_job_set(request.queue, request.job_set_id)
         await self.require_queue(request.queue)
         ids = sorted(set(request.job_ids))
-        pods = await self._find(request.queue, request.job_set_id, ids or None)
+        found = await self._find(request.queue, request.job_set_id, ids or None)
         value = str(job_priority_value(request.new_priority))
         results = {
             i: f"job {i} not found in job set {request.job_set_id} of queue {request.queue}" for i in ids
@@ -133,46 +132,48 @@ class Jobs:
             results[f"all jobs in job set {request.job_set_id}"] = ""
         patch = {"metadata": {"annotations": {keys.JOB_PRIORITY_ANNOTATION: value}}}
 
-        async def one(pod: Obj) -> str:
-            md = pod["metadata"]
+        async def one(f: Found) -> str:
+            md = f.obj["metadata"]
             try:
-                await kube.patch(PODS, md["name"], patch, md["namespace"], uid=md["uid"])
+                await kube.patch(f.resource, md["name"], patch, md["namespace"], uid=md["uid"])
             except ApiError as e:
                 return e.message
             return ""
 
         async with self.front.as_caller(token) as kube:
-            errors = await _each(pods, one)
-        for pod, error in zip(pods, errors, strict=True):
+            errors = await _each(found, one)
+        for f, error in zip(found, errors, strict=True):
             if ids or error:
-                results[jobs.job_id_of(pod)] = error
+                results[f.job_id] = error
         return results
 
     # ------------------------------------------------------------------ finding jobs
-    async def _find(self, queue: str, job_set: str, ids: Iterable[str] | None = None) -> list[Obj]:
-        """The API's pods of a queue's job set (only those of `ids` when given), found with the
-        server's read-only identity: what is done to them is the caller's request."""
+    async def _find(self, queue: str, job_set: str, ids: Iterable[str] | None = None) -> list[Found]:
+        """The API's jobs (pods and objects) of a queue's job set (only those of `ids` when given),
+        found with the server's read-only identity: what is done to them is the caller's request."""
         selector = jobs.job_set_selector(queue, job_set)
         if ids is not None:
             wanted = [i for i in ids if is_job_id(i)]  # nothing else could name one (nor widen the selector)
             if not wanted:
                 return []
             selector += f",{keys.ARMADA_JOB_ID_LABEL} in ({','.join(wanted)})"
-        listed = await self.front.own.list_all(PODS, None, labelSelector=selector)
-        return [p for p in listed.get("items") or [] if jobs.in_job_set(p, job_set)]
+        return [f for f in await self.find(selector) if jobs.in_job_set(f.obj, job_set)]
 
-
-def _active(pod: Obj) -> bool:
-    return states.job_state(pod) in states.ACTIVE
-
-
-async def _delete(kube: Kube, pod: Obj, *, dry_run: bool = False) -> None:
-    md = pod["metadata"]
-    body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": md["uid"]}}
-    try:
-        await kube.request(
-            "DELETE", PODS.path(md["namespace"], md["name"]), params=DRY_RUN if dry_run else None, body=body
+    async def find(self, selector: str) -> list[Found]:
+        """The API's pods and objects that a label selector selects (the server's own identity)."""
+        pods, objects = await asyncio.gather(
+            self.front.own.list_all(PODS, None, labelSelector=selector), self.kinds.find(selector)
         )
+        found = [Found(PODS, p) for p in pods.get("items") or []] + objects
+        return [f for f in found if jobs.is_submitted(f.obj)]
+
+
+async def _delete(kube: Kube, found: Found, *, dry_run: bool = False) -> None:
+    md = found.obj["metadata"]
+    body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": md["uid"]}}
+    path = found.resource.path(md["namespace"], md["name"])
+    try:
+        await kube.request("DELETE", path, params=DRY_RUN if dry_run else None, body=body)
     except ApiError as e:
         if not e.not_found:
             raise
@@ -200,32 +201,40 @@ async def _dry_run_create(kube: Kube, resource: Resource, body: Obj) -> None:
     await kube.request("POST", resource.path(body["metadata"]["namespace"]), params=DRY_RUN, body=body)
 
 
-async def _create(kube: Kube, jp: jobs.JobPod) -> Obj | None:
-    """The created pod, then its Services (owned by it: deleting the pod deletes them); None when
-    the same client id's pod was just created by another call."""
+async def _submitted(kube: Kube, jp: jobs.JobPod, resource: Resource) -> bool:
+    """Whether a job with a client id already has its pod or object (its id is derived from the
+    client id)."""
+    if keys.CLIENT_ID_ANNOTATION not in jp.pod["metadata"]["annotations"]:
+        return False
+    existing = await kube.get_or_none(resource, jp.pod["metadata"]["name"], jp.namespace)
+    return existing is not None and jobs.job_id_of(existing) == jp.job_id
+
+
+async def _create(kube: Kube, jp: jobs.JobPod, resource: Resource) -> Found | None:
+    """The created pod (or object), then its Services (owned by it: deleting the pod deletes them);
+    None when the same client id's job was just created by another call."""
     try:
-        pod = await kube.create(PODS, jp.pod)
+        created = Found(resource, await kube.create(resource, jp.pod))
     except ApiError as e:
         if e.conflict and keys.CLIENT_ID_ANNOTATION in jp.pod["metadata"]["annotations"]:
             return None
         raise
     try:
         for service in jp.services:
-            await kube.create(SERVICES, owned_by(service, pod))
+            await kube.create(SERVICES, owned_by(service, dict(created.obj)))
     except BaseException:
-        await _undo(kube, [pod])
+        await _undo(kube, [created])
         raise
-    return pod
+    return created
 
 
-async def _undo(kube: Kube, created: list[Obj]) -> None:
-    """Delete, as the caller, the pods a request created before it failed."""
-    for pod in created:
+async def _undo(kube: Kube, created: list[Found]) -> None:
+    """Delete, as the caller, the pods and objects a request created before it failed."""
+    for found in created:
         try:
-            await _delete(kube, pod)
+            await _delete(kube, found)
         except Exception:
+            md = found.obj["metadata"]
             log.exception(
-                "could not undo the creation of pod %s/%s",
-                pod["metadata"]["namespace"],
-                pod["metadata"]["name"],
+                "could not undo the creation of %s %s/%s", found.resource.kind, md["namespace"], md["name"]
             )

@@ -26,6 +26,14 @@ ARMADA_JOB_SET_ID_ANNOTATION = "armada_jobset_id"
 JOB_SET_LABEL = f"{GROUP}/job-set"
 CLIENT_ID_ANNOTATION = f"{GROUP}/client-id"
 JOB_PRIORITY_ANNOTATION = f"{GROUP}/job-priority"
+# A job item's annotation that carries a Kubernetes object (its manifest, JSON or YAML) in place of a
+# pod spec: the API creates that object, its operator makes the pods (docs/armada-api.md, "Objects").
+OBJECT_ANNOTATION = f"{GROUP}/object"
+
+# A pod with no queue of its own takes the queue label of its root controller (the topmost owner
+# through ownerReferences, e.g. the JobSet of its Job): the admission webhook sets QUEUE_LABEL on it
+# and this label, the UID of that root (extender.describe.Describer.inherited_queue).
+QUEUE_OWNER_LABEL = f"{GROUP}/queue-owner"
 
 # The extender's decision, written on the front pod (annotations): the remote cluster (the same key
 # as the virtual node's cluster label) and, when the core chose one, the node in that cluster.

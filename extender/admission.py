@@ -105,7 +105,11 @@ def _constraints(spec: Obj, stored: SchedulingConstraints | None) -> SchedulingC
 
 
 def pod_patch(
-    pod: Obj, *, scheduler_name: str | None = None, extra_annotations: Mapping[str, str] | None = None
+    pod: Obj,
+    *,
+    scheduler_name: str | None = None,
+    extra_annotations: Mapping[str, str] | None = None,
+    extra_labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """JSONPatch operations that make a managed pod's spec fit virtual nodes ([] when it already does).
 
@@ -119,13 +123,8 @@ def pod_patch(
     merged = _constraints(spec, stored)
 
     wanted_annotations = {keys.SCHEDULING_CONSTRAINTS: merged.to_annotation(), **(extra_annotations or {})}
-    ops: list[dict[str, Any]] = []
-    if not isinstance(annotations, Mapping):
-        ops.append({"op": "add", "path": "/metadata/annotations", "value": wanted_annotations})
-    else:
-        for key, value in wanted_annotations.items():
-            if annotations.get(key) != value:
-                ops.append({"op": "add", "path": f"/metadata/annotations/{_escape(key)}", "value": value})
+    ops = _metadata_ops(metadata, "annotations", wanted_annotations)
+    ops += _metadata_ops(metadata, "labels", extra_labels or {})
     for field in ("nodeSelector", "affinity", "topologySpreadConstraints"):
         if field in spec:
             ops.append({"op": "remove", "path": f"/spec/{field}"})
@@ -142,6 +141,20 @@ def pod_patch(
         else:
             ops.append({"op": "add", "path": "/spec/schedulingGates", "value": [gate]})
     return ops
+
+
+def _metadata_ops(metadata: Obj, field: str, wanted: Mapping[str, str]) -> list[dict[str, Any]]:
+    """JSONPatch operations that set `wanted` in the pod's labels or annotations (`field`)."""
+    current = metadata.get(field)
+    if not wanted:
+        return []
+    if not isinstance(current, Mapping):
+        return [{"op": "add", "path": f"/metadata/{field}", "value": dict(wanted)}]
+    return [
+        {"op": "add", "path": f"/metadata/{field}/{_escape(key)}", "value": value}
+        for key, value in wanted.items()
+        if current.get(key) != value
+    ]
 
 
 def setup_patch(
@@ -229,6 +242,7 @@ def admission_response(
     managed: bool,
     scheduler_name: str | None = None,
     extra_annotations: Mapping[str, str] | None = None,
+    extra_labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The full AdmissionReview response for ``review``.
 
@@ -236,13 +250,17 @@ def admission_response(
     managed pods at that kube-scheduler (managed Kubernetes whose default scheduler cannot be given
     the extender). ``extra_annotations``: set on managed pods as well (e.g. the Volcano group-name
     of an auto-grouped Job's pod, :func:`extender.protocols.volcano.job_pod_annotations`).
+    ``extra_labels``: likewise (the queue a pod takes from its root controller,
+    :meth:`extender.describe.Describer.inherited_queue`).
     """
     uid = _request(review)["uid"]
     pod = pod_of(review)
     if pod is None or not managed:
         return _response(uid, allowed=True)
     try:
-        ops = pod_patch(pod, scheduler_name=scheduler_name, extra_annotations=extra_annotations)
+        ops = pod_patch(
+            pod, scheduler_name=scheduler_name, extra_annotations=extra_annotations, extra_labels=extra_labels
+        )
     except PodSpecError as e:
         return _response(
             uid,

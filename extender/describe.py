@@ -16,7 +16,7 @@ from armada_bridge.kube.client import Obj
 from armada_bridge.rejection import rejection_of, rejections_of
 from extender import intent, protocols, translate
 from extender.inputs import Inputs
-from extender.owners import OwnerResolver
+from extender.owners import OwnerResolver, controller_ref
 from extender.pod_info import PodInfo
 from extender.protocols import volcano
 from extender.protocols.base import IntentError, PodGroupMissing
@@ -60,6 +60,22 @@ class Describer:
             namespace_labels=self.inputs.namespace_labels(pod["metadata"].get("namespace") or ""),
         )
         return queue
+
+    async def inherited_queue(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        """The labels that give a pod being created its root controller's queue (the label
+        ``armadaproject.io/queue`` of the topmost owner, e.g. the JobSet of its Job, or an object the
+        Armada API created) when none of its own protocols names one (a namespace's queue is weaker
+        than its owner's), with that root's UID; {} otherwise. Read once, at the pod's creation."""
+        ref = controller_ref(dict(pod))
+        if ref is None or not all(isinstance(ref.get(f), str) for f in ("apiVersion", "kind", "name", "uid")):
+            return {}  # no owner, or a reference that names nothing
+        own, _source = intent.queue_of(
+            pod, volcano_podgroup=self.inputs.podgroups_of(pod).get(volcano.NAME), namespace_labels={}
+        )
+        if own is not None:
+            return {}
+        root = await self.owners.root(dict(pod))
+        return {keys.QUEUE_LABEL: root.queue, keys.QUEUE_OWNER_LABEL: root.uid} if root.queue else {}
 
     async def describe(self, pod: Obj, relaxed: Mapping[tuple[str, str], int]) -> PodInfo | None:
         """The managed pod's job for the core, or None when the bridge does not manage it.

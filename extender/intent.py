@@ -5,7 +5,9 @@
 PodGroup ``spec.queue`` (``default`` when empty, as Volcano defaults it); else the pod's Volcano
 queue label ``volcano.sh/queue-name`` or annotation ``scheduling.volcano.sh/queue-name``; else the
 pod label ``kueue.x-k8s.io/queue-name``; else the namespace label ``armadaproject.io/queue``. None
-of these: the bridge does not manage the pod.
+of these: the bridge does not manage the pod. (Between the last two comes the root controller's
+queue label, which the webhook writes on the pod as its own label when it is created:
+:meth:`extender.describe.Describer.inherited_queue`.)
 """
 
 from __future__ import annotations

@@ -8,11 +8,12 @@ and are cached by UID: owner references do not change.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 
+from armada_bridge import keys
 from armada_bridge.kube.client import ApiError, Kube, Obj
-from armada_bridge.kube.resources import JOBS, segment
+from armada_bridge.kube.discovery import Discovery
+from armada_bridge.kube.resources import JOBS
 
 log = logging.getLogger(__name__)
 MAX_DEPTH = 10
@@ -23,13 +24,11 @@ class Root:
     uid: str
     kind: str
     name: str
+    #: its label ``armadaproject.io/queue`` ("": none, or the root is the object itself)
+    queue: str = ""
 
     def __str__(self) -> str:
         return f"{self.kind}/{self.name}"
-
-
-#: "version" or "group/version" (DNS names), as an ownerReference's apiVersion must be to name anything.
-_API_VERSION = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z]([-a-z0-9]*[a-z0-9])?")
 
 
 def controller_ref(obj: Obj) -> Obj | None:
@@ -52,46 +51,19 @@ async def controlling_job(kube: Kube, pod: Obj) -> Obj | None:
 class OwnerResolver:
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
-        self._plurals: dict[
-            str, dict[str, tuple[str, bool]]
-        ] = {}  # apiVersion -> kind -> (plural, namespaced)
+        self.discovery = Discovery(kube)
         self._parents: dict[str, Obj | None] = {}  # owner uid -> its controller ref (None: it is a root)
-
-    async def _resource(self, api_version: str, kind: str) -> tuple[str, bool] | None:
-        kinds = self._plurals.get(api_version)
-        if kinds is None and not _API_VERSION.fullmatch(api_version):
-            return None  # not a group/version: nothing to look up
-        if kinds is None:
-            path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-            try:
-                doc = await self.kube.request("GET", path)
-            except ApiError as e:
-                log.debug("discovery of %s failed: %s", api_version, e)
-                return None
-            kinds = {
-                r["kind"]: (r["name"], bool(r.get("namespaced")))
-                for r in doc.get("resources", [])
-                if "/" not in r["name"]
-            }
-            self._plurals[api_version] = kinds
-        return kinds.get(kind)
+        self._queues: dict[str, str] = {}  # owner uid -> its queue label ("": none)
 
     async def _parent_of(self, ref: Obj, namespace: str) -> Obj | None:
         uid = ref["uid"]
         if uid in self._parents:
             return self._parents[uid]
-        res = await self._resource(ref["apiVersion"], ref["kind"])
-        if res is None:
+        resource = await self.discovery.resource(str(ref["apiVersion"]), str(ref["kind"]))
+        if resource is None:
             return None  # unknown kind: treat the owner as the root, do not cache (discovery may recover)
-        plural, namespaced = res
-        base = f"/api/{ref['apiVersion']}" if "/" not in ref["apiVersion"] else f"/apis/{ref['apiVersion']}"
         try:  # names from an ownerReference are the pod author's: one path segment each
-            name = segment(str(ref["name"]))
-            path = (
-                f"{base}/namespaces/{segment(namespace)}/{plural}/{name}"
-                if namespaced
-                else f"{base}/{plural}/{name}"
-            )
+            path = resource.path(namespace, str(ref["name"]))
         except ValueError:
             return None
         try:
@@ -105,6 +77,7 @@ class OwnerResolver:
             return None  # a new object with the old name: the chain ends here
         parent = controller_ref(owner)
         self._parents[uid] = parent
+        self._queues[uid] = str((owner["metadata"].get("labels") or {}).get(keys.QUEUE_LABEL) or "")
         return parent
 
     async def root(self, obj: Obj) -> Root:
@@ -118,7 +91,8 @@ class OwnerResolver:
             if parent is None:
                 break
             ref = parent
-        return Root(ref["uid"], ref["kind"], ref["name"])
+        return Root(ref["uid"], ref["kind"], ref["name"], self._queues.get(ref["uid"], ""))
 
     def forget(self, uid: str) -> None:
         self._parents.pop(uid, None)
+        self._queues.pop(uid, None)

@@ -175,15 +175,21 @@ class Api:
         try:
             pod = admission.pod_of(review)
             extra: dict[str, str] = {}
+            labels: dict[str, str] = {}
             if pod is not None:
                 extra = await job_group_annotations(self.c.front, pod)
-                if extra:
-                    meta = dict(pod["metadata"])
-                    meta["annotations"] = {**(meta.get("annotations") or {}), **extra}
-                    pod = {**pod, "metadata": meta}
+                labels = await self.c.describer.inherited_queue(pod)
+                meta = dict(pod["metadata"])
+                meta["annotations"] = {**(meta.get("annotations") or {}), **extra}
+                meta["labels"] = {**(meta.get("labels") or {}), **labels}
+                pod = {**pod, "metadata": meta}
             managed = pod is not None and self._managed(pod)
             answer = admission.admission_response(
-                review, managed=managed, scheduler_name=self.scheduler_name, extra_annotations=extra
+                review,
+                managed=managed,
+                scheduler_name=self.scheduler_name,
+                extra_annotations=extra,
+                extra_labels=labels,
             )
         except admission.AdmissionError as e:
             self.c.metrics.webhook_errors.inc()

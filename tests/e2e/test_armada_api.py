@@ -6,6 +6,7 @@ cluster; the bridge schedules the pods; bad requests get Armada's codes and chan
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import socket
 import subprocess
@@ -16,6 +17,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -29,11 +31,14 @@ from kubernetes import client as k8s
 from armada_bridge import certs, keys
 from armada_bridge.dev import binaries
 from armada_bridge.dev.names import FRONT
+from armada_bridge.dev.operators.samples import adapt, pod_templates
 from tests.e2e.bridge import free_in_remotes
 from tests.support import kubectl, wait_for
 
 Api = Callable[[str], k8s.ApiClient]
 ROOT = Path(__file__).resolve().parents[2]
+#: the objects a job may carry in these tests (the shipped RBAC lets the server read them)
+OBJECT_KINDS = "jobsets.jobset.x-k8s.io,jobs.batch"
 
 
 @dataclass
@@ -69,7 +74,7 @@ def armada(dev_env: object, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         user["user"] = {"token": made.stdout.strip()}  # its own identity: no admin certificate
     own = tmp_path_factory.mktemp("armada-api") / "kubeconfig.yaml"
     own.write_text(yaml.safe_dump(kubeconfig))
-    with _serving(own) as server:
+    with _serving(own, "--object-kinds", OBJECT_KINDS) as server:
         yield server
 
 
@@ -109,21 +114,26 @@ def _healthy(server: Armada) -> bool:
 def _token(api: Api, namespace: str, name: str, role: str | None) -> str:
     """A ServiceAccount's token; with `role`, that ClusterRole in `namespace` (a RoleBinding)."""
     admin = api(FRONT)
-    core_api, rbac = k8s.CoreV1Api(admin), k8s.RbacAuthorizationV1Api(admin)
+    core_api = k8s.CoreV1Api(admin)
     core_api.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
     if role:
-        rbac.create_namespaced_role_binding(
-            namespace,
-            {
-                "metadata": {"name": f"{name}-{role}"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-            },
-        )
+        _bind(api, namespace, name, role)
     token = core_api.create_namespaced_service_account_token(
         name, namespace, {"spec": {"expirationSeconds": 1800}}
     )
     return str(token.status.token)
+
+
+def _bind(api: Api, namespace: str, account: str, role: str) -> None:
+    """The ClusterRole `role` to the ServiceAccount `account` in `namespace` (a RoleBinding)."""
+    k8s.RbacAuthorizationV1Api(api(FRONT)).create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": f"{account}-{role}"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+        },
+    )
 
 
 def _spec(cpu: str = "100m", name: str = "main", priority_class: str | None = None) -> core.PodSpec:
@@ -678,3 +688,166 @@ def test_a_jobs_service_selects_its_pod_and_follows_it_to_its_remote_cluster(
         lambda: not front.list_namespaced_service(namespace, label_selector=keys.ARMADA_JOB_ID_LABEL).items,
         timeout=60,
     )
+
+
+# ------------------------------------------------------------------ objects through the API
+JOBSET_EDITOR = "armada-api-test-jobset-editor"
+
+
+def _object_submitter(api: Api, namespace: str) -> str:
+    """A token that may create and delete pods (edit) and JobSets in `namespace`."""
+    rbac = k8s.RbacAuthorizationV1Api(api(FRONT))
+    role = {
+        "metadata": {"name": JOBSET_EDITOR},
+        "rules": [
+            {
+                "apiGroups": ["jobset.x-k8s.io"],
+                "resources": ["jobsets"],
+                "verbs": ["create", "delete", "get", "list", "watch", "patch"],
+            }
+        ],
+    }
+    with contextlib.suppress(k8s.ApiException):  # made by an earlier test: the same
+        rbac.create_cluster_role(role)
+    token = _token(api, namespace, "submitter", "edit")
+    _bind(api, namespace, "submitter", JOBSET_EDITOR)
+    return token
+
+
+def _jobset(namespace: str, *, cpu: str = "100m") -> dict[str, Any]:
+    """The JobSet sample (2 Jobs of 2 pods, one Armada gang of 4), its pods without a queue of
+    their own: they take the queue of the JobSet, which the API labels with the job's."""
+    js = dict(yaml.safe_load((ROOT / "manifests" / "samples" / "jobset.yaml").read_text()))
+    adapt(js, namespace, cpu=cpu, memory="64Mi", runtime="3s")
+    for template in pod_templates(js):
+        del template["metadata"]["labels"][keys.QUEUE_LABEL]
+    del js["metadata"]["name"]  # named after its job
+    return js
+
+
+def _object_item(
+    client: ArmadaClient, namespace: str, obj: dict[str, Any]
+) -> submit_pb2.JobSubmitRequestItem:
+    return client.create_job_request_item(
+        namespace=namespace, annotations={keys.OBJECT_ANNOTATION: json.dumps(obj)}
+    )
+
+
+def _jobsets(api: Api, namespace: str) -> list[dict[str, Any]]:
+    listed = k8s.CustomObjectsApi(api(FRONT)).list_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets"
+    )
+    return list(listed["items"])
+
+
+def test_an_object_submitted_through_the_api_runs_its_pods_under_its_queue_to_its_end(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    operators("jobset")
+    queue, job_set = queues[0], f"objects-{uuid.uuid4().hex[:6]}"
+    client = armada.client(_object_submitter(cluster_api, namespace))
+    response = client.submit_jobs(
+        queue=queue,
+        job_set_id=job_set,
+        job_request_items=[_object_item(client, namespace, _jobset(namespace))],
+    )
+    (job_id,) = (r.job_id for r in response.job_response_items)
+    collector = _Collector(client, queue, job_set)
+    try:
+        lifecycle = ["submitted", "queued", "leased", "pending", "running", "succeeded"]
+        try:
+            wait_for("the JobSet's events to its end", lambda: collector.of(job_id) == lifecycle, timeout=120)
+        except AssertionError as e:
+            raise AssertionError(
+                f"{e}; events {collector.of(job_id)}; {_describe(cluster_api, namespace)}"
+            ) from None
+    finally:
+        collector.close()
+    # The job is the JobSet, labelled with the job; its operator's pods took its queue and ran as
+    # one gang in one remote cluster.
+    (js,) = _jobsets(cluster_api, namespace)
+    assert js["metadata"]["name"] == f"armada-{job_id}"
+    assert js["metadata"]["labels"][keys.ARMADA_JOB_ID_LABEL] == job_id
+    assert js["metadata"]["labels"][keys.QUEUE_LABEL] == queue
+    assert any(c["type"] == "Completed" and c["status"] == "True" for c in js["status"]["conditions"])
+    pods = _pods(cluster_api, namespace)
+    assert len(pods) == 4
+    assert {p.metadata.labels[keys.QUEUE_LABEL] for p in pods} == {queue}
+    assert {p.metadata.labels[keys.QUEUE_OWNER_LABEL] for p in pods} == {js["metadata"]["uid"]}
+    assert len({(p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) for p in pods}) == 1
+    assert dict(client.get_job_status([job_id]).job_states) == {job_id: submit_pb2.JobState.SUCCEEDED}
+    # Listed again (another stream): the same events, the same ids.
+    request = event_pb2.JobSetRequest(queue=queue, id=job_set, watch=False)
+    listed = [m.id for m in client.event_stub.GetJobSetEvents(request)]
+    assert listed == [i for i, _, j in collector.events if j == job_id]
+
+
+def test_an_object_is_cancelled_by_deleting_it(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    operators("jobset")
+    queue, job_set = queues[0], f"objects-{uuid.uuid4().hex[:6]}"
+    client = armada.client(_object_submitter(cluster_api, namespace))
+    big = _jobset(namespace, cpu="500")  # no remote cluster holds its gang: it waits in its queue
+    response = client.submit_jobs(
+        queue=queue, job_set_id=job_set, job_request_items=[_object_item(client, namespace, big)]
+    )
+    (job_id,) = (r.job_id for r in response.job_response_items)
+    collector = _Collector(client, queue, job_set)
+    try:
+        wait_for("the JobSet queued", lambda: collector.of(job_id) == ["submitted", "queued"], timeout=30)
+        wait_for("its pods, in its queue", lambda: len(_pods(cluster_api, namespace)) == 4, timeout=60)
+        assert dict(client.get_job_status([job_id]).job_states) == {job_id: submit_pb2.JobState.QUEUED}
+        cancelled = client.cancel_jobs(queue=queue, job_set_id=job_set, job_id=job_id)
+        assert list(cancelled.cancelled_ids) == [job_id]
+        wait_for(
+            "the cancelled event",
+            lambda: collector.of(job_id) == ["submitted", "queued", "cancelled"],
+            timeout=30,
+        )
+    finally:
+        collector.close()
+    wait_for("the JobSet gone", lambda: not _jobsets(cluster_api, namespace), timeout=30)
+    wait_for("its pods gone", lambda: not _pods(cluster_api, namespace), timeout=60)
+    assert dict(client.get_job_status([job_id]).job_states) == {job_id: submit_pb2.JobState.UNKNOWN}
+
+
+def test_bad_objects_get_clear_codes_and_change_nothing(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    operators("jobset")
+    queue = queues[0]
+    submitter = armada.client(_object_submitter(cluster_api, namespace))
+    pods_only = armada.client(_token(cluster_api, namespace, "pods-only", "edit"))  # no JobSet rights
+    good = _jobset(namespace)
+    unknown = {"apiVersion": "example.com/v1", "kind": "Nothing", "metadata": {}}
+    not_accepted = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}, "data": {"a": "b"}}
+    elsewhere = {**good, "metadata": {"namespace": "default"}}
+    invalid = {**good, "spec": {"replicatedJobs": "not a list"}}
+    cases = {
+        "malformed": (submitter, "{not: [json", grpc.StatusCode.INVALID_ARGUMENT, "neither JSON nor YAML"),
+        "unknown kind": (submitter, unknown, grpc.StatusCode.INVALID_ARGUMENT, "serves no kind Nothing"),
+        "kind not accepted": (
+            submitter,
+            not_accepted,
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "does not accept ConfigMap",
+        ),
+        "namespace mismatch": (
+            submitter,
+            elsewhere,
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "not the job's namespace",
+        ),
+        "invalid for the front": (submitter, invalid, grpc.StatusCode.INVALID_ARGUMENT, "front cluster"),
+        "no rights": (pods_only, good, grpc.StatusCode.PERMISSION_DENIED, "jobsets"),
+    }
+    for what, (client, obj, code, says) in cases.items():
+        text = obj if isinstance(obj, str) else json.dumps(obj)
+        item = client.create_job_request_item(namespace=namespace, annotations={keys.OBJECT_ANNOTATION: text})
+        # With a good JobSet before it: all or nothing.
+        items = [_object_item(client, namespace, good), item]
+        error = _rpc_error(lambda: client.submit_jobs(queue=queue, job_set_id="bad", job_request_items=items))  # noqa: B023
+        assert (error.code(), what) == (code, what), error.details()
+        assert says in (error.details() or ""), (what, error.details())
+    assert _jobsets(cluster_api, namespace) == [] and _pods(cluster_api, namespace) == []
