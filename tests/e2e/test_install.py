@@ -236,7 +236,8 @@ def _install(f: Front, values_file: Path, mode: str) -> None:
         f"the virtual node {REMOTE}, run by the chart's vkubelet, Ready",
         lambda: any(
             c.type == "Ready" and c.status == "True"
-            for c in (f.core.read_node(REMOTE).status.conditions or [])
+            for n in f.core.list_node(field_selector=f"metadata.name={REMOTE}").items
+            for c in n.status.conditions or []
         ),
         timeout=120,
     )
@@ -364,8 +365,12 @@ def _upgrade_under_load(f: Front) -> tuple[list[str], dict[str, str]]:
             upgrade.kill()
     assert upgrade.returncode == 0, err[-3000:]
     for name in (EXTENDER, VKUBELET):
-        pods = _pods_of(f.core, name)
-        assert len(pods) == 2 and not set(pods) & old_pods, (name, list(pods))
+        # helm --wait waits for the new pods, not for the old ones to finish terminating.
+        pods = wait_for(
+            f"{name}: two pods, all new",
+            lambda n=name: p if len(p := _pods_of(f.core, n)) == 2 and not set(p) & old_pods else None,
+            timeout=120,
+        )
         images = {c.image for p in pods.values() for c in p.spec.containers if c.name != "kube-scheduler"}
         assert images == {upgraded}, (name, images)
         wait_for(
