@@ -1,7 +1,6 @@
 """`armada-bridge remove-clusters`: delete RemoteClusters and wait until the vkubelet has cleaned
 each one up (its remote pods and mirrors deleted, then its front pods failed with
-RemoteClusterRemoved and its virtual node deleted, then its
-finalizer removed: vkubelet/manager.py). Run before the vkubelet itself goes, as the chart's
+RemoteClusterRemoved and its virtual node deleted, then its finalizer removed: vkubelet/manager.py). Run before the vkubelet itself goes, as the chart's
 pre-delete hook does on `helm uninstall`: deleted with it, nothing would remove the finalizers and
 the remote pods would run on, unseen."""
 
@@ -36,15 +35,16 @@ def _clusters(api: k8s.ApiClient) -> dict[str, dict[str, Any]]:
 
 def _why(api: k8s.ApiClient, rc: dict[str, Any]) -> str:
     """Where a cluster's cleanup stands: what blocks it (its CleanupBlocked condition), else the
-    front pods still on its virtual node, else that the vkubelet has not finished."""
+    front pods on its virtual node not failed yet, else that the vkubelet has not finished."""
     name = rc["metadata"]["name"]
     for c in (rc.get("status") or {}).get("conditions") or []:
         if c.get("type") == "CleanupBlocked" and c.get("status") == "True":
             return f"blocked: {c.get('reason')}: {c.get('message')}"
-    pods = k8s.CoreV1Api(api).list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}", limit=500)
+    selector = f"spec.nodeName={name},status.phase!=Failed,status.phase!=Succeeded"
+    pods = k8s.CoreV1Api(api).list_pod_for_all_namespaces(field_selector=selector, limit=500)
     if pods.items:
         more = "+" if pods.metadata._continue else ""
-        return f"{len(pods.items)}{more} front pod(s) still on its node"
+        return f"{len(pods.items)}{more} front pod(s) on its node not stopped yet"
     held = ", ".join(rc["metadata"].get("finalizers") or []) or "none"
     return f"waiting for the vkubelet to finish (finalizers: {held})"
 
