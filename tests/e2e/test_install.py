@@ -444,6 +444,7 @@ def _uninstall(f: Front, tmp: Path) -> None:
     assert not f.core.list_namespaced_pod(NAMESPACE).items
 
 
+@pytest.mark.timeout(1800)  # two installs with their day 2: about 11 minutes on 2 busy cores
 def test_helm_install_upgrade_failover_and_uninstall_in_both_scheduler_modes(
     bare: Environment, tmp_path: Path
 ) -> None:
