@@ -740,18 +740,33 @@ def _jobsets(api: Api, namespace: str) -> list[dict[str, Any]]:
     return list(listed["items"])
 
 
+def _submit_object(
+    armada: Armada,
+    api: Api,
+    namespace: str,
+    queue: str,
+    obj: dict[str, Any],
+    operators: Callable[..., None],
+) -> tuple[ArmadaClient, str, str]:
+    """`obj` submitted as one job of a new job set by an object submitter (its operator running):
+    the client, the job set, the job id."""
+    operators("jobset")
+    job_set = f"objects-{uuid.uuid4().hex[:6]}"
+    client = armada.client(_object_submitter(api, namespace))
+    response = client.submit_jobs(
+        queue=queue, job_set_id=job_set, job_request_items=[_object_item(client, namespace, obj)]
+    )
+    (job_id,) = (r.job_id for r in response.job_response_items)
+    return client, job_set, job_id
+
+
 def test_an_object_submitted_through_the_api_runs_its_pods_under_its_queue_to_its_end(
     armada: Armada, namespace: str, queues: list[str], cluster_api: Api, operators: Callable[..., None]
 ) -> None:
-    operators("jobset")
-    queue, job_set = queues[0], f"objects-{uuid.uuid4().hex[:6]}"
-    client = armada.client(_object_submitter(cluster_api, namespace))
-    response = client.submit_jobs(
-        queue=queue,
-        job_set_id=job_set,
-        job_request_items=[_object_item(client, namespace, _jobset(namespace))],
+    queue = queues[0]
+    client, job_set, job_id = _submit_object(
+        armada, cluster_api, namespace, queue, _jobset(namespace), operators
     )
-    (job_id,) = (r.job_id for r in response.job_response_items)
     collector = _Collector(client, queue, job_set)
     try:
         lifecycle = ["submitted", "queued", "leased", "pending", "running", "succeeded"]
@@ -785,14 +800,9 @@ def test_an_object_submitted_through_the_api_runs_its_pods_under_its_queue_to_it
 def test_an_object_is_cancelled_by_deleting_it(
     armada: Armada, namespace: str, queues: list[str], cluster_api: Api, operators: Callable[..., None]
 ) -> None:
-    operators("jobset")
-    queue, job_set = queues[0], f"objects-{uuid.uuid4().hex[:6]}"
-    client = armada.client(_object_submitter(cluster_api, namespace))
+    queue = queues[0]
     big = _jobset(namespace, cpu="500")  # no remote cluster holds its gang: it waits in its queue
-    response = client.submit_jobs(
-        queue=queue, job_set_id=job_set, job_request_items=[_object_item(client, namespace, big)]
-    )
-    (job_id,) = (r.job_id for r in response.job_response_items)
+    client, job_set, job_id = _submit_object(armada, cluster_api, namespace, queue, big, operators)
     collector = _Collector(client, queue, job_set)
     try:
         wait_for("the JobSet queued", lambda: collector.of(job_id) == ["submitted", "queued"], timeout=30)
