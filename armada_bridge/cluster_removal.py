@@ -14,9 +14,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from armada_bridge import keys
-
-PLURAL = "remoteclusters"
-VERSION = "v1alpha1"
+from armada_bridge.kube.resources import REMOTECLUSTERS
 
 
 class RemovalError(RuntimeError):
@@ -25,7 +23,9 @@ class RemovalError(RuntimeError):
 
 def _clusters(api: k8s.ApiClient) -> dict[str, dict[str, Any]]:
     try:
-        items = k8s.CustomObjectsApi(api).list_cluster_custom_object(keys.GROUP, VERSION, PLURAL)["items"]
+        items = k8s.CustomObjectsApi(api).list_cluster_custom_object(
+            REMOTECLUSTERS.group, REMOTECLUSTERS.version, REMOTECLUSTERS.plural
+        )["items"]
     except ApiException as e:
         if e.status == 404:
             return {}  # the CRD is not installed: no remote clusters
@@ -78,7 +78,9 @@ def remove_clusters(
             f"deleting RemoteCluster {name}" + (" (no vkubelet cleanup finalizer on it)" if unguarded else "")
         )
         try:
-            co.delete_cluster_custom_object(keys.GROUP, VERSION, PLURAL, name)
+            co.delete_cluster_custom_object(
+                REMOTECLUSTERS.group, REMOTECLUSTERS.version, REMOTECLUSTERS.plural, name
+            )
         except ApiException as e:
             if e.status != 404:
                 raise
