@@ -71,16 +71,23 @@ class HostRecord:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[dict[str, Any]]:
-        """The record, read and written back under the host-wide lock (an empty record: removed)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(".lock"), "w") as lock:
+        """The record, read and written back under the host-wide lock, held on the directory above
+        the record's (so that nothing is left behind: an empty record is removed with its
+        directory)."""
+        lock = os.open(self.path.parent.parent, os.O_RDONLY)
+        try:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            self.path.parent.mkdir(exist_ok=True)
             record = self.load()
             yield record
             if record:
                 self.path.write_text(json.dumps(record, indent=1))
             else:
                 self.path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    self.path.parent.rmdir()
+        finally:
+            os.close(lock)
 
     def take(self) -> None:
         """Hold the record; the first holder records the host as it is (nothing changed yet). A
