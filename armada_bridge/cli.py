@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--operators",
         metavar="all|NAME,...",
-        help="also run released operators (training-operator, kuberay, mpi-operator, jobset, argo, dask, trainer, spark-operator, training-operator-mxjob; or all; training-operator-mpijob, MPIJob v1, in place of mpi-operator)",
+        help="also run released operators (training-operator, kuberay, mpi-operator, jobset, argo, dask, trainer, spark-operator, training-operator-mxjob; or all; training-operator-mpijob, MPIJob v1, in place of mpi-operator; cert-manager, for installing the bridge with its certificates)",
     )
     dsub.add_parser("down", help="stop everything and remove the state directory")
     dsub.add_parser("status", help="list clusters and whether each is healthy")

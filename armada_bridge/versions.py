@@ -40,6 +40,7 @@ OPERATOR_VERSION_KEYS = {
     "spark-operator": "SPARK_OPERATOR_VERSION",
     "argo": "ARGO_WORKFLOWS_VERSION",
     "dask": "DASK_KUBERNETES_VERSION",
+    "cert-manager": "CERT_MANAGER_VERSION",
 }
 
 

@@ -128,7 +128,7 @@ MOD
   (cd "$mod" && run etcd-get go get "go.etcd.io/etcd/server/v3@$v")
   step="compile etcd $v"; say "$step"
   (cd "$mod" && CGO_ENABLED=0 run etcd go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
-  "$out/etcd" --version | head -1 >&2
+  "$out/etcd" --version | sed -n 1p >&2  # sed reads it all: head would close the pipe early (SIGPIPE, exit 141)
   touch "$out/.complete"
 }
 
@@ -178,7 +178,7 @@ build_coredns() {
   (cd "$mod" && run coredns-get go get "github.com/coredns/coredns@$v")
   step="compile coredns $v"; say "$step (a few minutes on 2 cores)"
   (cd "$mod" && CGO_ENABLED=0 run coredns go build -trimpath -ldflags "-s -w" -o "$out/coredns" github.com/coredns/coredns)
-  "$out/coredns" -version | head -1 >&2
+  "$out/coredns" -version | sed -n 1p >&2
   touch "$out/.complete"
 }
 

@@ -8,6 +8,7 @@
 #
 #   hack/build-operators.sh [all|NAME...]   NAME: training-operator kuberay mpi-operator jobset argo dask trainer spark-operator
 #                                           training-operator-mxjob armadactl (Armada's client, for armada_api's tests)
+#                                           cert-manager (for the install tests)
 #   ARMADA_BRIDGE_CACHE=/path ...           cache root (default ~/.cache/armada-bridge)
 set -euo pipefail
 
@@ -223,18 +224,25 @@ build_one() {
       build_go armadactl github.com/armadaproject/armada "$ARMADA_VERSION" \
         armadactl github.com/armadaproject/armada/cmd/armadactl \
         example ;;
+    cert-manager)
+      # Not a batch operator: the certificates of the chart's cert-manager mode and of `kubectl
+      # apply -k manifests` (tests/e2e/test_install.py). Its controller and CA injector; its own
+      # webhook only validates cert-manager's objects and is left out.
+      local cm=github.com/cert-manager/cert-manager v=$CERT_MANAGER_VERSION
+      build_go cert-manager "$cm" "$v" controller "$cm/cmd/controller" deploy/crds
+      build_go_also cert-manager "$cm" "$v" cainjector "$cm/cmd/cainjector" ;;
     dask) build_dask ;;
     spark-operator)
       build_go spark-operator github.com/kubeflow/spark-operator/v2 "$SPARK_OPERATOR_VERSION" \
         spark-operator github.com/kubeflow/spark-operator/v2/cmd/operator \
         config examples
       build_spark_home ;;
-    *) echo "usage: $0 [all|jobset|training-operator|trainer|mpi-operator|kuberay|argo|dask|spark-operator|training-operator-mxjob|armadactl ...]" >&2; exit 2 ;;
+    *) echo "usage: $0 [all|jobset|training-operator|trainer|mpi-operator|kuberay|argo|dask|spark-operator|training-operator-mxjob|armadactl|cert-manager ...]" >&2; exit 2 ;;
   esac
 }
 
 # Most useful first: a partial cache still runs the first end-to-end tests.
-ALL=(training-operator kuberay mpi-operator jobset argo dask trainer spark-operator training-operator-mxjob armadactl)
+ALL=(training-operator kuberay mpi-operator jobset argo dask trainer spark-operator training-operator-mxjob armadactl cert-manager)
 if [ $# -eq 0 ] || [ "$1" = all ]; then set -- "${ALL[@]}"; fi
 for name in "$@"; do build_one "$name"; done
 say "done: operators under $bin"

@@ -105,10 +105,13 @@ class Supervisor:
                 env={**os.environ, **c.env},
                 start_new_session=True,
             )
-        if c.netns:
-            deadline = time.monotonic() + 10
-            while process_cmdline(proc.pid) != c.argv and proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.01)
+        # Until the new program's argument vector shows, /proc/<pid>/cmdline is nsenter's or, for
+        # a moment after exec (the kernel sets it up after the parent saw the exec succeed),
+        # empty: read then, the pid would look gone ("exited at start", with an empty log: seen
+        # on a loaded machine).
+        deadline = time.monotonic() + 10
+        while process_cmdline(proc.pid) != c.argv and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         record = {"pid": proc.pid, "fingerprint": c.fingerprint, "cmdline": c.argv}
         pid_file.write_text(json.dumps(record) + "\n")
         return proc.pid, True

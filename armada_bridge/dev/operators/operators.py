@@ -122,9 +122,12 @@ class Operator:
 
     @property
     def components(self) -> tuple[str, ...]:
-        """Its processes: the Spark operator's pod webhook runs beside its controller."""
+        """Its processes: the Spark operator's pod webhook runs beside its controller, and
+        cert-manager's CA injector beside its controller."""
         if self.name == "spark-operator":
             return (f"{self.component}-webhook", self.component)
+        if self.name == "cert-manager":
+            return (self.component, f"{self.component}-cainjector")
         return (self.component,)
 
     def built(self) -> bool:
@@ -197,6 +200,14 @@ def catalog(v: versions.Versions | None = None) -> dict[str, Operator]:
                 ("operator/deployment/helm/dask-kubernetes-operator/crds/*.yaml",),
                 None,
                 ("health",),
+            ),
+            Operator(
+                "cert-manager",
+                ops["cert-manager"],
+                "controller",
+                ("deploy/crds/crd-*.yaml",),
+                None,
+                ("metrics",),
             ),
             Operator(
                 "spark-operator",
@@ -306,7 +317,8 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
         if o.name in RIVALS:
             _displace(env, bins, front, known[RIVALS[o.name]], replaced[o.name])
         apply_server_side = ("apply", "--server-side", "--force-conflicts")
-        kubectl(bins, front, *apply_server_side, *_files(crds), timeout=120)
+        listed = {"apiVersion": "v1", "kind": "List", "items": [_applicable(_load_crd(p)) for p in crds]}
+        kubectl(bins, front, *apply_server_side, "-f", "-", stdin=json.dumps(listed), timeout=120)
         wait_established(bins, front, _files(crds), timeout=90)
         if o.schemes:
             _training_operator_certs(bins, front, certs)
@@ -328,8 +340,9 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
             started = started or started_now
             env.supervisor.wait_ready(c, timeout=90)
             if c.ready_url is None and started_now:
-                # Nothing to poll (the MPI operator): give a fatal start, such as its fixed :8080
-                # being taken by another environment's MPI operator, the time to show.
+                # Nothing to poll (the MPI operator, cert-manager's CA injector): give a fatal
+                # start, such as the MPI operator's fixed :8080 being taken by another
+                # environment's, the time to show.
                 time.sleep(2)
                 if env.supervisor.pid(c.name) is None:
                     raise RuntimeError(f"{c.name} exited at start:\n{env.supervisor.tail(c.name)}")
@@ -382,6 +395,14 @@ def _displace(env: Environment, bins: Binaries, front: Path, rival: Operator, re
 def _load_crd(path: Path) -> dict[str, Any]:
     # libyaml's loader: these CRDs are large (600 KB).
     return dict(yaml.load(path.read_text(), Loader=yaml.CSafeLoader))
+
+
+def _applicable(crd: dict[str, Any]) -> dict[str, Any]:
+    """The CRD as applied: without labels whose values are a Helm chart's template expressions
+    (cert-manager's module keeps its CRDs as its chart's templates)."""
+    meta = crd["metadata"]
+    labels = {k: v for k, v in (meta.get("labels") or {}).items() if "{{" not in str(v)}
+    return {**crd, "metadata": {**meta, "labels": labels}}
 
 
 def _training_operator_certs(bins: Binaries, front: Path, certs: dict[str, Path]) -> None:
@@ -469,7 +490,31 @@ def components(
     """Its processes, in the order they start."""
     if o.name == "spark-operator":
         return _spark_operator(env, o, ports, front)
+    if o.name == "cert-manager":
+        return _cert_manager(o, ports, front)
     return [component(env, o, ports, front, certs)]
+
+
+def _cert_manager(o: Operator, ports: dict[str, int], front: Path) -> list[Component]:
+    """Its controller (issuers, certificates; its metrics server is what answers when it is up)
+    and its CA injector (caBundles of annotated webhook configurations), leader election off."""
+    controller = Component(
+        name=o.components[0],
+        argv=[
+            str(o.dir / o.binary),
+            f"--kubeconfig={front}",
+            "--leader-elect=false",
+            f"--metrics-listen-address=127.0.0.1:{ports['metrics']}",
+        ],
+        env={"KUBECONFIG": str(front)},
+        ready_url=f"http://127.0.0.1:{ports['metrics']}/metrics",
+    )
+    cainjector = Component(
+        name=o.components[1],
+        argv=[str(o.dir / "cainjector"), f"--kubeconfig={front}", "--leader-elect=false"],
+        env={"KUBECONFIG": str(front)},
+    )
+    return [controller, cainjector]
 
 
 def _spark_operator(env: Environment, o: Operator, ports: dict[str, int], front: Path) -> list[Component]:
