@@ -8,14 +8,19 @@ up`'s host processes: a gang, a real container's command, the demo's PyTorchJob 
 from their operators. Then day 2: `helm upgrade` to a new image with gangs running, one queued and
 one submitted during the rollout (nothing lost, duplicated or orphaned, the Leases handed over);
 each leader pod killed (the other replica takes over); `helm uninstall` leaves nothing behind in
-either cluster (its pre-delete hook removes the RemoteCluster first)."""
+either cluster (its pre-delete hook removes the RemoteCluster first). Then the chart again in
+`second-scheduler` mode with cert-manager's certificates, and last `kubectl apply -k manifests`
+(cert-manager's too) as docs/install.md tells, its smoke run and `kubectl delete -k manifests`."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import json
+import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,7 +160,13 @@ def _one_remote_pod_each(core: k8s.CoreV1Api, remote: k8s.CoreV1Api, what: str) 
 
 
 def _lease_holder(api: k8s.ApiClient, name: str) -> str:
-    return str(k8s.CoordinationV1Api(api).read_namespaced_lease(name, NAMESPACE).spec.holder_identity or "")
+    try:
+        lease = k8s.CoordinationV1Api(api).read_namespaced_lease(name, NAMESPACE)
+    except k8s.ApiException as e:
+        if e.status == 404:  # not taken yet
+            return ""
+        raise
+    return str(lease.spec.holder_identity or "")
 
 
 def _pods_of(core: k8s.CoreV1Api, deployment: str) -> dict[str, k8s.V1Pod]:
@@ -178,12 +189,13 @@ def _kill_leader(api: k8s.ApiClient, deployment: str) -> str:
     return wait_for(f"another {deployment} pod holding its Lease after {old} was killed", probe, timeout=120)
 
 
-def _kubectl(env: Environment, *args: str) -> str:
+def _kubectl(env: Environment, *args: str, stdin: str | None = None) -> str:
     r = subprocess.run(
         [str(binaries.expected().kubectl), "--kubeconfig", str(env.kubeconfig("front")), *args],
+        input=stdin,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=360,
     )
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
@@ -213,15 +225,21 @@ class Front:
         self.remote = k8s.CoreV1Api(remote_api)
 
 
-def _install(f: Front, values_file: Path, mode: str) -> None:
-    """`helm install` as docs/install.md tells; in extender mode the front's kube-scheduler is then
-    pointed at the extender's Service, at its ClusterIP (the scheduler runs outside cluster DNS),
-    checking the certificate Helm made for its name."""
+def _install(f: Front, values_file: Path, mode: str, certificates: str = "self-signed") -> None:
+    """`helm install` as docs/install.md tells, with the certificates of `certificates` mode; in
+    extender mode the front's kube-scheduler is then pointed at the extender's Service."""
     helm(
         f.env,
         *("install", RELEASE, str(CHART), "-n", NAMESPACE, "--create-namespace", "-f", str(values_file)),
-        *("--set", f"scheduler.mode={mode}", "--wait"),
+        *("--set", f"scheduler.mode={mode}", "--set", f"certificates.mode={certificates}", "--wait"),
     )
+    _running_from_the_image(f, mode)
+
+
+def _running_from_the_image(f: Front, mode: str) -> None:
+    """Both Deployments' two replicas ready on the front's real node, from the bridge's image (and
+    the kube-scheduler's in second-scheduler mode); an extender holding the Lease; the virtual node
+    run by the installed vkubelet Ready."""
     for name in (EXTENDER, VKUBELET):
         d = f.apps.read_namespaced_deployment(name, NAMESPACE)
         assert d.status.ready_replicas == 2, (name, d.status)
@@ -231,9 +249,13 @@ def _install(f: Front, values_file: Path, mode: str) -> None:
         seen = {c.name: c.image for c in p.spec.containers}
         assert seen == {n: containers[n] for n in seen}, seen
         assert ("kube-scheduler" in seen) == (mode == "second-scheduler" and "extender" in seen), seen
-    assert _lease_holder(f.api, EXTENDER).startswith(f"{EXTENDER}-")
     wait_for(
-        f"the virtual node {REMOTE}, run by the chart's vkubelet, Ready",
+        "an extender pod holding its Lease",
+        lambda: _lease_holder(f.api, EXTENDER) in _pods_of(f.core, EXTENDER),
+        timeout=60,
+    )
+    wait_for(
+        f"the virtual node {REMOTE}, run by the installed vkubelet, Ready",
         lambda: any(
             c.type == "Ready" and c.status == "True"
             for n in f.core.list_node(field_selector=f"metadata.name={REMOTE}").items
@@ -444,13 +466,70 @@ def _uninstall(f: Front, tmp: Path) -> None:
     assert not f.core.list_namespaced_pod(NAMESPACE).items
 
 
-@pytest.mark.timeout(1800)  # two installs with their day 2: about 11 minutes on 2 busy cores
+@contextlib.contextmanager
+def _nodes_as_an_admins(f: Front) -> Iterator[None]:
+    """The front's nodes as an admin's cluster has them for the bridge's own pods, which the
+    kustomization places nowhere in particular: the real node without the dev environment's taint
+    (kept for the chart's nodeSelector and tolerations), the KWOK node (whose containers never run)
+    cordoned. Put back after."""
+    taint = f"{keys.DEV_REAL_NODE_TAINT_KEY}:{keys.DEV_REAL_NODE_TAINT_EFFECT}"
+    _kubectl(f.env, "taint", "node", "front-real-0", f"{taint}-")
+    _kubectl(f.env, "cordon", "front-node-0")
+    try:
+        yield
+    finally:
+        _kubectl(f.env, "uncordon", "front-node-0")
+        _kubectl(f.env, "taint", "node", "front-real-0", f"{taint}", "--overwrite")
+
+
+def _kustomize(f: Front, tmp: Path) -> None:
+    """docs/install.md's kustomize install, its commands as written: `kubectl apply -k manifests`
+    (cert-manager's certificates), a RemoteCluster from a kubeconfig Secret, the front's scheduler
+    pointed at the extender; the same work as through the chart; then `armada-bridge
+    remove-clusters --all && kubectl delete -k manifests`, which leave nothing behind."""
+    manifests = str(REPO_ROOT / "manifests")
+    made = tmp / "kustomize.yaml"
+    made.write_text(_kubectl(f.env, "kustomize", manifests))
+    _kubectl(f.env, "apply", "-k", manifests)
+    for name in (EXTENDER, VKUBELET):
+        _kubectl(f.env, "-n", NAMESPACE, "rollout", "status", f"deployment/{name}", "--timeout=300s")
+    config = inline_kubeconfig(f.env.remote_kubeconfigs()[REMOTE])
+    for cluster in config["clusters"]:
+        cluster["cluster"]["server"] = f.env._pod_facing(cluster["cluster"]["server"])
+    kubeconfig = tmp / f"{REMOTE}.yaml"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    secret = ("create", "secret", "generic", f"{REMOTE}-kubeconfig", f"--from-file=kubeconfig={kubeconfig}")
+    _kubectl(f.env, "-n", NAMESPACE, *secret)
+    cluster_object = {"apiVersion": keys.API_VERSION, "kind": "RemoteCluster", "metadata": {"name": REMOTE}}
+    _kubectl(f.env, "apply", "-f", "-", stdin=json.dumps(cluster_object))
+    _running_from_the_image(f, "extender")
+    _point_scheduler(f)
+    _work(f, "kustomize")
+    _kubectl(f.env, "-n", "demo", "delete", "pytorchjob,raycluster", "--all", "--wait=true")
+    assert _remote_uids(f.remote)
+    removal = subprocess.run(
+        [sys.executable, "-m", "armada_bridge.cli", "remove-clusters", "--all"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "KUBECONFIG": str(f.env.kubeconfig("front"))},
+    )
+    assert removal.returncode == 0, removal.stderr[-3000:]
+    assert not _remote_uids(f.remote), "remote pods left after remove-clusters"
+    _kubectl(f.env, "delete", "-k", manifests, "--wait=true", "--timeout=300s")
+    left = _kubectl(f.env, "get", "-f", str(made), "--ignore-not-found", "-o", "name")
+    assert not left.strip(), f"objects of the kustomization left after delete -k:\n{left}"
+    assert REMOTE not in {n.metadata.name for n in f.core.list_node().items}
+
+
+@pytest.mark.timeout(2400)  # three installs, two with their day 2: about 14 minutes on 2 busy cores
 def test_helm_install_upgrade_failover_and_uninstall_in_both_scheduler_modes(
     bare: Environment, tmp_path: Path
 ) -> None:
     """Installed in extender mode, worked, upgraded, failed over, uninstalled; then installed again
     in second-scheduler mode (the chart's own kube-scheduler in each extender pod, the front's
-    scheduler left without the extender), worked, upgraded, uninstalled."""
+    scheduler left without the extender) with cert-manager's certificates, worked, upgraded,
+    uninstalled; then installed with kustomize, worked and deleted."""
     env = bare
     values_file = tmp_path / "values.yaml"
     values_file.write_text(yaml.safe_dump(values(env)))
@@ -472,7 +551,8 @@ def test_helm_install_upgrade_failover_and_uninstall_in_both_scheduler_modes(
         _uninstall(f, tmp_path)
 
         env.front_scheduler_without_extender()
-        _install(f, values_file, "second-scheduler")
+        env.ensure_operators(["cert-manager"])
+        _install(f, values_file, "second-scheduler", certificates="cert-manager")
         _work(f, "second-scheduler")
         for p in f.core.list_namespaced_pod("team").items:
             assert p.spec.scheduler_name == "armada-bridge-scheduler", (
@@ -482,3 +562,7 @@ def test_helm_install_upgrade_failover_and_uninstall_in_both_scheduler_modes(
         whole, _ = _upgrade_under_load(f)
         _free_room(f, whole)
         _uninstall(f, tmp_path)
+
+        env.front_scheduler_without_extender()
+        with _nodes_as_an_admins(f):
+            _kustomize(f, tmp_path)
