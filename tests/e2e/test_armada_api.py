@@ -882,6 +882,7 @@ def test_a_sparkapplication_is_followed_to_its_end_by_the_state_its_kind_states(
     shipped kinds' configuration (object-kinds.yaml) says where, and the job set's events follow it
     to `succeeded` (the operator's own SparkPi sample, its driver made by a real spark-submit and
     run on the KWOK nodes of a remote cluster)."""
+    operators("spark-operator")  # its samples come with it
     queue = queues[0]
     app = spark_app(namespace, runtime="5s")  # with its namespace's Spark RBAC
     for role in ("driver", "executor"):  # its pods take the job's queue from the application
@@ -928,8 +929,9 @@ def test_an_objects_priority_orders_its_pods_and_reprioritizing_it_reaches_them(
     for name in ("first", "second"):  # a second apart: the first is first while priorities are equal
         js = _jobset(namespace, cpu="4")  # a gang of 4 pods of 4 CPUs: the room of one blocker
         js["metadata"]["name"] = name
-        for template in pod_templates(js):
+        for template in pod_templates(js):  # a gang of its own, running until deleted
             template["metadata"]["annotations"][keys.GANG_ID] = name
+            del template["metadata"]["annotations"][keys.SIMULATED_RUNTIME]
         item = _object_item(client, namespace, js)
         item.priority = 1
         response = client.submit_jobs(queue=queue, job_set_id="wait", job_request_items=[item])
