@@ -91,4 +91,4 @@ class ObjectKinds:
 
 def _name(resource: Resource) -> str:
     """plural.group, as --object-kinds and kubectl name a resource."""
-    return f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+    return ObjectKind(resource.plural, resource.group).name
