@@ -68,7 +68,8 @@ class Describer:
         queue is weaker than its owner's): that queue and the root's UID (labels), and what else of
         the root's the pod takes with its queue (``keys.INHERITED_ANNOTATIONS``: the job priority)
         where the pod has none of its own (annotations); ({}, {}) otherwise. Read at the pod's
-        creation, from the root as it is then."""
+        creation, from the root as it is then (a root without a queue label when first seen is
+        not read again)."""
         ref = controller_ref(dict(pod))
         if ref is None or not all(isinstance(ref.get(f), str) for f in ("apiVersion", "kind", "name", "uid")):
             return {}, {}  # no owner, or a reference that names nothing
@@ -77,7 +78,7 @@ class Describer:
         )
         if own is not None:
             return {}, {}
-        root = await self.owners.root_now(dict(pod))
+        root = await self.owners.queued_root(dict(pod))
         md = (root or {}).get("metadata") or {}
         queue = (md.get("labels") or {}).get(keys.QUEUE_LABEL)
         if not queue:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from armada_bridge import keys
 from armada_bridge.kube.client import ApiError, Kube, Obj
 from armada_bridge.kube.discovery import Discovery
 from armada_bridge.kube.resources import JOBS
@@ -50,6 +51,7 @@ class OwnerResolver:
         self.kube = kube
         self.discovery = Discovery(kube)
         self._parents: dict[str, Obj | None] = {}  # owner uid -> its controller ref (None: it is a root)
+        self._queued: dict[str, bool] = {}  # owner uid -> it had a queue label when first read
 
     async def _get(self, ref: Obj, namespace: str) -> Obj | None:
         """The object `ref` names, as it is now (None: unknown kind, gone, unreadable, or another
@@ -78,6 +80,7 @@ class OwnerResolver:
             return None  # the chain ends here, not cached (an unknown kind: discovery may recover)
         parent = controller_ref(owner)
         self._parents[uid] = parent
+        self._queued[uid] = bool((owner["metadata"].get("labels") or {}).get(keys.QUEUE_LABEL))
         return parent
 
     async def _root_ref(self, obj: Obj) -> Obj | None:
@@ -100,12 +103,16 @@ class OwnerResolver:
             return Root(md["uid"], obj.get("kind", "Pod"), md["name"])
         return Root(ref["uid"], ref["kind"], ref["name"])
 
-    async def root_now(self, obj: Obj) -> Obj | None:
-        """The topmost controller of `obj` as it is now, read afresh (the chain to it is cached, the
-        root's labels and annotations are not: they change); None when nothing controls `obj` or
-        the root cannot be read."""
+    async def queued_root(self, obj: Obj) -> Obj | None:
+        """The topmost controller of `obj` as it is now, when it names a queue: read afresh (the
+        chain to it is cached, the root's labels and annotations are not: a job's priority
+        changes). None when nothing controls `obj`, the root cannot be read, or it had no queue
+        label when first read (not read again: most roots, a Deployment's, are not the bridge's)."""
         ref = await self._root_ref(obj)
-        return None if ref is None else await self._get(ref, obj["metadata"].get("namespace", ""))
+        if ref is None or not self._queued.get(str(ref["uid"])):
+            return None
+        return await self._get(ref, obj["metadata"].get("namespace", ""))
 
     def forget(self, uid: str) -> None:
         self._parents.pop(uid, None)
+        self._queued.pop(uid, None)
