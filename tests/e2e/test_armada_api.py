@@ -885,10 +885,8 @@ def test_a_sparkapplication_is_followed_to_its_end_by_the_state_its_kind_states(
     operators("spark-operator")  # its samples come with it
     queue = queues[0]
     app = spark_app(namespace, runtime="5s")  # with its namespace's Spark RBAC
-    for role in ("driver", "executor"):  # its pods take the job's queue from the application
+    for role in ("driver", "executor"):  # its pods are in the job's queue by the application's
         del app["spec"][role]["labels"][keys.QUEUE_LABEL]
-    # No Volcano PodGroup: its queue (Volcano's `default` when not set) would be the pods' own.
-    del app["spec"]["batchScheduler"]
     client, job_set, job_id = _submit_object(
         armada, cluster_api, namespace, queue, app, operators, operator="spark-operator"
     )
@@ -901,6 +899,7 @@ def test_a_sparkapplication_is_followed_to_its_end_by_the_state_its_kind_states(
     (driver,) = (p for p in _pods(cluster_api, namespace) if p.metadata.labels.get("spark-role") == "driver")
     assert driver.metadata.labels[keys.QUEUE_LABEL] == queue
     assert driver.metadata.labels[keys.QUEUE_OWNER_LABEL] == done["metadata"]["uid"]
+    assert driver.metadata.annotations[keys.JOB_PRIORITY_ANNOTATION] == "0"  # the job's
     assert dict(client.get_job_status([job_id]).job_states) == {job_id: submit_pb2.JobState.SUCCEEDED}
 
 
