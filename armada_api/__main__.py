@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from armada_api.front import Front
-from armada_api.object_kinds import parse_kinds
+from armada_api.kind_states import KindsError, ObjectKind, load_kinds, merged, parse_kinds
 from armada_api.server import ListenError, make_server
 from armada_bridge.kube import Kube, load_config
 from armada_bridge.kube.lifecycle import hostport, run_until_stopped
@@ -38,14 +38,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=[],
         metavar="PLURAL.GROUP,...",
         help="the kinds of object a job may carry instead of a pod spec (annotation "
-        "bridge.armadaproject.io/object), e.g. jobsets.jobset.x-k8s.io,pytorchjobs.kubeflow.org; the "
-        "server's identity needs get/list/watch on them (default: none)",
+        "bridge.armadaproject.io/object), e.g. jobsets.jobset.x-k8s.io,pytorchjobs.kubeflow.org, read "
+        "for their end by their status conditions; the server's identity needs get/list/watch on "
+        "them (default: none)",
+    )
+    p.add_argument(
+        "--object-kinds-file",
+        type=Path,
+        metavar="FILE",
+        help="more such kinds, YAML: a list of {resource: plural.group, state: [rules]}, where a rule "
+        "names a status field and its values that mean succeeded, failed or running (for kinds that "
+        "state their end in a field of their own: manifests/armada-api/object-kinds.yaml)",
     )
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
 
+def object_kinds(args: argparse.Namespace) -> list[ObjectKind]:
+    """The accepted kinds: --object-kinds and --object-kinds-file's (KindsError: not valid)."""
+    from_file = load_kinds(args.object_kinds_file.read_text()) if args.object_kinds_file else []
+    return merged([*args.object_kinds, *from_file])
+
+
 async def serve(args: argparse.Namespace) -> int:
+    try:
+        kinds = object_kinds(args)
+    except (KindsError, OSError) as e:
+        log.error("%s", e)
+        return 2
     own = Kube(load_config(args.kubeconfig), user_agent="armada-bridge-armada-api")
     front = Front(own, load_config(args.kubeconfig, credentials=False))
     try:
@@ -54,7 +74,7 @@ async def serve(args: argparse.Namespace) -> int:
             *args.listen,
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
-            object_kinds=args.object_kinds,
+            object_kinds=kinds,
         )
     except ListenError as e:
         log.error("%s", e)

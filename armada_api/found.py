@@ -10,6 +10,7 @@ from typing import Any
 from armada_api import states
 from armada_api.job_events import JobEvent, job_events
 from armada_api.jobs import job_id_of
+from armada_api.kind_states import StateRule
 from armada_api.object_events import object_events
 from armada_bridge.kube.resources import PODS, Resource
 
@@ -23,6 +24,8 @@ class Found:
     obj: Obj
     #: an object's pods (those that took its queue: label ``bridge.armadaproject.io/queue-owner``)
     pods: tuple[Obj, ...] = ()
+    #: where an object's kind states its state, besides its conditions (:mod:`armada_api.kind_states`)
+    rules: tuple[StateRule, ...] = ()
 
     @property
     def is_object(self) -> bool:
@@ -38,7 +41,7 @@ class Found:
 
     def events(self, *, deleted: bool = False) -> list[JobEvent]:
         if self.is_object:
-            return object_events(self.obj, self.pods, deleted=deleted)
+            return object_events(self.obj, self.pods, deleted=deleted, rules=self.rules)
         return job_events(self.obj, deleted=deleted)
 
     def state(self) -> int:

@@ -3,10 +3,14 @@ object and the pods its operator made, as they are. Pure.
 
 submitted and queued when the object was created; leased, pending and running from its pods (the
 one that got furthest: a cluster assigned, bound, a container started); its end from the object
-itself, read the same way for every kind (:func:`ended`): a status condition that is ``True`` of
-type ``Succeeded``, ``Complete`` or ``Completed`` (Kubeflow's jobs, batch/v1 Job, JobSet) is
-succeeded, of type ``Failed`` failed (with the condition's message), and so is a ``status.phase``
-of those names; an object deleted before it ended was cancelled. Ids as for a pod's job
+itself (:func:`own_state`): first by the rules the administrator gave its kind, where it states its
+state in a field of its own (:mod:`armada_api.kind_states`: a SparkApplication's
+``status.applicationState.state``), then the same way for every kind: a status condition that is
+``True`` of type ``Succeeded``, ``Complete`` or ``Completed`` (Kubeflow's jobs, batch/v1 Job, JobSet)
+is succeeded, of type ``Failed`` failed (with the condition's message), and so is a
+``status.phase`` of those names; an object deleted before it ended was cancelled. A kind's rule
+may also say the object runs (a RayCluster ``ready``): then it is running even before a pod of
+its own is seen running. Ids as for a pod's job
 (:mod:`armada_api.job_events`): a job's events have one id whoever derives them.
 """
 
@@ -26,6 +30,7 @@ from armada_api.job_events import (
     seconds_of,
     submission_steps,
 )
+from armada_api.kind_states import StateRule, stated
 
 Obj = Mapping[str, Any]
 
@@ -34,8 +39,13 @@ SUCCEEDED = ("Succeeded", "Complete", "Completed")
 FAILED = ("Failed",)
 
 
-def ended(obj: Obj) -> Step | None:
-    """The object's end as its operator states it (None: not ended)."""
+def own_state(obj: Obj, rules: tuple[StateRule, ...] = ()) -> Step | None:
+    """What the object states of itself: its end (a ``succeeded`` or ``failed`` step) or, by one of
+    its kind's `rules`, that it runs (a ``running`` step); None: neither. Its kind's rules first."""
+    decided = stated(obj, rules)
+    if decided is not None:
+        outcome, why, when = decided
+        return (seconds_of(when), outcome, {"reason": why} if outcome == "failed" else {})
     status = obj.get("status") or {}
     for c in status.get("conditions") or ():
         if not isinstance(c, Mapping) or c.get("status") != "True":
@@ -60,11 +70,18 @@ def _furthest(pods: Iterable[Obj]) -> list[Step]:
     return placements[0] if placements else []
 
 
-def object_events(obj: Obj, pods: Iterable[Obj], *, deleted: bool = False) -> list[JobEvent]:
-    """The events an object and its pods imply, in order (`deleted`: the object is gone, or going)."""
+def object_events(
+    obj: Obj, pods: Iterable[Obj], *, deleted: bool = False, rules: tuple[StateRule, ...] = ()
+) -> list[JobEvent]:
+    """The events an object and its pods imply, in order (`deleted`: the object is gone, or going;
+    `rules`: where its kind states its state, besides its conditions)."""
     md = obj.get("metadata") or {}
     steps = submission_steps(obj) + _furthest(sorted(pods, key=created_of))
-    end = ended(obj)
+    end = own_state(obj, rules)
+    if end is not None and end[1] == "running":
+        if not any(kind == "running" for _t, kind, _f in steps):
+            steps.append(end)  # its pods' running, else its own word
+        end = None
     if end is not None:
         steps.append(end)
     elif deleted or md.get("deletionTimestamp"):

@@ -1,5 +1,6 @@
-"""Which kinds of object the API accepts in a job (the administrator's list, ``--object-kinds``), and
-the resource that serves each (API discovery: no kind is known in code).
+"""Which kinds of object the API accepts in a job (the administrator's list, ``--object-kinds`` or
+``--object-kinds-file``, with where each states its state: :mod:`armada_api.kind_states`), and the
+resource that serves each (API discovery: no kind is known in code).
 
 The server must find a job set's objects to cancel them and to follow their events, so it lists
 each accepted resource with its own identity: that identity needs ``get``/``list``/``watch`` on them
@@ -15,6 +16,7 @@ from typing import Any
 
 from armada_api.found import Found
 from armada_api.jobs import RequestError
+from armada_api.kind_states import ObjectKind, StateRule
 from armada_bridge import keys
 from armada_bridge.kube.client import Kube
 from armada_bridge.kube.discovery import Discovery
@@ -23,18 +25,8 @@ from armada_bridge.kube.resources import PODS, Resource
 Obj = Mapping[str, Any]
 
 
-def parse_kinds(text: str) -> list[tuple[str, str]]:
-    """``plural.group,...`` (e.g. ``jobsets.jobset.x-k8s.io``; ``jobs.batch``) as (plural, group)."""
-    out = []
-    for word in (w.strip() for w in text.split(",")):
-        if word:
-            plural, _, group = word.partition(".")
-            out.append((plural, group))
-    return out
-
-
 class ObjectKinds:
-    def __init__(self, kube: Kube, kinds: list[tuple[str, str]]) -> None:
+    def __init__(self, kube: Kube, kinds: list[ObjectKind]) -> None:
         self.kube = kube
         self.discovery = Discovery(kube)
         self.kinds = kinds
@@ -43,9 +35,16 @@ class ObjectKinds:
     async def accepted(self) -> list[Resource]:
         """The accepted resources the front serves (looked up until all are: a CRD installed later)."""
         if self._accepted is None or len(self._accepted) < len(self.kinds):
-            found = await asyncio.gather(*(self.discovery.preferred(p, g) for p, g in self.kinds))
+            found = await asyncio.gather(*(self.discovery.preferred(k.plural, k.group) for k in self.kinds))
             self._accepted = [r for r in found if r is not None and r.namespaced]
         return self._accepted
+
+    def rules_of(self, resource: Resource) -> tuple[StateRule, ...]:
+        """Where objects of `resource` state their state (its kind's rules; none: conditions only)."""
+        for k in self.kinds:
+            if (k.plural, k.group) == (resource.plural, resource.group):
+                return k.rules
+        return ()
 
     async def resource_of(self, obj: Obj) -> Resource:
         """The resource to create `obj` as; RequestError when its kind is not accepted."""
@@ -74,16 +73,22 @@ class ObjectKinds:
         ]
         if not found:
             return []
-        uids = sorted(str(o["metadata"]["uid"]) for _r, o in found)
-        pods = await self.kube.list_all(
-            PODS, None, labelSelector=f"{keys.QUEUE_OWNER_LABEL} in ({','.join(uids)})"
-        )
         by_owner: dict[str, list[Obj]] = {}
-        for p in pods.get("items") or []:
+        for p in await self.pods_of([str(o["metadata"]["uid"]) for _r, o in found]):
             by_owner.setdefault(p["metadata"]["labels"][keys.QUEUE_OWNER_LABEL], []).append(p)
-        return [Found(r, o, tuple(by_owner.get(o["metadata"]["uid"], ()))) for r, o in found]
+        return [
+            Found(r, o, tuple(by_owner.get(o["metadata"]["uid"], ())), self.rules_of(r)) for r, o in found
+        ]
+
+    async def pods_of(self, uids: list[str]) -> list[Obj]:
+        """The pods that took the queue (and priority) of the objects of `uids` (the server's own
+        identity): label ``bridge.armadaproject.io/queue-owner``."""
+        if not uids:
+            return []
+        selector = f"{keys.QUEUE_OWNER_LABEL} in ({','.join(sorted(uids))})"
+        return list((await self.kube.list_all(PODS, None, labelSelector=selector)).get("items") or [])
 
 
 def _name(resource: Resource) -> str:
     """plural.group, as --object-kinds and kubectl name a resource."""
-    return f"{resource.plural}.{resource.group}" if resource.group else resource.plural
+    return ObjectKind(resource.plural, resource.group).name

@@ -5,7 +5,7 @@ The object travels in Armada's own message, in the item annotation ``bridge.arma
 meaning: the queue, job set, job id, priority, labels and annotations go on the object as they go
 on a job's pod (:func:`armada_api.jobs.job_pod`). Its operator makes the pods; they take the
 object's queue (the extender's webhook gives a pod with no queue of its own its root controller's,
-:meth:`extender.describe.Describer.inherited_queue`). docs/armada-api.md, "Objects".
+:meth:`extender.describe.Describer.inherited`). docs/armada-api.md, "Objects".
 """
 
 from __future__ import annotations

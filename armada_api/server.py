@@ -12,6 +12,7 @@ from armada_client.armada import event_pb2_grpc, job_pb2_grpc, submit_pb2_grpc
 from armada_api.event_stream import JobSetEvents
 from armada_api.front import Front
 from armada_api.job_status import JobStatus
+from armada_api.kind_states import ObjectKind
 from armada_api.object_kinds import ObjectKinds
 from armada_api.queue_calls import Queues
 from armada_api.services import EventService, JobsService, QueueService, SubmitService
@@ -33,10 +34,10 @@ def make_server(
     *,
     tls_cert: Path | None = None,
     tls_key: Path | None = None,
-    object_kinds: list[tuple[str, str]] | None = None,
+    object_kinds: list[ObjectKind] | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """The server with its four services, bound (not started); the port it got (0 picks a free one).
-    `object_kinds`: the (plural, group) of the objects a job may carry (armada_api.object_kinds)."""
+    `object_kinds`: the kinds of object a job may carry (armada_api.kind_states)."""
     server = grpc.aio.server()
     queues = Queues(front)
     jobs = Jobs(front, ObjectKinds(front.own, object_kinds or []))

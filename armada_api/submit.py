@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -136,6 +136,9 @@ class Jobs:
             md = f.obj["metadata"]
             try:
                 await kube.patch(f.resource, md["name"], patch, md["namespace"], uid=md["uid"])
+                if f.is_object:  # then the pods that took its priority, as they are after it
+                    for pod in await self.kinds.pods_of([f.uid]):
+                        await _patch_pod(kube, pod, patch)
             except ApiError as e:
                 return e.message
             return ""
@@ -166,6 +169,16 @@ class Jobs:
         )
         found = [Found(PODS, p) for p in pods.get("items") or []] + objects
         return [f for f in found if jobs.is_submitted(f.obj)]
+
+
+async def _patch_pod(kube: Kube, pod: Mapping[str, Any], patch: Obj) -> None:
+    """Patch `pod` (UID precondition); one gone meanwhile is left alone."""
+    md = pod["metadata"]
+    try:
+        await kube.patch(PODS, md["name"], patch, md["namespace"], uid=md["uid"])
+    except ApiError as e:
+        if not e.not_found:
+            raise
 
 
 async def _delete(kube: Kube, found: Found, *, dry_run: bool = False) -> None:

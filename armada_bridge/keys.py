@@ -32,8 +32,12 @@ OBJECT_ANNOTATION = f"{GROUP}/object"
 
 # A pod with no queue of its own takes the queue label of its root controller (the topmost owner
 # through ownerReferences, e.g. the JobSet of its Job): the admission webhook sets QUEUE_LABEL on it
-# and this label, the UID of that root (extender.describe.Describer.inherited_queue).
+# and this label, the UID of that root (extender.describe.Describer.inherited), and with the queue
+# the root's INHERITED_ANNOTATIONS the pod does not set itself: the job's priority, so an object's
+# pods are ordered in their queue as the object's job (the Armada API's ReprioritizeJobs patches
+# the object and these pods alike).
 QUEUE_OWNER_LABEL = f"{GROUP}/queue-owner"
+INHERITED_ANNOTATIONS = (JOB_PRIORITY_ANNOTATION,)
 
 # The extender's decision, written on the front pod (annotations): the remote cluster (the same key
 # as the virtual node's cluster label) and, when the core chose one, the node in that cluster.

@@ -251,7 +251,7 @@ def admission_response(
     the extender). ``extra_annotations``: set on managed pods as well (e.g. the Volcano group-name
     of an auto-grouped Job's pod, :func:`extender.protocols.volcano.job_pod_annotations`).
     ``extra_labels``: likewise (the queue a pod takes from its root controller,
-    :meth:`extender.describe.Describer.inherited_queue`).
+    :meth:`extender.describe.Describer.inherited`).
     """
     uid = _request(review)["uid"]
     pod = pod_of(review)

@@ -61,21 +61,30 @@ class Describer:
         )
         return queue
 
-    async def inherited_queue(self, pod: Mapping[str, Any]) -> dict[str, str]:
-        """The labels that give a pod being created its root controller's queue (the label
-        ``armadaproject.io/queue`` of the topmost owner, e.g. the JobSet of its Job, or an object the
-        Armada API created) when none of its own protocols names one (a namespace's queue is weaker
-        than its owner's), with that root's UID; {} otherwise. Read once, at the pod's creation."""
+    async def inherited(self, pod: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+        """The labels and annotations that put a pod being created in its root controller's queue
+        (the label ``armadaproject.io/queue`` of the topmost owner, e.g. the JobSet of its Job, or
+        an object the Armada API created) when none of its own protocols names another (a
+        namespace's queue is weaker than its owner's; an operator that copies its object's labels
+        onto its pods, as the Spark operator does, names the same): that queue and the root's UID
+        (labels: the pod is the root's), and what else of the root's the pod takes with its queue
+        (``keys.INHERITED_ANNOTATIONS``: the job priority) where the pod has none of its own
+        (annotations); ({}, {}) otherwise. Read at the pod's creation, from the root as it is then
+        (a root without a queue label when first seen is not read again)."""
         ref = controller_ref(dict(pod))
         if ref is None or not all(isinstance(ref.get(f), str) for f in ("apiVersion", "kind", "name", "uid")):
-            return {}  # no owner, or a reference that names nothing
+            return {}, {}  # no owner, or a reference that names nothing
         own, _source = intent.queue_of(
             pod, volcano_podgroup=self.inputs.podgroups_of(pod).get(volcano.NAME), namespace_labels={}
         )
-        if own is not None:
-            return {}
-        root = await self.owners.root(dict(pod))
-        return {keys.QUEUE_LABEL: root.queue, keys.QUEUE_OWNER_LABEL: root.uid} if root.queue else {}
+        root = await self.owners.queued_root(dict(pod))
+        md = (root or {}).get("metadata") or {}
+        queue = (md.get("labels") or {}).get(keys.QUEUE_LABEL)
+        if not queue or own not in (None, queue):
+            return {}, {}
+        theirs, mine = md.get("annotations") or {}, pod["metadata"].get("annotations") or {}
+        annotations = {k: str(theirs[k]) for k in keys.INHERITED_ANNOTATIONS if k in theirs and k not in mine}
+        return {keys.QUEUE_LABEL: str(queue), keys.QUEUE_OWNER_LABEL: str(md["uid"])}, annotations
 
     async def describe(self, pod: Obj, relaxed: Mapping[tuple[str, str], int]) -> PodInfo | None:
         """The managed pod's job for the core, or None when the bridge does not manage it.

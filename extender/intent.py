@@ -7,7 +7,7 @@ queue label ``volcano.sh/queue-name`` or annotation ``scheduling.volcano.sh/queu
 pod label ``kueue.x-k8s.io/queue-name``; else the namespace label ``armadaproject.io/queue``. None
 of these: the bridge does not manage the pod. (Between the last two comes the root controller's
 queue label, which the webhook writes on the pod as its own label when it is created:
-:meth:`extender.describe.Describer.inherited_queue`.)
+:meth:`extender.describe.Describer.inherited`.)
 """
 
 from __future__ import annotations

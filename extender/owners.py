@@ -24,8 +24,6 @@ class Root:
     uid: str
     kind: str
     name: str
-    #: its label ``armadaproject.io/queue`` ("": none, or the root is the object itself)
-    queue: str = ""
 
     def __str__(self) -> str:
         return f"{self.kind}/{self.name}"
@@ -53,15 +51,14 @@ class OwnerResolver:
         self.kube = kube
         self.discovery = Discovery(kube)
         self._parents: dict[str, Obj | None] = {}  # owner uid -> its controller ref (None: it is a root)
-        self._queues: dict[str, str] = {}  # owner uid -> its queue label ("": none)
+        self._queued: dict[str, bool] = {}  # owner uid -> it had a queue label when first read
 
-    async def _parent_of(self, ref: Obj, namespace: str) -> Obj | None:
-        uid = ref["uid"]
-        if uid in self._parents:
-            return self._parents[uid]
+    async def _get(self, ref: Obj, namespace: str) -> Obj | None:
+        """The object `ref` names, as it is now (None: unknown kind, gone, unreadable, or another
+        object of the same name)."""
         resource = await self.discovery.resource(str(ref["apiVersion"]), str(ref["kind"]))
         if resource is None:
-            return None  # unknown kind: treat the owner as the root, do not cache (discovery may recover)
+            return None
         try:  # names from an ownerReference are the pod author's: one path segment each
             path = resource.path(namespace, str(ref["name"]))
         except ValueError:
@@ -69,30 +66,53 @@ class OwnerResolver:
         try:
             owner = await self.kube.request("GET", path)
         except ApiError as e:
-            if e.not_found:
-                return None
-            log.debug("owner %s/%s: %s", ref["kind"], ref["name"], e)
+            if not e.not_found:
+                log.debug("owner %s/%s: %s", ref["kind"], ref["name"], e)
             return None
-        if owner.get("metadata", {}).get("uid") != uid:
-            return None  # a new object with the old name: the chain ends here
+        return owner if owner.get("metadata", {}).get("uid") == ref["uid"] else None
+
+    async def _parent_of(self, ref: Obj, namespace: str) -> Obj | None:
+        uid = ref["uid"]
+        if uid in self._parents:
+            return self._parents[uid]
+        owner = await self._get(ref, namespace)
+        if owner is None:
+            return None  # the chain ends here, not cached (an unknown kind: discovery may recover)
         parent = controller_ref(owner)
         self._parents[uid] = parent
-        self._queues[uid] = str((owner["metadata"].get("labels") or {}).get(keys.QUEUE_LABEL) or "")
+        self._queued[uid] = bool((owner["metadata"].get("labels") or {}).get(keys.QUEUE_LABEL))
         return parent
+
+    async def _root_ref(self, obj: Obj) -> Obj | None:
+        """The reference to the topmost controller of `obj` (None: nothing controls it)."""
+        ref = controller_ref(obj)
+        if ref is None:
+            return None
+        for _ in range(MAX_DEPTH):
+            parent = await self._parent_of(ref, obj["metadata"].get("namespace", ""))
+            if parent is None:
+                break
+            ref = parent
+        return ref
 
     async def root(self, obj: Obj) -> Root:
         """The topmost controller of `obj` (the object itself when nothing controls it)."""
         md = obj["metadata"]
-        ref = controller_ref(obj)
+        ref = await self._root_ref(obj)
         if ref is None:
             return Root(md["uid"], obj.get("kind", "Pod"), md["name"])
-        for _ in range(MAX_DEPTH):
-            parent = await self._parent_of(ref, md.get("namespace", ""))
-            if parent is None:
-                break
-            ref = parent
-        return Root(ref["uid"], ref["kind"], ref["name"], self._queues.get(ref["uid"], ""))
+        return Root(ref["uid"], ref["kind"], ref["name"])
+
+    async def queued_root(self, obj: Obj) -> Obj | None:
+        """The topmost controller of `obj` as it is now, when it names a queue: read afresh (the
+        chain to it is cached, the root's labels and annotations are not: a job's priority
+        changes). None when nothing controls `obj`, the root cannot be read, or it had no queue
+        label when first read (not read again: most roots, a Deployment's, are not the bridge's)."""
+        ref = await self._root_ref(obj)
+        if ref is None or not self._queued.get(str(ref["uid"])):
+            return None
+        return await self._get(ref, obj["metadata"].get("namespace", ""))
 
     def forget(self, uid: str) -> None:
         self._parents.pop(uid, None)
-        self._queues.pop(uid, None)
+        self._queued.pop(uid, None)

@@ -177,8 +177,8 @@ class Api:
             extra: dict[str, str] = {}
             labels: dict[str, str] = {}
             if pod is not None:
-                extra = await job_group_annotations(self.c.front, pod)
-                labels = await self.c.describer.inherited_queue(pod)
+                labels, inherited = await self.c.describer.inherited(pod)
+                extra = {**await job_group_annotations(self.c.front, pod), **inherited}
                 meta = dict(pod["metadata"])
                 meta["annotations"] = {**(meta.get("annotations") or {}), **extra}
                 meta["labels"] = {**(meta.get("labels") or {}), **labels}

@@ -33,12 +33,14 @@ from armada_bridge.dev import binaries
 from armada_bridge.dev.names import FRONT
 from armada_bridge.dev.operators.samples import adapt, pod_templates
 from tests.e2e.bridge import free_in_remotes
+from tests.e2e.spark_apps import spark_app
 from tests.support import kubectl, wait_for
 
 Api = Callable[[str], k8s.ApiClient]
 ROOT = Path(__file__).resolve().parents[2]
-#: the objects a job may carry in these tests (the shipped RBAC lets the server read them)
-OBJECT_KINDS = "jobsets.jobset.x-k8s.io,jobs.batch"
+#: the objects a job may carry in these tests, and where each states its state: the shipped list
+#: (the shipped RBAC lets the server read them)
+OBJECT_KINDS = ROOT / "manifests" / "armada-api" / "object-kinds.yaml"
 
 
 @dataclass
@@ -74,7 +76,7 @@ def armada(dev_env: object, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         user["user"] = {"token": made.stdout.strip()}  # its own identity: no admin certificate
     own = tmp_path_factory.mktemp("armada-api") / "kubeconfig.yaml"
     own.write_text(yaml.safe_dump(kubeconfig))
-    with _serving(own, "--object-kinds", OBJECT_KINDS) as server:
+    with _serving(own, "--object-kinds-file", str(OBJECT_KINDS)) as server:
         yield server
 
 
@@ -691,18 +693,18 @@ def test_a_jobs_service_selects_its_pod_and_follows_it_to_its_remote_cluster(
 
 
 # ------------------------------------------------------------------ objects through the API
-JOBSET_EDITOR = "armada-api-test-jobset-editor"
-
-
-def _object_submitter(api: Api, namespace: str) -> str:
-    """A token that may create and delete pods (edit) and JobSets in `namespace`."""
+def _object_submitter(
+    api: Api, namespace: str, group: str = "jobset.x-k8s.io", plural: str = "jobsets"
+) -> str:
+    """A token that may create and delete pods (edit) and objects of `plural`.`group` in `namespace`."""
     rbac = k8s.RbacAuthorizationV1Api(api(FRONT))
+    editor = f"armada-api-test-{plural}-editor"
     role = {
-        "metadata": {"name": JOBSET_EDITOR},
+        "metadata": {"name": editor},
         "rules": [
             {
-                "apiGroups": ["jobset.x-k8s.io"],
-                "resources": ["jobsets"],
+                "apiGroups": [group],
+                "resources": [plural],
                 "verbs": ["create", "delete", "get", "list", "watch", "patch"],
             }
         ],
@@ -710,7 +712,7 @@ def _object_submitter(api: Api, namespace: str) -> str:
     with contextlib.suppress(k8s.ApiException):  # made by an earlier test: the same
         rbac.create_cluster_role(role)
     token = _token(api, namespace, "submitter", "edit")
-    _bind(api, namespace, "submitter", JOBSET_EDITOR)
+    _bind(api, namespace, "submitter", editor)
     return token
 
 
@@ -747,17 +749,37 @@ def _submit_object(
     queue: str,
     obj: dict[str, Any],
     operators: Callable[..., None],
+    *,
+    operator: str = "jobset",
+    priority: float = 0,
 ) -> tuple[ArmadaClient, str, str]:
     """`obj` submitted as one job of a new job set by an object submitter (its operator running):
     the client, the job set, the job id."""
-    operators("jobset")
+    operators(operator)
     job_set = f"objects-{uuid.uuid4().hex[:6]}"
-    client = armada.client(_object_submitter(api, namespace))
-    response = client.submit_jobs(
-        queue=queue, job_set_id=job_set, job_request_items=[_object_item(client, namespace, obj)]
-    )
+    group, _, _version = obj["apiVersion"].partition("/")
+    client = armada.client(_object_submitter(api, namespace, group, f"{obj['kind'].lower()}s"))
+    item = _object_item(client, namespace, obj)
+    item.priority = priority
+    response = client.submit_jobs(queue=queue, job_set_id=job_set, job_request_items=[item])
     (job_id,) = (r.job_id for r in response.job_response_items)
     return client, job_set, job_id
+
+
+def _followed_to_success(
+    client: ArmadaClient, queue: str, job_set: str, job_id: str, api: Api, namespace: str, *, timeout: float
+) -> _Collector:
+    """The job set's events (the client's own stream), once `job_id`'s went all the way to succeeded
+    (closed; what it received is kept)."""
+    collector = _Collector(client, queue, job_set)
+    lifecycle = ["submitted", "queued", "leased", "pending", "running", "succeeded"]
+    try:
+        wait_for("the job's events to its end", lambda: collector.of(job_id) == lifecycle, timeout=timeout)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; events {collector.of(job_id)}; {_describe(api, namespace)}") from None
+    finally:
+        collector.close()
+    return collector
 
 
 def test_an_object_submitted_through_the_api_runs_its_pods_under_its_queue_to_its_end(
@@ -767,17 +789,7 @@ def test_an_object_submitted_through_the_api_runs_its_pods_under_its_queue_to_it
     client, job_set, job_id = _submit_object(
         armada, cluster_api, namespace, queue, _jobset(namespace), operators
     )
-    collector = _Collector(client, queue, job_set)
-    try:
-        lifecycle = ["submitted", "queued", "leased", "pending", "running", "succeeded"]
-        try:
-            wait_for("the JobSet's events to its end", lambda: collector.of(job_id) == lifecycle, timeout=120)
-        except AssertionError as e:
-            raise AssertionError(
-                f"{e}; events {collector.of(job_id)}; {_describe(cluster_api, namespace)}"
-            ) from None
-    finally:
-        collector.close()
+    collector = _followed_to_success(client, queue, job_set, job_id, cluster_api, namespace, timeout=120)
     # The job is the JobSet, labelled with the job; its operator's pods took its queue and ran as
     # one gang in one remote cluster.
     (js,) = _jobsets(cluster_api, namespace)
@@ -861,3 +873,111 @@ def test_bad_objects_get_clear_codes_and_change_nothing(
         assert (error.code(), what) == (code, what), error.details()
         assert says in (error.details() or ""), (what, error.details())
     assert _jobsets(cluster_api, namespace) == [] and _pods(cluster_api, namespace) == []
+
+
+def test_a_sparkapplication_is_followed_to_its_end_by_the_state_its_kind_states(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """A SparkApplication states its end in `status.applicationState.state`, no condition: the
+    shipped kinds' configuration (object-kinds.yaml) says where, and the job set's events follow it
+    to `succeeded` (the operator's own SparkPi sample, its driver made by a real spark-submit and
+    run on the KWOK nodes of a remote cluster)."""
+    operators("spark-operator")  # its samples come with it
+    queue = queues[0]
+    app = spark_app(namespace, runtime="5s")  # with its namespace's Spark RBAC
+    for role in ("driver", "executor"):  # its pods are in the job's queue by the application's
+        del app["spec"][role]["labels"][keys.QUEUE_LABEL]
+    client, job_set, job_id = _submit_object(
+        armada, cluster_api, namespace, queue, app, operators, operator="spark-operator"
+    )
+    _followed_to_success(client, queue, job_set, job_id, cluster_api, namespace, timeout=300)
+    done = k8s.CustomObjectsApi(cluster_api(FRONT)).get_namespaced_custom_object(
+        "sparkoperator.k8s.io", "v1beta2", namespace, "sparkapplications", app["metadata"]["name"]
+    )
+    assert done["status"]["applicationState"]["state"] == "COMPLETED"
+    assert not done["status"].get("conditions"), done["status"]  # its end is not a condition
+    (driver,) = (p for p in _pods(cluster_api, namespace) if p.metadata.labels.get("spark-role") == "driver")
+    assert driver.metadata.labels[keys.QUEUE_LABEL] == queue
+    assert driver.metadata.labels[keys.QUEUE_OWNER_LABEL] == done["metadata"]["uid"]
+    assert driver.metadata.annotations[keys.JOB_PRIORITY_ANNOTATION] == "0"  # the job's
+    assert dict(client.get_job_status([job_id]).job_states) == {job_id: submit_pb2.JobState.SUCCEEDED}
+
+
+def test_an_objects_priority_orders_its_pods_and_reprioritizing_it_reaches_them(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """An object's job priority is its pods' (they take it with its queue, at their creation), so
+    the core orders them as it orders a pod's job, and ReprioritizeJobs on the object's job reaches
+    them: with the remote clusters full, of two waiting JobSets the one reprioritized to 0 gets the
+    first room."""
+    operators("jobset")
+    queue = queues[0]
+    client = armada.client(_object_submitter(cluster_api, namespace))
+    count = free_in_remotes(cluster_api) // 16
+    blockers = [
+        client.create_job_request_item(namespace=namespace, pod_spec=_spec("16")) for _ in range(count)
+    ]
+    response = client.submit_jobs(queue=queue, job_set_id="block", job_request_items=blockers)
+    blocking = [r.job_id for r in response.job_response_items]
+    wait_for(
+        "the remote clusters full",
+        lambda: sum(1 for p in _pods(cluster_api, namespace) if p.status.phase == "Running") == count,
+        timeout=120,
+    )
+    ids = []
+    for name in ("first", "second"):  # a second apart: the first is first while priorities are equal
+        js = _jobset(namespace, cpu="16")  # one pod, the room of one blocker, running until deleted
+        js["metadata"]["name"] = name
+        (workers,) = js["spec"]["replicatedJobs"]
+        workers["replicas"] = 1
+        workers["template"]["spec"].update(parallelism=1, completions=1)
+        for template in pod_templates(js):
+            template["metadata"]["annotations"] = {}
+        item = _object_item(client, namespace, js)
+        item.priority = 1
+        response = client.submit_jobs(queue=queue, job_set_id="wait", job_request_items=[item])
+        ids.append(response.job_response_items[0].job_id)
+        time.sleep(1.1)
+    second = ids[1]
+
+    def priorities(job_set_name: str) -> set[str]:
+        return {
+            (p.metadata.annotations or {}).get(keys.JOB_PRIORITY_ANNOTATION, "")
+            for p in _pods(cluster_api, namespace)
+            if (p.metadata.labels or {}).get("jobset.sigs.k8s.io/jobset-name") == job_set_name
+        }
+
+    wait_for(
+        "the JobSets' pods, with their job's priority",
+        lambda: priorities("first") == priorities("second") == {"1"},
+    )
+    assert (
+        len([p for p in _pods(cluster_api, namespace) if p.metadata.labels.get(keys.QUEUE_OWNER_LABEL)]) == 2
+    )
+    result = client.reprioritize_jobs(new_priority=0, job_ids=[second], job_set_id="wait", queue=queue)
+    assert dict(result.reprioritization_results) == {second: ""}
+    assert {
+        js["metadata"]["name"]: js["metadata"]["annotations"][keys.JOB_PRIORITY_ANNOTATION]
+        for js in _jobsets(cluster_api, namespace)
+    } == {"first": "1", "second": "0"}
+    assert priorities("second") == {"0"} and priorities("first") == {"1"}
+    client.cancel_jobs(queue=queue, job_set_id="block", job_id=blocking[0])
+
+    def first_admitted() -> str | None:
+        """The JobSet whose pod the extender admitted first: its ArmadaAdmitted Event is the older
+        (resourceVersion: the front's order of writes; the admitted pod ends at once on KWOK, as a
+        Job's, and its room goes to the other)."""
+        admitted = sorted(
+            (
+                e
+                for e in k8s.CoreV1Api(cluster_api(FRONT)).list_namespaced_event(namespace).items
+                if e.reason == "ArmadaAdmitted" and e.involved_object.name.startswith(("first-", "second-"))
+            ),
+            key=lambda e: int(e.metadata.resource_version),
+        )
+        return admitted[0].involved_object.name.split("-")[0] if admitted else None
+
+    try:
+        assert wait_for("one waiting JobSet admitted", first_admitted, timeout=90) == "second"
+    except AssertionError as e:
+        raise AssertionError(f"{e}; {_describe(cluster_api, namespace)}") from None

@@ -12,7 +12,6 @@ from armada_client.armada import submit_pb2
 from armada_api import jobs, states
 from armada_api.found import Found
 from armada_api.object_events import object_events
-from armada_api.object_kinds import parse_kinds
 from armada_bridge import keys
 from armada_bridge.kube.resources import Resource
 from extender.admission import pod_patch
@@ -154,14 +153,6 @@ def test_an_objects_state_and_error_come_from_its_events() -> None:
     failed = Found(JOBSETS, _obj({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}))
     assert (failed.state(), failed.error()) == (states.FAILED, "BackoffLimitExceeded")
     assert Found(JOBSETS, _obj(deleting=True)).state() == submit_pb2.JobState.CANCELLED
-
-
-def test_object_kinds_are_plural_dot_group() -> None:
-    assert parse_kinds("jobsets.jobset.x-k8s.io, jobs.batch,,pods") == [
-        ("jobsets", "jobset.x-k8s.io"),
-        ("jobs", "batch"),
-        ("pods", ""),
-    ]
 
 
 def test_the_webhook_gives_a_pod_its_owners_queue_as_labels() -> None:
