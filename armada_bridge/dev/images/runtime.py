@@ -10,8 +10,8 @@ Dockerfile's own `apt-get install` (openssl: the vkubelet makes a self-signed se
 when none is mounted); this repository's wheel built without the local environment and the demo
 (as the Dockerfile's build stage removes them), with its runtime dependencies from PyPI; the
 account `bridge` (uid 65532, no home, nologin) the image runs as; `ENTRYPOINT ["python", "-m"]`,
-`CMD ["extender"]`. Unlike the base image it has no pip, setuptools or wheel: nothing to build or
-install with. tests/unit/test_dev_images_runtime.py reads the Dockerfile and keeps the two equal.
+`CMD ["extender"]`. Unlike the base image it has no pip or wheel (setuptools comes in only as a
+requirement of armada-client's grpcio-tools, which nothing in the image runs). tests/unit/test_dev_images_runtime.py reads the Dockerfile and keeps the two equal.
 
 The image is keyed by the content of what goes into the wheel: changes to the local environment,
 the tests or the docs do not rebuild it.
