@@ -140,21 +140,21 @@ class _Kind(BaseModel):
     state: list[_Rule] = []
 
     def kind(self) -> ObjectKind:
-        plural, _, group = self.resource.partition(".")
-        if not plural:
-            raise KindsError(f"{self.resource!r} is not plural.group")
-        return ObjectKind(plural, group, tuple(r.rule() for r in self.state))
+        return named(self.resource, tuple(r.rule() for r in self.state))
+
+
+def named(resource: str, rules: tuple[StateRule, ...] = ()) -> ObjectKind:
+    """The kind of `resource`, named ``plural.group`` (``jobs.batch``), with its state rules."""
+    plural, _, group = resource.partition(".")
+    if not plural:
+        raise KindsError(f"{resource!r} is not plural.group")
+    return ObjectKind(plural, group, rules)
 
 
 def parse_kinds(text: str) -> list[ObjectKind]:
     """``plural.group,...`` (e.g. ``jobsets.jobset.x-k8s.io``; ``jobs.batch``): kinds read by their
     status conditions only."""
-    out = []
-    for word in (w.strip() for w in text.split(",")):
-        if word:
-            plural, _, group = word.partition(".")
-            out.append(ObjectKind(plural, group))
-    return out
+    return [named(word) for word in (w.strip() for w in text.split(",")) if word]
 
 
 def load_kinds(text: str) -> list[ObjectKind]:

@@ -70,12 +70,9 @@ def values(env: Environment) -> dict[str, Any]:
     """The admin's values: the image as the front's real node has it (imported, never pulled), the
     bridge's pods on that node, Helm's own certificates, the remote cluster by a kubeconfig that
     names its API server where pods reach it."""
-    remotes = []
-    for name, path in env.remote_kubeconfigs().items():
-        config = inline_kubeconfig(path)
-        for cluster in config["clusters"]:
-            cluster["cluster"]["server"] = env._pod_facing(cluster["cluster"]["server"])
-        remotes.append({"name": name, "kubeconfig": yaml.safe_dump(config)})
+    remotes = [
+        {"name": name, "kubeconfig": _remote_kubeconfig(env, name)} for name in env.remote_kubeconfigs()
+    ]
     return {
         "image": {"pullPolicy": "Never"},
         "certificates": {"mode": "self-signed"},
@@ -89,6 +86,15 @@ def values(env: Environment) -> dict[str, Any]:
         ],
         "remoteClusters": remotes,
     }
+
+
+def _remote_kubeconfig(env: Environment, name: str) -> str:
+    """A remote cluster's kubeconfig as the bridge's pods use it: inline, naming its API server
+    where pods reach it."""
+    config = inline_kubeconfig(env.remote_kubeconfigs()[name])
+    for cluster in config["clusters"]:
+        cluster["cluster"]["server"] = env._pod_facing(cluster["cluster"]["server"])
+    return yaml.safe_dump(config)
 
 
 def helm_command(env: Environment, *args: str) -> list[str]:
@@ -493,11 +499,8 @@ def _kustomize(f: Front, tmp: Path) -> None:
     _kubectl(f.env, "apply", "-k", manifests)
     for name in (EXTENDER, VKUBELET):
         _kubectl(f.env, "-n", NAMESPACE, "rollout", "status", f"deployment/{name}", "--timeout=300s")
-    config = inline_kubeconfig(f.env.remote_kubeconfigs()[REMOTE])
-    for cluster in config["clusters"]:
-        cluster["cluster"]["server"] = f.env._pod_facing(cluster["cluster"]["server"])
     kubeconfig = tmp / f"{REMOTE}.yaml"
-    kubeconfig.write_text(yaml.safe_dump(config))
+    kubeconfig.write_text(_remote_kubeconfig(f.env, REMOTE))
     secret = ("create", "secret", "generic", f"{REMOTE}-kubeconfig", f"--from-file=kubeconfig={kubeconfig}")
     _kubectl(f.env, "-n", NAMESPACE, *secret)
     cluster_object = {"apiVersion": keys.API_VERSION, "kind": "RemoteCluster", "metadata": {"name": REMOTE}}
