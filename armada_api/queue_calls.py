@@ -21,7 +21,7 @@ class Queues:
         self.front = front
 
     async def create(self, token: str, queue: submit_pb2.Queue) -> None:
-        body = queues.queue_object(queue)
+        body = queues.new_queue_object(queue)
         async with self.front.as_caller(token) as kube:
             try:
                 await kube.create(QUEUES, body)

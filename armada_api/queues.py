@@ -1,8 +1,11 @@
 """Armada's Queue message and the bridge's Queue object, both ways. Pure.
 
 Name, priority factor, cordoned and labels map one to one; owners and permissions are accepted and
-not kept (RBAC decides who may use and change a queue); per-priority-class limits are refused (the
-bridge's limits are ``spec.resourceLimits``). docs/armada-api.md, "Queues".
+not kept (RBAC decides who may change a queue); per-priority-class limits are refused (the
+bridge's limits are ``spec.resourceLimits``). A queue created through the API takes pods of every
+namespace (``spec.namespaceSelector: {}``), as an Armada queue without permissions takes any
+submitter's jobs; an admin narrows it on the Queue object, and updates through the API keep that.
+docs/armada-api.md, "Queues".
 """
 
 from __future__ import annotations
@@ -42,6 +45,13 @@ def queue_object(queue: submit_pb2.Queue) -> Obj:
         "metadata": metadata,
         "spec": {"priorityFactor": queue.priority_factor, "cordoned": queue.cordoned},
     }
+
+
+def new_queue_object(queue: submit_pb2.Queue) -> Obj:
+    """The Queue object CreateQueue makes: :func:`queue_object`, open to every namespace."""
+    obj = queue_object(queue)
+    obj["spec"]["namespaceSelector"] = {}
+    return obj
 
 
 def update_patch(current: Mapping[str, Any], queue: submit_pb2.Queue) -> Obj:

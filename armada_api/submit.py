@@ -23,9 +23,10 @@ from armada_api.ids import is_job_id
 from armada_api.job_services import owned_by
 from armada_api.object_kinds import ObjectKinds
 from armada_bridge import keys
+from armada_bridge.contract import queue_access
 from armada_bridge.contract.pods import job_priority_value
 from armada_bridge.kube.client import ApiError, Kube
-from armada_bridge.kube.resources import PODS, QUEUES, SERVICES, Resource
+from armada_bridge.kube.resources import NAMESPACES, PODS, QUEUES, SERVICES, Resource
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -38,16 +39,28 @@ class Jobs:
         self.front = front
         self.kinds = kinds
 
-    async def require_queue(self, name: str) -> None:
+    async def require_queue(self, name: str) -> Obj:
         """Armada v0.22 answers a job call for a queue it does not know with PERMISSION_DENIED."""
-        if not jobs.is_queue_name(name) or await self.front.own.get_or_none(QUEUES, name) is None:
+        queue = await self.front.own.get_or_none(QUEUES, name) if jobs.is_queue_name(name) else None
+        if queue is None:
             raise Refused(grpc.StatusCode.PERMISSION_DENIED, f"could not find queue {name!r}")
+        return queue
+
+    async def require_open(self, queue: Obj, namespaces: set[str]) -> None:
+        """PERMISSION_DENIED when the queue does not take pods of one of the namespaces (the
+        webhook would refuse them; said first, before anything is made)."""
+        for ns in sorted(namespaces):
+            found = await self.front.own.get_or_none(NAMESPACES, ns)
+            labels = ((found or {}).get("metadata") or {}).get("labels") or {}
+            if (why := queue_access.refusal(queue, ns, labels)) is not None:
+                raise Refused(grpc.StatusCode.PERMISSION_DENIED, why)
 
     # ------------------------------------------------------------------ submit
     async def submit(self, token: str, request: submit_pb2.JobSubmitRequest) -> list[str]:
         jobs.check_queue_and_job_set(request.queue, request.job_set_id)
-        await self.require_queue(request.queue)  # first, as Armada authorizes before it validates
+        queue = await self.require_queue(request.queue)  # first, as Armada authorizes before it validates
         wanted = jobs.job_pods(request)
+        await self.require_open(queue, {jp.namespace for jp in wanted})
         unique = list({jp.job_id: jp for jp in wanted}.values())  # a client id twice: once
         resources = await _each(unique, self._resource)
         pairs = list(zip(unique, resources, strict=True))

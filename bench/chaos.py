@@ -985,7 +985,12 @@ def run(
                 keys.GROUP,
                 "v1alpha1",
                 "queues",
-                {"apiVersion": keys.API_VERSION, "kind": "Queue", "metadata": {"name": q}},
+                {
+                    "apiVersion": keys.API_VERSION,
+                    "kind": "Queue",
+                    "metadata": {"name": q},
+                    "spec": {"namespaceSelector": {}},
+                },
             )
         except ApiException as e:
             if e.status != 409:

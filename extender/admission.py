@@ -236,6 +236,11 @@ def _response(uid: str, **fields: Any) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": KIND, "response": {"uid": uid, **fields}}
 
 
+def _refusal(uid: str, code: int, reason: str, message: str) -> dict[str, Any]:
+    status = {"status": "Failure", "code": code, "reason": reason, "message": f"armada-bridge: {message}"}
+    return _response(uid, allowed=False, status=status)
+
+
 def admission_response(
     review: Any,
     *,
@@ -243,6 +248,7 @@ def admission_response(
     scheduler_name: str | None = None,
     extra_annotations: Mapping[str, str] | None = None,
     extra_labels: Mapping[str, str] | None = None,
+    refused: str | None = None,
 ) -> dict[str, Any]:
     """The full AdmissionReview response for ``review``.
 
@@ -251,27 +257,21 @@ def admission_response(
     the extender). ``extra_annotations``: set on managed pods as well (e.g. the Volcano group-name
     of an auto-grouped Job's pod, :func:`extender.protocols.volcano.job_pod_annotations`).
     ``extra_labels``: likewise (the queue a pod takes from its root controller,
-    :meth:`extender.describe.Describer.inherited`).
+    :meth:`extender.describe.Describer.inherited`). ``refused``: why the pod's queue does not take
+    it (:mod:`armada_bridge.contract.queue_access`): a managed pod is then denied (403).
     """
     uid = _request(review)["uid"]
     pod = pod_of(review)
     if pod is None or not managed:
         return _response(uid, allowed=True)
+    if refused is not None:
+        return _refusal(uid, 403, "Forbidden", refused)
     try:
         ops = pod_patch(
             pod, scheduler_name=scheduler_name, extra_annotations=extra_annotations, extra_labels=extra_labels
         )
     except PodSpecError as e:
-        return _response(
-            uid,
-            allowed=False,
-            status={
-                "status": "Failure",
-                "code": 400,
-                "reason": "BadRequest",
-                "message": f"armada-bridge: {e}",
-            },
-        )
+        return _refusal(uid, 400, "BadRequest", str(e))
     if not ops:
         return _response(uid, allowed=True)
     patch = base64.b64encode(json.dumps(ops, separators=(",", ":")).encode()).decode()

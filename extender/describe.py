@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from armada_bridge import keys
-from armada_bridge.contract import pods
+from armada_bridge.contract import pods, queue_access
 from armada_bridge.contract.decisions import Decision, DecisionKey
 from armada_bridge.core import model
 from armada_bridge.kube.client import Obj
@@ -61,6 +61,14 @@ class Describer:
         )
         return queue
 
+    def queue_refusal(self, queue: str, namespace: str) -> str | None:
+        """Why `queue` does not take pods of `namespace` (None: it does, or it does not exist yet:
+        its pods wait for it, and are described again when it comes)."""
+        obj = self.inputs.queues.get(queue)
+        if obj is None:
+            return None
+        return queue_access.refusal(obj, namespace, self.inputs.namespace_labels(namespace))
+
     async def inherited(self, pod: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
         """The labels and annotations that put a pod being created in its root controller's queue
         (the label ``armadaproject.io/queue`` of the topmost owner, e.g. the JobSet of its Job, or
@@ -111,6 +119,9 @@ class Describer:
         root = await self.owners.root(pod)
         key = f"{md['namespace']}/{md['name']}"
         created = _timestamp(md.get("creationTimestamp"))
+        if decision is None and (closed := self.queue_refusal(queue, md["namespace"])) is not None:
+            # Admitted pods keep running when a queue closes to their namespace, as when cordoned.
+            return PodInfo(key, uid, queue, None, root, _stuck(uid, queue, created), None, invalid=closed)
         try:
             gang = protocols.gang_of(pod, pgs)
             count = relaxed.get((md["namespace"], gang.key)) if gang is not None else None

@@ -26,6 +26,9 @@ from armada_bridge.kube.shapes import Shape
 from extender import protocols
 from extender.remotes import Remotes
 
+#: a Queue not seen yet, or seen without a namespaceSelector (unlike one deleted: None).
+_ABSENT = object()
+
 
 @dataclass
 class Changes:
@@ -91,6 +94,8 @@ class Inputs:
         for informer in self.informers:
             informer.on_handler_error = on_handler_error
         self._pods_by_ns: dict[str, set[str]] = defaultdict(set)
+        #: queue name -> its spec.namespaceSelector as last seen (which namespaces it takes).
+        self._queue_selectors: dict[str, Any] = {}
         #: (cluster, node) -> remote pod key -> (front pod UID or "" for the remote cluster's own
         #: pods, what it takes: requests and a pod slot), for every live pod on the remote node.
         self.remote_usage: dict[tuple[str, str], dict[str, tuple[str, rs.Resources]]] = defaultdict(dict)
@@ -99,7 +104,7 @@ class Inputs:
         self.namespaces.add_handler(lambda _k, ns: self._dirty_namespace(ns["metadata"]["name"]))
         for inf in self.podgroups.values():
             inf.add_handler(lambda _k, pg: self._dirty_namespace(pg["metadata"]["namespace"]))
-        self.queues.add_handler(lambda _k, _q: self._set_dirty(queues=True))
+        self.queues.add_handler(self._on_queue)
         self.remote_clusters.add_handler(lambda _k, _rc: self._set_dirty(clusters=True))
 
     @property
@@ -118,7 +123,7 @@ class Inputs:
         await run_together(i.run() for i in self.informers)
 
     async def wait_synced(self, timeout: float = 60) -> None:
-        essential = (self.pods, self.namespaces, self.remote_clusters, self.vnodes)
+        essential = (self.pods, self.namespaces, self.queues, self.remote_clusters, self.vnodes)
         await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in essential)), timeout=timeout)
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
@@ -153,6 +158,19 @@ class Inputs:
             self._pods_by_ns[ns].add(k)
         self.changes.pods.add(k)
         self.changes.wake.set()
+
+    def _on_queue(self, kind: str, queue: Obj) -> None:
+        # Which namespaces a queue takes decides which of its pods may be admitted: every pod is
+        # described again when that changes (an admin's edit), not on the queue's status writes.
+        # Before the first sync no pod has been described yet (the loop waits for it).
+        name = queue["metadata"]["name"]
+        selector = None if kind == "DELETED" else (queue.get("spec") or {}).get("namespaceSelector", _ABSENT)
+        if self._queue_selectors.get(name, _ABSENT) != selector:
+            self._queue_selectors[name] = selector
+            if self.queues.synced.is_set():
+                for pods in self._pods_by_ns.values():
+                    self.changes.pods.update(pods)
+        self._set_dirty(queues=True)
 
     def _dirty_namespace(self, ns: str) -> None:
         self.changes.pods.update(self._pods_by_ns.get(ns, ()))

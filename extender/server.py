@@ -183,10 +183,14 @@ class Api:
                 meta["annotations"] = {**(meta.get("annotations") or {}), **extra}
                 meta["labels"] = {**(meta.get("labels") or {}), **labels}
                 pod = {**pod, "metadata": meta}
-            managed = pod is not None and self._managed(pod)
+            queue = self.c.describer.queue_of(pod) if pod is not None else None
+            refused = None
+            if pod is not None and queue is not None:
+                refused = self.c.describer.queue_refusal(queue, pod["metadata"]["namespace"])
             answer = admission.admission_response(
                 review,
-                managed=managed,
+                managed=queue is not None,
+                refused=refused,
                 scheduler_name=self.scheduler_name,
                 extra_annotations=extra,
                 extra_labels=labels,

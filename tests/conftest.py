@@ -88,7 +88,7 @@ def queues(cluster_api: Callable[[str], k8s.ApiClient]) -> Iterator[list[str]]:
             "apiVersion": keys.API_VERSION,
             "kind": "Queue",
             "metadata": {"name": n},
-            "spec": {"priorityFactor": 1},
+            "spec": {"priorityFactor": 1, "namespaceSelector": {}},
         }
         crd.create_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", body)
     yield names

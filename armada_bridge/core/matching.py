@@ -36,7 +36,8 @@ def tolerates(tolerations: tuple[Toleration, ...], taints: tuple[Taint, ...]) ->
     return None
 
 
-def _requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool:
+def requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool:
+    """One requirement of a node selector term (a label selector's expressions are the same)."""
     op = req.operator
     present = req.key in labels
     if op == "In":
@@ -61,7 +62,7 @@ def _requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str, str]
 def affinity_matches(terms: tuple[NodeSelectorTerm, ...], labels: Mapping[str, str]) -> bool:
     if not terms:
         return True
-    return any(all(_requirement_matches(r, labels) for r in term.match_expressions) for term in terms)
+    return any(all(requirement_matches(r, labels) for r in term.match_expressions) for term in terms)
 
 
 def static_mismatch(job: Job, labels: Mapping[str, str], taints: tuple[Taint, ...]) -> str | None:

@@ -264,6 +264,14 @@ def test_bad_requests_get_armadas_codes_and_change_nothing(
     submitter = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
     stranger = armada.client(_token(cluster_api, namespace, "stranger", None))  # no RBAC at all
     good = submitter.create_job_request_item(namespace=namespace, pod_spec=_spec())
+    closed = queues[1]  # another team's: it does not take pods of this namespace
+    k8s.CustomObjectsApi(cluster_api(FRONT)).patch_cluster_custom_object(
+        keys.GROUP,
+        "v1alpha1",
+        "queues",
+        closed,
+        {"spec": {"namespaceSelector": {"matchLabels": {"team": closed}}}},
+    )
 
     def submit(client: ArmadaClient, *items: submit_pb2.JobSubmitRequestItem, to: str = queue) -> object:
         return client.submit_jobs(queue=to, job_set_id="bad", job_request_items=list(items))
@@ -274,6 +282,10 @@ def test_bad_requests_get_armadas_codes_and_change_nothing(
             lambda: submit(submitter, good, to="no-such-queue"),
         ),
         "no rights": (grpc.StatusCode.PERMISSION_DENIED, lambda: submit(stranger, good)),
+        "a queue that does not take the namespace": (
+            grpc.StatusCode.PERMISSION_DENIED,
+            lambda: submit(submitter, good, to=closed),
+        ),
         # the API server refuses the second item's pod spec (a container name is a DNS label): the
         # valid first item is not created either
         "malformed pod spec": (
@@ -318,6 +330,8 @@ def test_bad_requests_get_armadas_codes_and_change_nothing(
     for what, (code, call) in cases.items():
         error = _rpc_error(call)
         assert error.code() == code, f"{what}: {error.code()} {error.details()}"
+        if what == "a queue that does not take the namespace":
+            assert f"queue {closed} does not take pods from namespace {namespace}" in str(error.details())
     time.sleep(1)
     assert _pods(cluster_api, namespace) == []
 

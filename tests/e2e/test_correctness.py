@@ -137,7 +137,12 @@ def test_queue_status_says_what_is_allocated_now(namespace: str, cluster_api: Ap
         GROUP,
         VERSION,
         "queues",
-        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", "metadata": {"name": queue}},
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Queue",
+            "metadata": {"name": queue},
+            "spec": {"namespaceSelector": {}},
+        },
     )
     try:
         core = k8s.CoreV1Api(cluster_api("front"))

@@ -354,3 +354,105 @@ def test_the_extender_trusts_no_decision_it_did_not_make(tenant: Tenant, cluster
         not p.spec.node_name and not admin.read_namespaced_pod("forged-unbound", tenant.queued).spec.node_name
     )
     _no_remote_pods(cluster_api, tenant.queued)
+
+
+def test_a_tenant_cannot_name_a_queue_that_does_not_take_its_namespace(
+    tenant: Tenant, cluster_api: Api
+) -> None:
+    """Another team's queue, named every way a pod can name one (its own label, Kueue's label, its
+    controller's label): refused at creation with the reason (the webhook). A queue that closes to
+    the namespace while a pod waits admits it nowhere until it opens again (the extender). The
+    tenant's own queue, through its namespace's label, needs no selector (the other tests)."""
+    admin = cluster_api(FRONT)
+    crd = k8s.CustomObjectsApi(admin)
+    other = f"other-{uuid.uuid4().hex[:6]}"
+    closed = {"matchLabels": {"team": other}}  # no namespace has it
+    body = {"apiVersion": keys.API_VERSION, "kind": "Queue", "metadata": {"name": other}}
+    crd.create_cluster_custom_object(
+        keys.GROUP, "v1alpha1", "queues", {**body, "spec": {"namespaceSelector": closed}}
+    )
+    ns = tenant.unqueued
+    why = f"queue {other} does not take pods from namespace {ns}"
+    batch = k8s.BatchV1Api(tenant.api.api_client)
+    try:
+        assert why in _refused(tenant.api.create_namespaced_pod, ns, pod("own-label", queue=other))
+        kueue = pod("kueue-label", queue=None, labels={keys.KUEUE_QUEUE_NAME_LABEL: other})
+        assert why in _refused(tenant.api.create_namespaced_pod, ns, kueue)
+        job = {
+            "metadata": {"name": "labelled-job", "labels": {keys.QUEUE_LABEL: other}},
+            "spec": {
+                "backoffLimit": 0,
+                "template": {"spec": {**pod("job-pod", queue=None)["spec"], "restartPolicy": "Never"}},
+            },
+        }
+        batch.create_namespaced_job(ns, job)
+        wait_for(
+            "the job controller's pod refused",
+            lambda: any(
+                e.startswith("FailedCreate") and why in e for e in events_for(cluster_api, ns, "labelled-job")
+            ),
+            timeout=60,
+        )
+        assert not [
+            p for p in tenant.api.list_namespaced_pod(ns).items if p.metadata.name.startswith("labelled-job")
+        ]
+
+        # Open to the namespace by name (cordoned, so that its pod waits), then closed again.
+        # (merge patches: the other selector's field set to None is removed)
+        by_name = {
+            "matchLabels": None,
+            "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": [ns]}],
+        }
+        crd.patch_cluster_custom_object(
+            keys.GROUP,
+            "v1alpha1",
+            "queues",
+            other,
+            {"spec": {"namespaceSelector": by_name, "cordoned": True}},
+        )
+        wait_for(
+            "the queue open to the namespace",
+            lambda: _created(tenant.api, ns, pod("waits", queue=other)),
+            timeout=30,
+        )
+        wait_for(
+            "waiting: cordoned",
+            lambda: any("cordoned" in e for e in events_for(cluster_api, ns, "waits")),
+            timeout=30,
+        )
+        crd.patch_cluster_custom_object(
+            keys.GROUP,
+            "v1alpha1",
+            "queues",
+            other,
+            {"spec": {"namespaceSelector": {**closed, "matchExpressions": None}, "cordoned": False}},
+        )
+        wait_for(
+            "waiting: closed to the namespace",
+            lambda: any(why in e for e in events_for(cluster_api, ns, "waits")),
+            timeout=30,
+        )
+        assert _waiting_gated(tenant.api, ns, "waits") is not None
+        _no_remote_pods(cluster_api, ns)
+        crd.patch_cluster_custom_object(
+            keys.GROUP, "v1alpha1", "queues", other, {"spec": {"namespaceSelector": by_name}}
+        )
+        wait_for(
+            "admitted once open again",
+            lambda: tenant.api.read_namespaced_pod("waits", ns).spec.node_name,
+            timeout=60,
+        )
+    finally:
+        batch.delete_namespaced_job("labelled-job", ns, propagation_policy="Background")
+        crd.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", other)
+
+
+def _created(api: k8s.CoreV1Api, namespace: str, body: dict[str, Any]) -> bool:
+    """Create the pod; False while the webhook still refuses it (its cache has not the change yet)."""
+    try:
+        api.create_namespaced_pod(namespace, body)
+        return True
+    except ApiException as e:
+        if e.status == 403 and "does not take pods" in str(e.body):
+            return False
+        raise

@@ -365,3 +365,13 @@ def test_a_pod_the_webhook_never_saw_is_set_up_within_what_a_live_pod_allows() -
     ):
         assert setup_patch({**pod, "spec": {**pod["spec"], field: value}}) is None, field
     assert setup_patch(pod, scheduler_name="armada-bridge-scheduler") is None
+
+
+def test_a_pod_its_queue_does_not_take_is_denied_unchanged() -> None:
+    why = "queue q does not take pods from namespace ns"
+    resp = admission_response(review(new_pod()), managed=True, refused=why)["response"]
+    assert resp["allowed"] is False and "patch" not in resp
+    assert resp["status"]["code"] == 403 and resp["status"]["reason"] == "Forbidden"
+    assert resp["status"]["message"] == f"armada-bridge: {why}"
+    # An unmanaged pod has no queue to refuse it.
+    assert admission_response(review(new_pod()), managed=False, refused=why)["response"]["allowed"] is True

@@ -129,6 +129,15 @@ def test_the_wheel_is_built_from_what_the_dockerfile_copies_less_what_it_removes
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
 
 
+def test_what_nothing_runs_is_left_out_as_the_dockerfile_leaves_it_out(
+    dockerfile: tuple[list[Instruction], ...],
+) -> None:
+    build, _ = dockerfile
+    (remove,) = [c for c in commands(build) if c[:3] == ["rm", "-r", "-f"]]
+    assert tuple(remove[3:]) == runtime.UNUSED
+    assert ["cd", f"/install/lib/python{runtime.PYTHON_VERSION}/site-packages"] in commands(build)
+
+
 def test_the_image_is_the_charts_default_tagged_with_the_projects_version() -> None:
     values = yaml.safe_load((CHART / "values.yaml").read_text())["image"]
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())

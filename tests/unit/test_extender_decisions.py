@@ -175,7 +175,13 @@ def _count(c: Controller, name: str, **labels: str) -> float:
 async def _leading(c: Controller) -> AsyncIterator[asyncio.Task[None]]:
     """The leader's loop (run_rounds) on caches filled by hand, stopped on exit; it never ends by
     itself."""
-    for informer in (c.inputs.pods, c.inputs.namespaces, c.inputs.remote_clusters, c.inputs.vnodes):
+    for informer in (
+        c.inputs.pods,
+        c.inputs.namespaces,
+        c.inputs.queues,
+        c.inputs.remote_clusters,
+        c.inputs.vnodes,
+    ):
         informer.synced.set()
     loop = asyncio.create_task(c.run_rounds())
     try:

@@ -10,8 +10,11 @@ Dockerfile's own `apt-get install` (openssl: the vkubelet makes a self-signed se
 when none is mounted); this repository's wheel built without the local environment and the demo
 (as the Dockerfile's build stage removes them), with its runtime dependencies from PyPI; the
 account `bridge` (uid 65532, no home, nologin) the image runs as; `ENTRYPOINT ["python", "-m"]`,
-`CMD ["extender"]`. Unlike the base image it has no pip or wheel (setuptools comes in only as a
-requirement of armada-client's grpcio-tools, which nothing in the image runs). tests/unit/test_dev_images_runtime.py reads the Dockerfile and keeps the two equal.
+`CMD ["extender"]`. Unlike the base image it has no pip, setuptools or wheel. armada-client
+requires grpcio-tools (and it setuptools) to be installed, though nothing in the image runs them
+(the bridge uses the package's generated stubs; grpcio only imports grpc_tools when it is there):
+both are removed after the install, in the Dockerfile as here (`UNUSED`).
+tests/unit/test_dev_images_runtime.py reads the Dockerfile and keeps the two equal.
 
 The image is keyed by the content of what goes into the wheel: changes to the local environment,
 the tests or the docs do not rebuild it.
@@ -52,6 +55,16 @@ TEST_DIRS = ("test", "tests", "idle_test")
 # it: the local environment, the demo and the CLI's dev commands are tools, not the runtime.
 PROJECT = ("pyproject.toml", "README.md", "armada_bridge", "extender", "vkubelet", "armada_api")
 EXCLUDED = ("armada_bridge/dev", "armada_bridge/demo.py")
+# Installed as requirements, never run (above): left out, relative to site-packages.
+UNUSED = (
+    "grpc_tools",
+    "grpcio_tools-*.dist-info",
+    "setuptools",
+    "setuptools-*.dist-info",
+    "pkg_resources",
+    "_distutils_hack",
+    "distutils-precedence.pth",
+)
 USER = "bridge"
 UID = 65532
 ENTRYPOINT = ["python", "-m"]
@@ -107,6 +120,12 @@ def _lay_out(work: Path, root: Path) -> None:
         tests = [d for d in lib.rglob("*") if d.name in TEST_DIRS and d.is_dir()]
         for d in tests:
             shutil.rmtree(d, ignore_errors=True)  # one inside another is gone with it
+    for pattern in UNUSED:
+        for found in packages.glob(pattern):
+            if found.is_dir():
+                shutil.rmtree(found)
+            else:
+                found.unlink()
     add_user(root, USER, UID, UID, f"/home/{USER}", group=USER, shell="/usr/sbin/nologin", make_home=False)
 
 
