@@ -33,6 +33,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tls-cert", type=Path, help="serving certificate (PEM)")
     p.add_argument("--tls-key", type=Path, help="serving key (PEM)")
     p.add_argument(
+        "--client-certificates-listen",
+        type=hostport,
+        metavar="HOST:PORT",
+        help="a second gRPC address, for callers with a client certificate that --client-ca signed: "
+        "each acts as its certificate's user (CN) and groups (O), which the server impersonates "
+        "(its identity then needs `impersonate` on them: manifests/armada-api/client-certificates.yaml)",
+    )
+    p.add_argument(
+        "--client-ca", type=Path, help="the front's client CA (kube-apiserver's --client-ca-file), PEM"
+    )
+    p.add_argument(
         "--object-kinds",
         type=parse_kinds,
         default=[],
@@ -69,18 +80,24 @@ async def serve(args: argparse.Namespace) -> int:
     own = Kube(load_config(args.kubeconfig), user_agent="armada-bridge-armada-api")
     front = Front(own, load_config(args.kubeconfig, credentials=False))
     try:
-        server, port = make_server(
+        server, port, certificates_port = make_server(
             front,
             *args.listen,
             tls_cert=args.tls_cert,
             tls_key=args.tls_key,
             object_kinds=kinds,
+            client_certificates=args.client_certificates_listen,
+            client_ca=args.client_ca,
         )
     except ListenError as e:
         log.error("%s", e)
         return 2
     await server.start()
     log.info("serving Armada's Submit, QueueService, Event and Jobs on %s:%d", args.listen[0], port)
+    if certificates_port is not None:
+        log.info(
+            "callers with client certificates: %s:%d", args.client_certificates_listen[0], certificates_port
+        )
 
     async def serving() -> None:
         await asyncio.Event().wait()  # until a signal: then `stop` ends the calls in progress

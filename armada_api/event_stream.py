@@ -21,7 +21,7 @@ from armada_client.armada import event_pb2
 from armada_api import jobs
 from armada_api.errors import Refused
 from armada_api.found import Found
-from armada_api.front import Front
+from armada_api.front import Caller, Front
 from armada_api.job_events import JobEvent, Progress, resumed
 from armada_api.submit import Jobs
 from armada_bridge.kube.client import ApiError
@@ -39,11 +39,11 @@ class JobSetEvents:
         self.jobs = jobs
 
     async def stream(
-        self, token: str, queue: str, job_set: str, *, after: str, watch: bool, error_if_missing: bool
+        self, caller: Caller, queue: str, job_set: str, *, after: str, watch: bool, error_if_missing: bool
     ) -> AsyncIterator[event_pb2.EventStreamMessage]:
         jobs.check_queue_and_job_set(queue, job_set)
         await self.jobs.require_queue(queue)
-        visible = Visible(self.front, token)
+        visible = Visible(self.front, caller)
         selector = jobs.job_set_selector(queue, job_set)
         listed = await self.front.own.list_all(PODS, None, labelSelector=selector)
         pods = [Found(PODS, p) for p in listed.get("items") or []]
@@ -138,13 +138,13 @@ async def _merged(*streams: AsyncIterator[list[JobEvent]]) -> AsyncIterator[list
 class Visible:
     """Which namespaces' pods the caller may list, asked once per namespace and stream."""
 
-    def __init__(self, front: Front, token: str) -> None:
+    def __init__(self, front: Front, caller: Caller) -> None:
         self.front = front
-        self.token = token
+        self.caller = caller
         self.answers: dict[str, bool] = {}
 
     async def may(self, obj: Obj) -> bool:
         namespace = str(obj["metadata"]["namespace"])
         if namespace not in self.answers:
-            self.answers[namespace] = await self.front.may(self.token, "list", "pods", namespace)
+            self.answers[namespace] = await self.front.may(self.caller, "list", "pods", namespace)
         return self.answers[namespace]

@@ -35,9 +35,15 @@ def make_server(
     tls_cert: Path | None = None,
     tls_key: Path | None = None,
     object_kinds: list[ObjectKind] | None = None,
-) -> tuple[grpc.aio.Server, int]:
-    """The server with its four services, bound (not started); the port it got (0 picks a free one).
-    `object_kinds`: the kinds of object a job may carry (armada_api.kind_states)."""
+    client_certificates: tuple[str, int] | None = None,
+    client_ca: Path | None = None,
+) -> tuple[grpc.aio.Server, int, int | None]:
+    """The server with its four services, bound (not started); the port it got (0 picks a free one),
+    and the port for callers with client certificates. `object_kinds`: the kinds of object a job
+    may carry (armada_api.kind_states). `client_certificates`: a second address, TLS with the
+    serving certificate, where every caller presents a certificate that `client_ca` (the front's
+    client CA) signed, and acts as its user (gRPC cannot ask for a certificate without requiring
+    one, so token callers keep the first port)."""
     server = grpc.aio.server()
     queues = Queues(front)
     jobs = Jobs(front, ObjectKinds(front.own, object_kinds or []))
@@ -54,4 +60,14 @@ def make_server(
         bound = server.add_insecure_port(address)
     else:
         raise ListenError(f"{address} is not loopback: callers' tokens need TLS (--tls-cert, --tls-key)")
-    return server, bound
+    if client_certificates is None:
+        return server, bound, None
+    if not (tls_cert and tls_key and client_ca):
+        raise ListenError("client certificates need TLS (--tls-cert, --tls-key) and the front's --client-ca")
+    mutual = grpc.ssl_server_credentials(
+        [(tls_key.read_bytes(), tls_cert.read_bytes())],
+        root_certificates=client_ca.read_bytes(),
+        require_client_auth=True,
+    )
+    host, port = client_certificates
+    return server, bound, server.add_secure_port(f"{host}:{port}", mutual)

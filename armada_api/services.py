@@ -1,6 +1,6 @@
 """The gRPC servicers: Armada's Submit, QueueService, Event and Jobs, on the stubs the
-armada-client package ships. Each call takes the caller's token from its metadata and hands the
-work to :class:`~armada_api.submit.Jobs`, :class:`~armada_api.queue_calls.Queues`,
+armada-client package ships. Each call takes its caller (a token from its metadata, or a client
+certificate) and hands the work to :class:`~armada_api.submit.Jobs`, :class:`~armada_api.queue_calls.Queues`,
 :class:`~armada_api.event_stream.JobSetEvents` or :class:`~armada_api.job_status.JobStatus`."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from google.protobuf import empty_pb2
 
 from armada_api.errors import Refused, handled, status_for
 from armada_api.event_stream import JobSetEvents
-from armada_api.front import bearer_token
+from armada_api.front import Caller, bearer_token, certificate_caller
 from armada_api.job_status import JobStatus
 from armada_api.queue_calls import Queues
 from armada_api.submit import Jobs
@@ -31,8 +31,13 @@ Context: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 EMPTY = empty_pb2.Empty()
 
 
-def token_of(context: Context) -> str:
-    return bearer_token(context.invocation_metadata())
+def caller_of(context: Context) -> Caller:
+    """The caller: the user of its client certificate on the port that requires one (verified
+    against the front's client CA, as kube-apiserver reads a certificate before a token), else its
+    bearer token."""
+    return certificate_caller(context.auth_context()) or Caller(
+        token=bearer_token(context.invocation_metadata())
+    )
 
 
 def not_served(what: str) -> Refused:
@@ -42,13 +47,13 @@ def not_served(what: str) -> Refused:
 
 
 async def _each(
-    request: submit_pb2.QueueList, call: Callable[[str, submit_pb2.Queue], Awaitable[None]], token: str
+    request: submit_pb2.QueueList, call: Callable[[Caller, submit_pb2.Queue], Awaitable[None]], caller: Caller
 ) -> list[tuple[submit_pb2.Queue, str]]:
     """A batch call: each queue on its own; the queues that failed, with why."""
     failed = []
     for queue in request.queues:
         try:
-            await call(token, queue)
+            await call(caller, queue)
         except Exception as e:
             failed.append((queue, status_for(e)[1]))
     return failed
@@ -61,42 +66,42 @@ class QueueCalls:
 
     @handled
     async def CreateQueue(self, request: submit_pb2.Queue, context: Context) -> empty_pb2.Empty:
-        await self.queues.create(token_of(context), request)
+        await self.queues.create(caller_of(context), request)
         return EMPTY
 
     @handled
     async def CreateQueues(self, request: submit_pb2.QueueList, context: Context) -> Any:
-        failed = await _each(request, self.queues.create, token_of(context))
+        failed = await _each(request, self.queues.create, caller_of(context))
         return submit_pb2.BatchQueueCreateResponse(
             failed_queues=[submit_pb2.QueueCreateResponse(queue=q, error=e) for q, e in failed]
         )
 
     @handled
     async def UpdateQueue(self, request: submit_pb2.Queue, context: Context) -> empty_pb2.Empty:
-        await self.queues.update(token_of(context), request)
+        await self.queues.update(caller_of(context), request)
         return EMPTY
 
     @handled
     async def UpdateQueues(self, request: submit_pb2.QueueList, context: Context) -> Any:
-        failed = await _each(request, self.queues.update, token_of(context))
+        failed = await _each(request, self.queues.update, caller_of(context))
         return submit_pb2.BatchQueueUpdateResponse(
             failed_queues=[submit_pb2.QueueUpdateResponse(queue=q, error=e) for q, e in failed]
         )
 
     @handled
     async def DeleteQueue(self, request: submit_pb2.QueueDeleteRequest, context: Context) -> empty_pb2.Empty:
-        await self.queues.delete(token_of(context), request.name)
+        await self.queues.delete(caller_of(context), request.name)
         return EMPTY
 
     @handled
     async def GetQueue(self, request: submit_pb2.QueueGetRequest, context: Context) -> submit_pb2.Queue:
-        return await self.queues.get(token_of(context), request.name)
+        return await self.queues.get(caller_of(context), request.name)
 
     async def GetQueues(
         self, request: submit_pb2.StreamingQueueGetRequest, context: Context
     ) -> AsyncIterator[submit_pb2.StreamingQueueMessage]:
         async def queues() -> AsyncIterator[submit_pb2.StreamingQueueMessage]:
-            async for message in self.queues.get_all(token_of(context), request.num):
+            async for message in self.queues.get_all(caller_of(context), request.num):
                 yield message
 
         async for message in _aborting(queues(), context):
@@ -110,25 +115,27 @@ class SubmitService(QueueCalls, submit_pb2_grpc.SubmitServicer):
 
     @handled
     async def SubmitJobs(self, request: submit_pb2.JobSubmitRequest, context: Context) -> Any:
-        job_ids = await self.jobs.submit(token_of(context), request)
+        job_ids = await self.jobs.submit(caller_of(context), request)
         return submit_pb2.JobSubmitResponse(
             job_response_items=[submit_pb2.JobSubmitResponseItem(job_id=i) for i in job_ids]
         )
 
     @handled
     async def CancelJobs(self, request: submit_pb2.JobCancelRequest, context: Context) -> Any:
-        return submit_pb2.CancellationResult(cancelled_ids=await self.jobs.cancel(token_of(context), request))
+        return submit_pb2.CancellationResult(
+            cancelled_ids=await self.jobs.cancel(caller_of(context), request)
+        )
 
     @handled
     async def CancelJobSet(
         self, request: submit_pb2.JobSetCancelRequest, context: Context
     ) -> empty_pb2.Empty:
-        await self.jobs.cancel_job_set(token_of(context), request)
+        await self.jobs.cancel_job_set(caller_of(context), request)
         return EMPTY
 
     @handled
     async def ReprioritizeJobs(self, request: submit_pb2.JobReprioritizeRequest, context: Context) -> Any:
-        results = await self.jobs.reprioritize(token_of(context), request)
+        results = await self.jobs.reprioritize(caller_of(context), request)
         return submit_pb2.JobReprioritizeResponse(reprioritization_results=results)
 
     @handled
@@ -146,14 +153,14 @@ class QueueService(QueueCalls, submit_pb2_grpc.QueueServiceServicer):
 
     @handled
     async def CordonQueue(self, request: submit_pb2.QueueCordonRequest, context: Context) -> empty_pb2.Empty:
-        await self.queues.set_cordoned(token_of(context), request.name, True)
+        await self.queues.set_cordoned(caller_of(context), request.name, True)
         return EMPTY
 
     @handled
     async def UncordonQueue(
         self, request: submit_pb2.QueueUncordonRequest, context: Context
     ) -> empty_pb2.Empty:
-        await self.queues.set_cordoned(token_of(context), request.name, False)
+        await self.queues.set_cordoned(caller_of(context), request.name, False)
         return EMPTY
 
     @handled
@@ -166,7 +173,7 @@ class QueueService(QueueCalls, submit_pb2_grpc.QueueServiceServicer):
     async def CancelOnQueue(
         self, request: submit_pb2.QueueCancelRequest, context: Context
     ) -> empty_pb2.Empty:
-        await self.jobs.cancel_on_queue(token_of(context), request)
+        await self.jobs.cancel_on_queue(caller_of(context), request)
         return EMPTY
 
 
@@ -179,7 +186,7 @@ class EventService(event_pb2_grpc.EventServicer):
     ) -> AsyncIterator[event_pb2.EventStreamMessage]:
         async def events() -> AsyncIterator[event_pb2.EventStreamMessage]:
             stream = self.events.stream(
-                token_of(context),
+                caller_of(context),
                 request.queue,
                 request.id,
                 after=request.from_message_id,
@@ -223,12 +230,12 @@ class JobsService(job_pb2_grpc.JobsServicer):
 
     @handled
     async def GetJobStatus(self, request: job_pb2.JobStatusRequest, context: Context) -> Any:
-        states = await self.status.states(token_of(context), list(request.job_ids))
+        states = await self.status.states(caller_of(context), list(request.job_ids))
         return job_pb2.JobStatusResponse(job_states=states)
 
     @handled
     async def GetJobErrors(self, request: job_pb2.JobErrorsRequest, context: Context) -> Any:
-        errors = await self.status.errors(token_of(context), list(request.job_ids))
+        errors = await self.status.errors(caller_of(context), list(request.job_ids))
         return job_pb2.JobErrorsResponse(job_errors=errors)
 
     @handled

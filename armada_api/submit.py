@@ -18,7 +18,7 @@ from armada_client.armada import submit_pb2
 from armada_api import jobs, states
 from armada_api.errors import Refused
 from armada_api.found import Found
-from armada_api.front import Front
+from armada_api.front import Caller, Front
 from armada_api.ids import is_job_id
 from armada_api.job_services import owned_by
 from armada_api.object_kinds import ObjectKinds
@@ -56,7 +56,7 @@ class Jobs:
                 raise Refused(grpc.StatusCode.PERMISSION_DENIED, why)
 
     # ------------------------------------------------------------------ submit
-    async def submit(self, token: str, request: submit_pb2.JobSubmitRequest) -> list[str]:
+    async def submit(self, caller: Caller, request: submit_pb2.JobSubmitRequest) -> list[str]:
         jobs.check_queue_and_job_set(request.queue, request.job_set_id)
         queue = await self.require_queue(request.queue)  # first, as Armada authorizes before it validates
         wanted = jobs.job_pods(request)
@@ -64,7 +64,7 @@ class Jobs:
         unique = list({jp.job_id: jp for jp in wanted}.values())  # a client id twice: once
         resources = await _each(unique, self._resource)
         pairs = list(zip(unique, resources, strict=True))
-        async with self.front.as_caller(token) as kube:
+        async with self.front.as_caller(caller) as kube:
             submitted = await _each(pairs, lambda u: _submitted(kube, *u))
             new = [u for u, done in zip(pairs, submitted, strict=True) if not done]
             writes = [(r, jp.pod) for jp, r in new] + [(SERVICES, s) for jp, _r in new for s in jp.services]
@@ -81,11 +81,11 @@ class Jobs:
         return await self.kinds.resource_of(jp.pod) if jp.is_object else PODS
 
     # ------------------------------------------------------------------ cancel
-    async def cancel(self, token: str, request: submit_pb2.JobCancelRequest) -> list[str]:
+    async def cancel(self, caller: Caller, request: submit_pb2.JobCancelRequest) -> list[str]:
         ids = sorted({*request.job_ids, *([request.job_id] if request.job_id else [])})
         if not ids:  # as Armada: no job id cancels the job set
             return await self.cancel_job_set(
-                token,
+                caller,
                 submit_pb2.JobSetCancelRequest(
                     queue=request.queue, job_set_id=request.job_set_id, reason=request.reason
                 ),
@@ -93,9 +93,9 @@ class Jobs:
         jobs.check_queue_and_job_set(request.queue, request.job_set_id)
         await self.require_queue(request.queue)
         found = await self._find(request.queue, request.job_set_id, ids)
-        return await self._delete(token, [f for f in found if f.state() in states.ACTIVE])
+        return await self._delete(caller, [f for f in found if f.state() in states.ACTIVE])
 
-    async def cancel_job_set(self, token: str, request: submit_pb2.JobSetCancelRequest) -> list[str]:
+    async def cancel_job_set(self, caller: Caller, request: submit_pb2.JobSetCancelRequest) -> list[str]:
         jobs.check_queue_and_job_set(request.queue, request.job_set_id)
         wanted = set(request.filter.states) if request.HasField("filter") else set()
         if wanted - states.ACTIVE:
@@ -105,9 +105,9 @@ class Jobs:
             )
         await self.require_queue(request.queue)
         found = await self._find(request.queue, request.job_set_id)
-        return await self._delete(token, [f for f in found if f.state() in (wanted or states.ACTIVE)])
+        return await self._delete(caller, [f for f in found if f.state() in (wanted or states.ACTIVE)])
 
-    async def cancel_on_queue(self, token: str, request: submit_pb2.QueueCancelRequest) -> list[str]:
+    async def cancel_on_queue(self, caller: Caller, request: submit_pb2.QueueCancelRequest) -> list[str]:
         """Every job of the queue (the API's pods, any job set) in `jobStates` (default: not ended)
         and of `priorityClasses` when given."""
         if request.pools:
@@ -123,16 +123,18 @@ class Jobs:
             if f.state() in (wanted or states.ACTIVE)
             and (not classes or (f.obj.get("spec") or {}).get("priorityClassName") in classes)
         ]
-        return await self._delete(token, found)
+        return await self._delete(caller, found)
 
-    async def _delete(self, token: str, found: list[Found]) -> list[str]:
-        async with self.front.as_caller(token) as kube:
+    async def _delete(self, caller: Caller, found: list[Found]) -> list[str]:
+        async with self.front.as_caller(caller) as kube:
             await _each(found, lambda f: _delete(kube, f, dry_run=True))
             await _each(found, lambda f: _delete(kube, f))
         return sorted(f.job_id for f in found)
 
     # ------------------------------------------------------------------ reprioritize
-    async def reprioritize(self, token: str, request: submit_pb2.JobReprioritizeRequest) -> dict[str, str]:
+    async def reprioritize(
+        self, caller: Caller, request: submit_pb2.JobReprioritizeRequest
+    ) -> dict[str, str]:
         jobs.check_queue_and_job_set(request.queue, request.job_set_id)
         await self.require_queue(request.queue)
         ids = sorted(set(request.job_ids))
@@ -156,7 +158,7 @@ class Jobs:
                 return e.message
             return ""
 
-        async with self.front.as_caller(token) as kube:
+        async with self.front.as_caller(caller) as kube:
             errors = await _each(found, one)
         for f, error in zip(found, errors, strict=True):
             if ids or error:

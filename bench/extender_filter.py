@@ -67,7 +67,10 @@ async def main() -> None:
     url = f"http://127.0.0.1:{env.port('extender')}"
     async with Kube(load_config(env.kubeconfig(FRONT))) as kube:
         if await kube.get_or_none(QUEUES, QUEUE) is None:
-            queue = {"metadata": {"name": QUEUE}, "spec": {"priorityFactor": 1, "cordoned": True, "namespaceSelector": {}}}
+            queue = {
+                "metadata": {"name": QUEUE},
+                "spec": {"priorityFactor": 1, "cordoned": True, "namespaceSelector": {}},
+            }
             await kube.create(QUEUES, {"apiVersion": keys.API_VERSION, "kind": "Queue", **queue})
         if await kube.get_or_none(NAMESPACES, NAMESPACE) is None:
             await kube.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})

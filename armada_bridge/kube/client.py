@@ -25,6 +25,7 @@ from typing import Any
 import aiohttp
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
+from multidict import CIMultiDict
 
 from armada_bridge.kube.resources import Resource
 
@@ -76,6 +77,9 @@ class KubeConfig:
     headers: dict[str, str] = field(default_factory=dict)
     #: a bearer token file read again whenever it changes (in-cluster ServiceAccount tokens rotate)
     token_file: str | None = None
+    #: groups to impersonate (one `Impersonate-Group` header each), beside `Impersonate-User` in
+    #: `headers`
+    impersonate_groups: tuple[str, ...] = ()
 
 
 @dataclass
@@ -186,7 +190,11 @@ class Kube:
         self.config = config
         self.retry = retry or RetryPolicy()
         self._timeout = aiohttp.ClientTimeout(total=timeout)
-        self._headers = {"User-Agent": user_agent, "Accept": "application/json", **config.headers}
+        self._headers = CIMultiDict(
+            {"User-Agent": user_agent, "Accept": "application/json", **config.headers}
+        )
+        for group in config.impersonate_groups:
+            self._headers.add("Impersonate-Group", group)
         self._session: aiohttp.ClientSession | None = None
         self._token_mtime = 0.0
 

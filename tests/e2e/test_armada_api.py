@@ -667,6 +667,122 @@ def test_the_server_speaks_tls_and_refuses_plaintext_off_loopback(
     assert plain.returncode == 2 and "need TLS" in plain.stderr, plain.stderr
 
 
+def _client_certificate(directory: Path, ca: Path, stem: str, subject: str) -> tuple[bytes, bytes]:
+    """(certificate, key), PEM, for `subject`, signed by the CA `ca` (its .crt and .key beside)."""
+    key, csr, crt = (directory / f"{stem}.{x}" for x in ("key", "csr", "crt"))
+    for cmd in (
+        [
+            "openssl",
+            "req",
+            "-new",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            key,
+            "-out",
+            csr,
+            "-subj",
+            subject,
+        ],
+        [
+            "openssl",
+            "x509",
+            "-req",
+            "-in",
+            csr,
+            "-CA",
+            ca,
+            "-CAkey",
+            ca.with_suffix(".key"),
+            "-out",
+            crt,
+            "-days",
+            "1",
+            "-set_serial",
+            str(uuid.uuid4().int >> 64),
+        ],
+    ):
+        subprocess.run([str(c) for c in cmd], check=True, capture_output=True)
+    return crt.read_bytes(), key.read_bytes()
+
+
+def test_a_caller_with_a_client_certificate_acts_as_its_user(
+    armada: Armada, namespace: str, queues: list[str], cluster_api: Api, dev_env: object, tmp_path: Path
+) -> None:
+    """On the port for client certificates, a caller with a certificate of the front's client CA
+    acts as its user and groups (the server impersonates them, as far as the opt-in
+    manifests/armada-api/client-certificates.yaml grants): what RBAC lets that group do, nothing
+    more; a system: identity is refused by the server; another CA's certificate at the handshake."""
+    from armada_bridge.dev.binary.environment import Environment
+
+    assert isinstance(dev_env, Environment)
+    front_ca = dev_env.cluster(FRONT).workdir / "pki" / "ca.crt"  # kube-apiserver's --client-ca-file
+    suffix = uuid.uuid4().hex[:6]
+    user, group = f"alice-{suffix}", f"team-{suffix}"
+    grant = list(
+        yaml.safe_load_all((ROOT / "manifests" / "armada-api" / "client-certificates.yaml").read_text())
+    )
+    grant[0]["rules"][0]["resourceNames"], grant[0]["rules"][1]["resourceNames"] = [user], [group]
+    applied = kubectl(dev_env, "apply", "-f", "-", stdin=yaml.safe_dump_all(grant))
+    assert applied.returncode == 0, applied.stderr
+    k8s.RbacAuthorizationV1Api(cluster_api(FRONT)).create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": "group-edit"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [{"kind": "Group", "name": group, "apiGroup": "rbac.authorization.k8s.io"}],
+        },
+    )
+    elsewhere = f"{namespace[:50]}-cert"
+    k8s.CoreV1Api(cluster_api(FRONT)).create_namespace({"metadata": {"name": elsewhere}})
+    other_ca, other_key = certs.self_signed(tmp_path, "other-ca", "/CN=other-ca", ["127.0.0.1"])
+    callers = {
+        "alice": _client_certificate(tmp_path, front_ca, "alice", f"/O={group}/CN={user}"),
+        "masters": _client_certificate(tmp_path, front_ca, "masters", "/O=system:masters/CN=root"),
+        "stranger": (other_ca.read_bytes(), other_key.read_bytes()),
+    }
+    serving, serving_key = certs.self_signed(
+        tmp_path, "armada-api", "/CN=armada-api", ["127.0.0.1", "localhost"]
+    )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    args = ("--tls-cert", str(serving), "--tls-key", str(serving_key), "--client-ca", str(front_ca))
+    try:
+        with _serving(
+            armada.kubeconfig,
+            *args,
+            "--client-certificates-listen",
+            f"127.0.0.1:{port}",
+            ca=serving.read_bytes(),
+        ):
+
+            def submit(who: str, to: str) -> Any:
+                crt, key = callers[who]
+                creds = grpc.ssl_channel_credentials(
+                    serving.read_bytes(), private_key=key, certificate_chain=crt
+                )
+                client = ArmadaClient(grpc.secure_channel(f"127.0.0.1:{port}", creds))
+                item = client.create_job_request_item(namespace=to, pod_spec=_spec())
+                return client.submit_jobs(queue=queues[0], job_set_id="cert", job_request_items=[item])
+
+            (job,) = submit("alice", namespace).job_response_items
+            assert [p.metadata.labels[keys.ARMADA_JOB_ID_LABEL] for p in _pods(cluster_api, namespace)] == [
+                job.job_id
+            ]
+            refused = _rpc_error(lambda: submit("alice", elsewhere))  # the group may not create pods there
+            assert refused.code() == grpc.StatusCode.PERMISSION_DENIED, refused.details()
+            refused = _rpc_error(lambda: submit("masters", namespace))
+            assert refused.code() == grpc.StatusCode.PERMISSION_DENIED and "system:" in str(refused.details())
+            refused = _rpc_error(lambda: submit("stranger", namespace))  # the handshake fails
+            assert refused.code() == grpc.StatusCode.UNAVAILABLE, refused.details()
+            assert _pods(cluster_api, elsewhere) == [] and len(_pods(cluster_api, namespace)) == 1
+    finally:
+        kubectl(dev_env, "delete", "-f", "-", "--ignore-not-found", stdin=yaml.safe_dump_all(grant))
+        k8s.CoreV1Api(cluster_api(FRONT)).delete_namespace(elsewhere)
+
+
 def test_a_jobs_service_selects_its_pod_and_follows_it_to_its_remote_cluster(
     armada: Armada, namespace: str, queues: list[str], cluster_api: Api
 ) -> None:

@@ -26,8 +26,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 import yaml
+from armada_client.client import ArmadaClient
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_pb
+from armada_client.k8s.io.apimachinery.pkg.api.resource.generated_pb2 import Quantity
 from kubernetes import client as k8s
 
 from armada_bridge import keys
@@ -46,6 +50,8 @@ NAMESPACE = "armada-bridge-system"
 RELEASE = "armada-bridge"
 EXTENDER = "armada-bridge-extender"
 VKUBELET = "armada-bridge-vkubelet"
+ARMADA_API = "armada-bridge-armada-api"
+ARMADA_API_MANIFESTS = REPO_ROOT / "manifests" / "armada-api"
 REMOTE = "remote-1"
 NODES = 2  # KWOK nodes of the remote cluster
 UPGRADED_TAG = "0.1.0-upgraded"
@@ -76,6 +82,7 @@ def values(env: Environment) -> dict[str, Any]:
     return {
         "image": {"pullPolicy": "Never"},
         "certificates": {"mode": "self-signed"},
+        "armadaApi": {"enabled": True},
         "nodeSelector": {"kubernetes.io/hostname": "front-real-0"},
         "tolerations": [
             {
@@ -249,7 +256,12 @@ def _running_from_the_image(f: Front, mode: str) -> None:
     for name in (EXTENDER, VKUBELET):
         d = f.apps.read_namespaced_deployment(name, NAMESPACE)
         assert d.status.ready_replicas == 2, (name, d.status)
-    containers = {"extender": runtime.NAME, "vkubelet": runtime.NAME, "kube-scheduler": kube_scheduler.IMAGE}
+    containers = {
+        "extender": runtime.NAME,
+        "vkubelet": runtime.NAME,
+        "armada-api": runtime.NAME,
+        "kube-scheduler": kube_scheduler.IMAGE,
+    }
     for p in f.core.list_namespaced_pod(NAMESPACE).items:
         assert p.spec.node_name == "front-real-0", (p.metadata.name, p.spec.node_name)
         seen = {c.name: c.image for c in p.spec.containers}
@@ -488,6 +500,60 @@ def _nodes_as_an_admins(f: Front) -> Iterator[None]:
         _kubectl(f.env, "taint", "node", "front-real-0", f"{taint}", "--overwrite")
 
 
+def _submits_through_the_armada_api(f: Front, mode: str) -> None:
+    """The installed Armada API's replicas run from the bridge's image on the front's real node,
+    and `armada-client` submits a job through one of them over TLS (the certificates mode's
+    certificate, its ca.crt trusted) as a team's ServiceAccount: a pod in the team's namespace and
+    queue, run remotely."""
+    _kubectl(f.env, "-n", NAMESPACE, "rollout", "status", f"deployment/{ARMADA_API}", "--timeout=300s")
+    replicas = [p for p in _pods_of(f.core, ARMADA_API).values() if not p.metadata.deletion_timestamp]
+    upgraded = f"{runtime.NAME.rsplit(':', 1)[0]}:{UPGRADED_TAG}"  # the chart's, after its upgrade
+    assert {c.image for p in replicas for c in p.spec.containers} in ({runtime.NAME}, {upgraded}), replicas
+    ca = base64.b64decode(f.core.read_namespaced_secret(f"{ARMADA_API}-tls", NAMESPACE).data["ca.crt"])
+    account = f"submitter-{mode}"
+    f.core.create_namespaced_service_account("team", {"metadata": {"name": account}})
+    k8s.RbacAuthorizationV1Api(f.api).create_namespaced_role_binding(
+        "team",
+        {
+            "metadata": {"name": f"{account}-edit"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": "team"}],
+        },
+    )
+    token = f.core.create_namespaced_service_account_token(
+        account, "team", {"spec": {"expirationSeconds": 900}}
+    ).status.token
+    creds = grpc.composite_channel_credentials(
+        grpc.ssl_channel_credentials(root_certificates=ca), grpc.access_token_call_credentials(token)
+    )
+    # The pod's address (this host reaches the pod network); the certificate names the Service.
+    target = f"{replicas[0].status.pod_ip}:50051"
+    override = [("grpc.ssl_target_name_override", f"{ARMADA_API}.{NAMESPACE}.svc")]
+    resources = {"cpu": Quantity(string="100m"), "memory": Quantity(string="64Mi")}
+    container = core_pb.Container(
+        name="main",
+        image="busybox",
+        resources=core_pb.ResourceRequirements(requests=resources, limits=resources),
+    )
+    with grpc.secure_channel(target, creds, options=override) as channel:
+        client = ArmadaClient(channel)
+        item = client.create_job_request_item(
+            namespace="team", pod_spec=core_pb.PodSpec(containers=[container])
+        )
+        response = client.submit_jobs(
+            queue="team", job_set_id=f"through-the-{mode}", job_request_items=[item]
+        )
+    (job,) = response.job_response_items
+    assert not job.error, job.error
+    selector = f"{keys.ARMADA_JOB_ID_LABEL}={job.job_id}"
+
+    def running() -> bool:
+        found = f.core.list_namespaced_pod("team", label_selector=selector).items
+        return len(found) == 1 and found[0].status.phase == "Running"
+
+    wait_for("the job submitted through the installed Armada API Running", running, timeout=120)
+
+
 def _kustomize(f: Front, tmp: Path) -> None:
     """docs/install.md's kustomize install, its commands as written: `kubectl apply -k manifests`
     (cert-manager's certificates), a RemoteCluster from a kubeconfig Secret, the front's scheduler
@@ -508,6 +574,9 @@ def _kustomize(f: Front, tmp: Path) -> None:
     _running_from_the_image(f, "extender")
     _point_scheduler(f)
     _work(f, "kustomize")
+    # docs/armada-api.md's `kubectl apply -k manifests/armada-api`, after the bridge.
+    _kubectl(f.env, "apply", "-k", str(ARMADA_API_MANIFESTS))
+    _submits_through_the_armada_api(f, "kustomize")
     _kubectl(f.env, "-n", "demo", "delete", "pytorchjob,raycluster", "--all", "--wait=true")
     assert _remote_uids(f.remote)
     removal = subprocess.run(
@@ -519,6 +588,7 @@ def _kustomize(f: Front, tmp: Path) -> None:
     )
     assert removal.returncode == 0, removal.stderr[-3000:]
     assert not _remote_uids(f.remote), "remote pods left after remove-clusters"
+    _kubectl(f.env, "delete", "-k", str(ARMADA_API_MANIFESTS), "--wait=true", "--timeout=300s")
     _kubectl(f.env, "delete", "-k", manifests, "--wait=true", "--timeout=300s")
     left = _kubectl(f.env, "get", "-f", str(made), "--ignore-not-found", "-o", "name")
     assert not left.strip(), f"objects of the kustomization left after delete -k:\n{left}"
@@ -551,6 +621,7 @@ def test_helm_install_upgrade_failover_and_uninstall_in_both_scheduler_modes(
         whole, after = _upgrade_under_load(f)
         _failovers(f, after)
         _free_room(f, whole)
+        _submits_through_the_armada_api(f, "chart")
         _uninstall(f, tmp_path)
 
         env.front_scheduler_without_extender()
@@ -564,6 +635,7 @@ def test_helm_install_upgrade_failover_and_uninstall_in_both_scheduler_modes(
             )
         whole, _ = _upgrade_under_load(f)
         _free_room(f, whole)
+        _submits_through_the_armada_api(f, "chart")
         _uninstall(f, tmp_path)
 
         env.front_scheduler_without_extender()

@@ -11,7 +11,7 @@ from armada_client.k8s.io.apimachinery.pkg.api.resource.generated_pb2 import Qua
 
 from armada_api import ids, jobs, queues, states
 from armada_api.errors import Refused, status_for
-from armada_api.front import bearer_token
+from armada_api.front import Caller, bearer_token, certificate_caller, subject_attributes
 from armada_bridge import keys
 from armada_bridge.contract.pods import job_priority, job_priority_value
 from armada_bridge.kube.client import ApiError
@@ -203,6 +203,24 @@ def test_the_callers_bearer_token() -> None:
         with pytest.raises(Refused) as e:
             bearer_token(metadata)
         assert e.value.code is grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_a_client_certificates_user_and_groups() -> None:
+    """As gRPC gives a verified peer's subject (RFC 4514: the last RDN first, `\\,` or `\\2C`
+    escapes), and as kube-apiserver reads a certificate: CN the user, each O a group."""
+    assert subject_attributes("CN=alice,O=dev\\, ops,O=team-a") == [
+        ("CN", "alice"),
+        ("O", "dev, ops"),
+        ("O", "team-a"),
+    ]
+    assert subject_attributes("cn=b\\2Bc+O=x\\\\,O=y") == [("CN", "b+c"), ("O", "x\\"), ("O", "y")]
+    caller = certificate_caller({"x509_subject": [b"CN=alice,O=dev\\, ops,O=team-a"]})
+    assert caller == Caller(user="alice", groups=("dev, ops", "team-a"))
+    assert certificate_caller({"transport_security_type": [b"ssl"]}) is None  # the token port
+    for subject in (b"O=team-a", b"CN=a,CN=b", b"CN=system:admin", b"CN=root,O=system:masters"):
+        with pytest.raises(Refused) as e:
+            certificate_caller({"x509_subject": [subject]})
+        assert e.value.code is grpc.StatusCode.PERMISSION_DENIED, subject
 
 
 def test_armadas_codes_for_the_fronts_answers() -> None:

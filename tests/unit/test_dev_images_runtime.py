@@ -174,3 +174,22 @@ def test_the_images_key_follows_the_wheels_sources_only(
     assert runtime.inputs() == before
     (tmp_path / "extender" / "a.py").write_text("changed")
     assert runtime.inputs() != before
+
+
+def test_every_manifest_runs_the_image_the_chart_runs() -> None:
+    """The kustomizations' Deployments (manifests/*/) name the image by the same tag as the chart:
+    the one built and loaded, never pulled (a `latest` tag is always pulled)."""
+    repository = RECIPES["bridge"].name.rpartition(":")[0]
+    named = []
+    for path in sorted((versions.REPO_ROOT / "manifests").rglob("*.yaml")):
+        for line in path.read_text().splitlines():
+            if (image := line.strip().removeprefix("- ").removeprefix("image:").strip()).startswith(
+                f"{repository}:"
+            ):
+                named.append((path.relative_to(versions.REPO_ROOT).as_posix(), image))
+    assert {p for p, _ in named} >= {
+        "manifests/extender/deployment.yaml",
+        "manifests/vkubelet/deployment.yaml",
+        "manifests/armada-api/deployment.yaml",
+    }
+    assert {i for _, i in named} == {RECIPES["bridge"].name}, named

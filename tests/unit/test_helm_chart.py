@@ -81,6 +81,23 @@ def test_default_values_render_the_kustomize_build() -> None:
     assert not diff, "\n".join(diff)
 
 
+def test_the_armada_api_renders_its_kustomization_when_enabled() -> None:
+    """`armadaApi.enabled`: the default objects and those of `kubectl kustomize manifests/armada-api`,
+    no more; with self-signed certificates a Secret Helm makes (its ca.crt for the clients) in
+    place of cert-manager's Certificate."""
+    default = chart.by_key(chart.render())
+    enabled = chart.render(sets=["armadaApi.enabled=true"])
+    api = chart.kustomize(chart.MANIFESTS / "armada-api")
+    assert len(api) >= 6
+    diff = chart.differences([o for o in enabled if chart.key(o) not in default], api)
+    assert not diff, "\n".join(diff)
+    assert {chart.key(o) for o in enabled} >= set(default)
+    signed = chart.render(sets=["armadaApi.enabled=true", "certificates.mode=self-signed"])
+    secret = chart.find(signed, "Secret", "armada-bridge-armada-api-tls")
+    assert set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt"}
+    assert not [o for o in signed if o["kind"] == "Certificate"]
+
+
 def test_second_scheduler_mode_renders_the_second_scheduler_kustomization() -> None:
     default = chart.by_key(chart.render())
     managed = chart.render(sets=["scheduler.mode=second-scheduler"])

@@ -43,9 +43,10 @@ from armada_bridge.dev.images.rootfs import (
 DOCKERFILE = versions.REPO_ROOT / "Dockerfile"
 CHART_VALUES = versions.REPO_ROOT / "manifests" / "helm" / "armada-bridge" / "values.yaml"
 PYTHON_VERSION = "3.11"  # the Dockerfile's python:3.11-slim; Debian bookworm's python3
-# What the python:<version>-slim base brings that the bridge uses: Python, as `python`, and CA
-# certificates (the remote clusters' API servers).
-BASE_PACKAGES = ("python3", "python-is-python3", "ca-certificates")
+# What the python:<version>-slim base brings that the bridge uses: Python, as `python`, CA
+# certificates (the remote clusters' API servers), and the C++ runtime (grpcio's extension, for
+# Armada's API, needs libstdc++.so.6; the base has it as apt's dependency).
+BASE_PACKAGES = ("python3", "python-is-python3", "ca-certificates", "libstdc++6")
 APT_PACKAGES = ("openssl",)  # the Dockerfile's `apt-get install`
 PACKAGES = (*BASE_PACKAGES, *APT_PACKAGES)
 # Removed, as the python:<version>-slim base removes its own: the tests of Python and of the
