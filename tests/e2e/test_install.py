@@ -32,6 +32,7 @@ import yaml
 from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_pb
 from armada_client.k8s.io.apimachinery.pkg.api.resource.generated_pb2 import Quantity
+from google.protobuf import json_format
 from kubernetes import client as k8s
 
 from armada_bridge import keys
@@ -529,17 +530,18 @@ def _submits_through_the_armada_api(f: Front, mode: str) -> None:
     # The pod's address (this host reaches the pod network); the certificate names the Service.
     target = f"{replicas[0].status.pod_ip}:50051"
     override = [("grpc.ssl_target_name_override", f"{ARMADA_API}.{NAMESPACE}.svc")]
+    # A real container on the remote cluster's real node (the KWOK nodes may be full of gangs by
+    # now), its output read back through the front.
+    said = f"hello through the Armada API installed by {mode}"
+    spec = on_a_real_node({"containers": [{"name": "main", "image": "busybox", "command": ["echo", said]}]})
+    pod_spec = json_format.ParseDict(spec, core_pb.PodSpec())
     resources = {"cpu": Quantity(string="100m"), "memory": Quantity(string="64Mi")}
-    container = core_pb.Container(
-        name="main",
-        image="busybox",
-        resources=core_pb.ResourceRequirements(requests=resources, limits=resources),
+    pod_spec.containers[0].resources.CopyFrom(
+        core_pb.ResourceRequirements(requests=resources, limits=resources)
     )
     with grpc.secure_channel(target, creds, options=override) as channel:
         client = ArmadaClient(channel)
-        item = client.create_job_request_item(
-            namespace="team", pod_spec=core_pb.PodSpec(containers=[container])
-        )
+        item = client.create_job_request_item(namespace="team", pod_spec=pod_spec)
         response = client.submit_jobs(
             queue="team", job_set_id=f"through-the-{mode}", job_request_items=[item]
         )
@@ -547,11 +549,22 @@ def _submits_through_the_armada_api(f: Front, mode: str) -> None:
     assert not job.error, job.error
     selector = f"{keys.ARMADA_JOB_ID_LABEL}={job.job_id}"
 
-    def running() -> bool:
+    def done() -> str | None:
         found = f.core.list_namespaced_pod("team", label_selector=selector).items
-        return len(found) == 1 and found[0].status.phase == "Running"
+        return found[0].metadata.name if len(found) == 1 and found[0].status.phase == "Succeeded" else None
 
-    wait_for("the job submitted through the installed Armada API Running", running, timeout=120)
+    try:
+        name = wait_for("the job submitted through the installed Armada API done", done, timeout=180)
+    except AssertionError as e:
+        pods = f.core.list_namespaced_pod("team", label_selector=selector).items
+        raise AssertionError(f"{e}\n{[_described(f, 'team', p.metadata.name) for p in pods]}") from None
+    assert f.core.read_namespaced_pod_log(name, "team").strip() == said
+    f.core.delete_namespaced_pod(name, "team")  # done: not one of the pods the next steps count
+    wait_for(
+        "the job's pod gone",
+        lambda: not f.core.list_namespaced_pod("team", label_selector=selector).items,
+        timeout=60,
+    )
 
 
 def _kustomize(f: Front, tmp: Path) -> None:
@@ -635,7 +648,7 @@ def test_helm_install_upgrade_failover_and_uninstall_in_both_scheduler_modes(
             )
         whole, _ = _upgrade_under_load(f)
         _free_room(f, whole)
-        _submits_through_the_armada_api(f, "chart")
+        _submits_through_the_armada_api(f, "chart-with-cert-manager")
         _uninstall(f, tmp_path)
 
         env.front_scheduler_without_extender()
