@@ -81,10 +81,9 @@ compile_kubernetes() {
   # Each set of commands needs its own go.sum entries (kubelet: k8s.io/cri-streaming, ...).
   step="resolve $name $v dependencies"; say "$step (downloads a few hundred modules the first time)"
   (cd "$mod" && run "$name-get" go get "${pkgs[@]/%/@$v}")
-  for p in "${pkgs[@]}"; do
-    step="compile $(basename "$p") $v"; say "$step (minutes on 2 cores)"
-    (cd "$mod" && CGO_ENABLED=0 run "$(basename "$p")" go build -trimpath -ldflags "$ld" -o "$out/" "$p")
-  done
+  # One build for the set: the packages they share compiled once, their links side by side.
+  step="compile $* $v"; say "$step (minutes on 2 cores)"
+  (cd "$mod" && CGO_ENABLED=0 run "$name" go build -trimpath -ldflags "$ld" -o "$out/" "${pkgs[@]}")
 }
 
 build_kubernetes() {
@@ -145,12 +144,17 @@ build_kwok() {
   touch "$out/.complete"
 }
 
+# source_key DIR: a hash of the files of hack/DIR, read in name order (keep in step with
+# armada_bridge.dev.binaries.source_key).
+source_key() {
+  local src="$here/$1" files
+  files=$(cd "$src" && LC_ALL=C ls)
+  (cd "$src" && cat $files | sha256sum | cut -c1-12)
+}
+
 # The kubelet streaming library of the pinned release: the staging module k8s.io/cri-streaming.
 kwok_exec_out() {
-  local src="$here/kwok-exec" files
-  files=$(cd "$src" && LC_ALL=C ls)
-  # Keep in step with armada_bridge.dev.binaries.kwok_exec_dir.
-  echo "$bin/kwok-exec-v0.${KUBERNETES_VERSION#v1.}-$(cd "$src" && cat $files | sha256sum | cut -c1-12)"
+  echo "$bin/kwok-exec-v0.${KUBERNETES_VERSION#v1.}-$(source_key kwok-exec)"
 }
 
 build_kwok_exec() {
@@ -166,18 +170,19 @@ build_kwok_exec() {
   touch "$out/.complete"
 }
 
-# CoreDNS: each dev remote cluster with real nodes runs one, serving cluster.local from its Services.
+# CoreDNS: each dev remote cluster with real nodes runs one, serving cluster.local from its Services;
+# built from the pinned module with only the plugins the dev Corefile uses (hack/coredns), keyed by
+# version and that source.
 build_coredns() {
-  local v=$COREDNS_VERSION out="$bin/coredns-$COREDNS_VERSION"
+  local v=$COREDNS_VERSION src="$here/coredns" out
+  out="$bin/coredns-$COREDNS_VERSION-$(source_key coredns)"
   if have "$out"; then say "coredns $v: cached in $out"; return; fi
-  local mod="$cache/build/coredns-$v"
-  rm -rf "$mod"; mkdir -p "$mod" "$out"
-  step="write wrapper module for coredns $v"; say "$step"
-  printf 'module armada-bridge.local/coredns-build\n\ngo 1.26.0\n' > "$mod/go.mod"
-  step="resolve coredns $v dependencies"; say "$step"
-  (cd "$mod" && run coredns-get go get "github.com/coredns/coredns@$v")
+  step="check hack/coredns uses github.com/coredns/coredns $v"
+  grep -q "^require github.com/coredns/coredns $v\$" "$src/go.mod" \
+    || { echo "build-binaries: hack/coredns/go.mod must require github.com/coredns/coredns $v (COREDNS_VERSION): cd hack/coredns && go get github.com/coredns/coredns@$v && go mod tidy" >&2; exit 1; }
+  mkdir -p "$out"
   step="compile coredns $v"; say "$step (a few minutes on 2 cores)"
-  (cd "$mod" && CGO_ENABLED=0 run coredns go build -trimpath -ldflags "-s -w" -o "$out/coredns" github.com/coredns/coredns)
+  (cd "$src" && CGO_ENABLED=0 run coredns go build -mod=readonly -trimpath -ldflags "-s -w" -o "$out/coredns" .)
   "$out/coredns" -version | sed -n 1p >&2
   touch "$out/.complete"
 }

@@ -19,6 +19,7 @@ from armada_bridge import versions
 
 BUILD_SCRIPT = versions.REPO_ROOT / "hack" / "build-binaries.sh"
 KWOK_EXEC_SOURCE = versions.REPO_ROOT / "hack" / "kwok-exec"
+COREDNS_SOURCE = versions.REPO_ROOT / "hack" / "coredns"  # its plugins: the dev Corefile's
 
 
 def cache_root() -> Path:
@@ -41,14 +42,19 @@ class Binaries:
         return self.kube_apiserver.parent
 
 
+def source_key(source: Path) -> str:
+    """A hash of the files of a build's source folder under hack/, read in name order (as
+    hack/build-binaries.sh's source_key does): the cache key of what is built from it."""
+    digest = hashlib.sha256()
+    for path in sorted(source.iterdir(), key=lambda p: p.name.encode()):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def kwok_exec_dir(bin_dir: Path, kubernetes: str) -> Path:
     """Where hack/build-binaries.sh puts kwok-exec: keyed by the kubelet streaming library's version
-    (k8s.io/cri-streaming v0.X.Y for Kubernetes v1.X.Y) and a hash of the source files, read in
-    name order (as the script does)."""
-    source = hashlib.sha256()
-    for path in sorted(KWOK_EXEC_SOURCE.iterdir(), key=lambda p: p.name.encode()):
-        source.update(path.read_bytes())
-    return bin_dir / f"kwok-exec-v0.{kubernetes.removeprefix('v1.')}-{source.hexdigest()[:12]}"
+    (k8s.io/cri-streaming v0.X.Y for Kubernetes v1.X.Y) and its source."""
+    return bin_dir / f"kwok-exec-v0.{kubernetes.removeprefix('v1.')}-{source_key(KWOK_EXEC_SOURCE)}"
 
 
 def expected(v: versions.Versions | None = None) -> Binaries:
@@ -116,7 +122,7 @@ class NodeBinaries:
 def expected_node(v: versions.Versions | None = None) -> NodeBinaries:
     v = v or versions.load()
     d = cache_root() / "bin" / f"kubernetes-node-{v.kubernetes}"
-    coredns = cache_root() / "bin" / f"coredns-{v.coredns}" / "coredns"
+    coredns = cache_root() / "bin" / f"coredns-{v.coredns}-{source_key(COREDNS_SOURCE)}" / "coredns"
     return NodeBinaries(kubelet=d / "kubelet", kube_proxy=d / "kube-proxy", coredns=coredns)
 
 

@@ -30,7 +30,7 @@ NS = "vk-private"
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Environment]:
     e = Environment(tmp_path_factory.mktemp("vk-env"))
     try:
-        e.up(workers=2, nodes=1)
+        e.up(workers=2, nodes=1, real_nodes=0)  # its tests run nothing: KWOK nodes only
         yield e
     finally:
         e.down()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,19 @@ def test_versions_file_parses_and_binaries_are_keyed_by_version(tmp_path: Path) 
     # kwok-exec: keyed by the kubelet streaming library of the Kubernetes release (v1.X.Y: v0.X.Y)
     # and its source's hash.
     assert binaries.kwok_exec_dir(tmp_path, "v1.99.3").name.startswith("kwok-exec-v0.99.3-")
+    assert binaries.expected_node(v).coredns.parent.name.startswith("coredns-v1.9.9-")
+
+
+@pytest.mark.parametrize("source", [binaries.KWOK_EXEC_SOURCE, binaries.COREDNS_SOURCE])
+def test_a_source_built_binary_is_keyed_as_the_build_script_keys_it(source: Path) -> None:
+    """The cache key of kwok-exec and CoreDNS: hack/build-binaries.sh's source_key, as the
+    dev environment computes it to find the binary."""
+    script = (
+        f'source <(sed -n "/^source_key()/,/^}}/p" {binaries.BUILD_SCRIPT}); '
+        f"here={source.parent}; source_key {source.name}"
+    )
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == binaries.source_key(source)
 
 
 def test_versions_file_missing_key_is_a_clear_error(tmp_path: Path) -> None:
