@@ -14,7 +14,7 @@ from armada_bridge.contract.pods import PodSpecError, gates_without, scheduling_
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.resources import VOLCANO_PODGROUPS
-from extender import admission
+from extender import admission, binding
 from extender.events import WAITING, EventRecorder
 from extender.metrics import Metrics
 from extender.owners import controlling_job
@@ -176,16 +176,9 @@ class Actions:
         admitted the pod to (its view of that node disagreed, e.g. a deleted pod it still counted
         there), and nothing but the core may reject an admitted pod."""
         md = pod["metadata"]
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": md["name"], "namespace": md["namespace"], "uid": md["uid"]},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
-        try:
-            await self.front.request("POST", PODS.path(md["namespace"], md["name"], "binding"), body=body)
-        except ApiError as e:
-            log.info("pod %s/%s: not bound to %s (%s)", md["namespace"], md["name"], node, e)
+        why = await binding.bind(self.front, md["namespace"], md["name"], md["uid"], node)
+        if why is not None:
+            log.info("pod %s/%s: not bound to %s (%s)", md["namespace"], md["name"], node, why)
             return False
         log.warning(
             "pod %s/%s: bound to %s by the bridge; the front scheduler refused it: %s",

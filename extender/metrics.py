@@ -30,6 +30,13 @@ class Metrics:
             ["endpoint", "code"],
             registry=r,
         )
+        self.binds = Counter(
+            "armada_bridge_extender_binds_total",
+            "Pods kube-scheduler asked the extender to bind (/bind): bound, or refused (the answer says "
+            "why and the scheduler tries the pod again)",
+            ["result"],
+            registry=r,
+        )
         self.webhook_errors = Counter(
             "armada_bridge_webhook_errors_total", "Admission reviews that could not be processed", registry=r
         )

@@ -2,8 +2,8 @@
 and the read-only dashboard (extender/dashboard/).
 
 The extender's answer for a pod depends only on the pod as the scheduler sends it (the decision
-annotations the controller wrote) and on in-memory caches, so every call is a lookup: no API call,
-no scheduling work on the request path.
+annotations the controller wrote) and on in-memory caches, so every call is a lookup: no scheduling
+work on the request path, and no API call but the binding /bind makes for the scheduler.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from armada_bridge.kube import Kube
 from armada_bridge.kube.auth import Auth, authenticated
 from armada_bridge.kube.client import Obj
-from extender import admission
+from extender import admission, binding
 from extender.actions import job_group_annotations
 from extender.dashboard.routes import PREFIX as DASHBOARD
 from extender.dashboard.routes import Dashboard
@@ -68,6 +68,23 @@ class ExtenderArgs(BaseModel):
     NodeNames: list[str] | None = None
 
 
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+
+
+class ExtenderBindingArgs(BaseModel):
+    """kube-scheduler's ExtenderBindingArgs (Go field names): bind this pod to this node."""
+
+    model_config = ConfigDict(extra="ignore")
+    PodName: str = Field(max_length=253, pattern=_DNS_SUBDOMAIN)
+    PodNamespace: str = Field(max_length=63, pattern=_DNS_LABEL)
+    PodUID: str = Field(min_length=1, max_length=128)
+    Node: str = Field(max_length=253, pattern=_DNS_SUBDOMAIN)
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
 class BadRequest(Exception):
     pass
 
@@ -87,13 +104,17 @@ async def _json(request: web.Request) -> Any:
         raise BadRequest("body is nested too deeply") from None
 
 
-def _args(body: Any) -> ExtenderArgs:
+def _parsed(model: type[_M], body: Any) -> _M:
     try:
-        args = ExtenderArgs.model_validate(body)
+        return model.model_validate(body)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise BadRequest(f"not an ExtenderArgs object: {where}: {first['msg']}") from None
+        raise BadRequest(f"not an {model.__name__} object: {where}: {first['msg']}") from None
+
+
+def _args(body: Any) -> ExtenderArgs:
+    args = _parsed(ExtenderArgs, body)
     if args.NodeNames is None and args.Nodes is None:
         raise BadRequest("ExtenderArgs needs NodeNames (nodeCacheCapable) or Nodes")
     return args
@@ -149,7 +170,38 @@ class Api:
         why = f"armada-bridge: {self.c.reason_for(uid)}"
         return [], {n: why for n in names}
 
+    def bind_refusal(self, args: ExtenderBindingArgs) -> str | None:
+        """Why the scheduler may not bind this pod to this node (None: it may). A virtual node takes
+        only a pod the core admitted to its cluster, as the pod is cached here; a pod not cached
+        yet passed /filter with its decision, which the vkubelet verifies again."""
+        cluster = self.c.inputs.virtual_nodes().get(args.Node)
+        if cluster is None:
+            return None
+        pod = self.c.inputs.pods.get(args.PodName, args.PodNamespace)
+        if pod is None or pod["metadata"].get("uid") != args.PodUID:
+            return None
+        decision = self.c.describer.decision_of(pod)
+        if decision is not None and decision.cluster == cluster:
+            return None
+        return (
+            f"armada-bridge: pod {args.PodNamespace}/{args.PodName} is not admitted to remote cluster "
+            f"{cluster} (node {args.Node})"
+        )
+
     # ------------------------------------------------------------------ routes
+    async def bind(self, request: web.Request) -> web.Response:
+        """kube-scheduler's bind, made by the extender with its own client (not the scheduler's
+        rate-limited one): the pod is bound, or the answer says why not and the scheduler forgets
+        its assumption (extender/binding.py)."""
+        args = _parsed(ExtenderBindingArgs, await _json(request))
+        why = self.bind_refusal(args)
+        if why is None:
+            why = await binding.bind(self.c.front, args.PodNamespace, args.PodName, args.PodUID, args.Node)
+        self.c.metrics.binds.labels(result="bound" if why is None else "refused").inc()
+        if why is not None:
+            log.info("bind %s/%s to %s refused: %s", args.PodNamespace, args.PodName, args.Node, why)
+        return web.json_response({"Error": why or ""})
+
     async def filter(self, request: web.Request) -> web.Response:
         args = _args(await _json(request))
         pod = args.Pod.model_dump(mode="json")
@@ -243,8 +295,8 @@ def _instrument(api: Api, name: str, handler: Handler) -> Handler:
 
 #: On the secure port, what only authenticated and authorized callers may do, and the verb a
 #: SubjectAccessReview asks for on that non-resource URL (grant it with a ClusterRole:
-#: manifests/extender/rbac.yaml gives the scheduler /filter).
-PROTECTED = {"/filter": "post", "/state": "get", "/metrics": "get"}
+#: manifests/extender/rbac.yaml gives the scheduler /filter and /bind).
+PROTECTED = {"/filter": "post", "/bind": "post", "/state": "get", "/metrics": "get"}
 #: ... and every path under these prefixes (the dashboard: its page, static files and JSON; grant
 #: `get` on the non-resource URLs `/dashboard` and `/dashboard/*`).
 PROTECTED_PREFIXES = {DASHBOARD: "get"}
@@ -280,11 +332,11 @@ def _guard(auth: Auth) -> Middleware:
 
 
 def make_app(api: Api, auth: Auth | None = None) -> web.Application:
-    """The routes; with `auth` (the secure port), /filter, /state, /metrics and the
+    """The routes; with `auth` (the secure port), /filter, /bind, /state, /metrics and the
     dashboard only for callers the front cluster authenticates and authorizes (see
     :func:`protected_verb`)."""
     app = web.Application(client_max_size=MAX_BODY, middlewares=[_guard(auth)] if auth else [])
-    post: dict[str, Handler] = {"/filter": api.filter, "/mutate": api.mutate}
+    post: dict[str, Handler] = {"/filter": api.filter, "/bind": api.bind, "/mutate": api.mutate}
     get: dict[str, Handler] = {
         "/healthz": api.healthz,
         "/readyz": api.readyz,

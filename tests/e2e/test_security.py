@@ -1,5 +1,5 @@
 """The extender's endpoints as an attacker on the network sees them (issue 13): the secure port
-answers /filter, /state, /metrics and the dashboard only to callers the front cluster authenticates
+answers /filter, /bind, /state, /metrics and the dashboard only to callers the front cluster authenticates
 and authorizes; the plain port is on loopback only; health and /mutate stay open (the API server
 presents no client identity)."""
 
@@ -20,9 +20,11 @@ from armada_bridge.dev.names import FRONT
 from extender.__main__ import parse_args
 
 Api = Callable[[str], k8s.ApiClient]
-FILTER_ARGS = json.dumps(
-    {"Pod": {"metadata": {"name": "p", "namespace": "default", "uid": "u"}}, "NodeNames": []}
-)
+BODIES = {
+    "/filter": {"Pod": {"metadata": {"name": "p", "namespace": "default", "uid": "u"}}, "NodeNames": []},
+    # No such pod: an authorized caller gets the bind's error (and nothing is bound).
+    "/bind": {"PodName": "p", "PodNamespace": "default", "PodUID": "u", "Node": "remote-1"},
+}
 
 
 def call(
@@ -40,7 +42,7 @@ def call(
     headers = {"Content-Type": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    body = FILTER_ARGS.encode() if method == "POST" else None
+    body = json.dumps(BODIES[path]).encode() if method == "POST" else None
     req = urllib.request.Request(
         f"https://127.0.0.1:{env.port('webhook')}{path}", data=body, headers=headers, method=method
     )
@@ -66,6 +68,7 @@ def stranger_token(namespace: str, cluster_api: Api) -> str:
     ("method", "path"),
     [
         ("POST", "/filter"),
+        ("POST", "/bind"),
         ("GET", "/state"),
         ("GET", "/metrics"),
         ("GET", "/dashboard/"),

@@ -45,6 +45,11 @@ def valid_args() -> dict[str, Any]:
     return {"Pod": valid_pod(), "NodeNames": ["remote-1", "front-node-0"], "Nodes": None}
 
 
+def valid_bind() -> dict[str, Any]:
+    # No such pod: bound nowhere, answered with the API server's 404 as the bind's error.
+    return {"PodName": "p", "PodNamespace": "default", "PodUID": "u-1", "Node": "front-node-0"}
+
+
 def valid_review() -> dict[str, Any]:
     return {
         "apiVersion": "admission.k8s.io/v1",
@@ -126,7 +131,7 @@ async def test_every_endpoint_rejects_malformed_input_clearly(
 ) -> None:
     rng = random.Random(SEED)
     before = await _state(dev_env)
-    bases = {"/filter": valid_args, "/mutate": valid_review}
+    bases = {"/filter": valid_args, "/bind": valid_bind, "/mutate": valid_review}
     seen = 0
     for path, base in bases.items():
         ok = await client.post(path, json=base())
@@ -149,6 +154,8 @@ async def test_every_endpoint_rejects_malformed_input_clearly(
                 answer = json.loads(text)
                 if path == "/mutate":
                     assert answer["response"]["uid"], answer  # a well-formed review answered as such
+                if path == "/bind":
+                    assert answer["Error"], answer  # no such pod: never bound
         wrong_type = await client.post(path, data=b"{}", headers={"Content-Type": "text/plain"})
         assert wrong_type.status == 400 and "Content-Type" in (await wrong_type.json())["error"]
     assert seen > CASES  # most mutations are malformed; all of those got a 4xx

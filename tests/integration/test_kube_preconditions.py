@@ -38,3 +38,36 @@ def test_a_patch_with_another_objects_uid_changes_nothing(dev_env: object, names
             )
 
     asyncio.run(scenario())
+
+
+def test_a_bind_is_done_only_when_that_pod_is_bound_to_that_node(dev_env: object, namespace: str) -> None:
+    """extender/binding.py, what /bind answers kube-scheduler: done (None) only when the pod with
+    that UID is bound to that node, by this call or before it; an error otherwise, so the
+    scheduler forgets the pod it assumed there."""
+    from armada_bridge.dev.binary.environment import Environment
+    from extender.binding import bind
+
+    assert isinstance(dev_env, Environment)
+
+    async def scenario() -> None:
+        async with Kube(load_config(dev_env.kubeconfig("front"))) as kube:
+            body = {
+                "metadata": {"name": "p"},
+                # No scheduler takes it: only these binds place it.
+                "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "busybox"}]},
+            }
+            uid = (await kube.create(PODS, body, namespace))["metadata"]["uid"]
+            other_uid = "00000000-0000-0000-0000-000000000000"
+            assert "Precondition failed: UID" in (await bind(kube, namespace, "p", other_uid, "n1") or "")
+            assert (await kube.get(PODS, "p", namespace))["spec"].get("nodeName") is None
+            assert await bind(kube, namespace, "p", uid, "n1") is None
+            assert (await kube.get(PODS, "p", namespace))["spec"]["nodeName"] == "n1"
+            assert await bind(kube, namespace, "p", uid, "n1") is None  # already there: done
+            assert "already assigned to node" in (await bind(kube, namespace, "p", uid, "n2") or "")
+            assert (await bind(kube, namespace, "p", other_uid, "n1") or "").startswith("409")
+            await kube.delete(PODS, "p", namespace, body={"gracePeriodSeconds": 0})
+            while await kube.get_or_none(PODS, "p", namespace) is not None:
+                await asyncio.sleep(0.1)
+            assert (await bind(kube, namespace, "p", uid, "n1") or "").startswith("404")
+
+    asyncio.run(scenario())
