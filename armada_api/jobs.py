@@ -21,6 +21,7 @@ from armada_api.job_services import job_services
 from armada_api.podspec import to_json
 from armada_bridge import keys
 from armada_bridge.contract.pods import job_priority_value
+from armada_bridge.kube.names import is_dns_label
 
 Obj = dict[str, Any]
 
@@ -30,7 +31,6 @@ MAX_CLIENT_ID = 100
 #: labels and annotations the API writes itself: an item may not give them.
 API_LABELS = (keys.QUEUE_LABEL, keys.ARMADA_QUEUE_ID_LABEL, keys.ARMADA_JOB_ID_LABEL, keys.JOB_SET_LABEL)
 API_ANNOTATIONS = (keys.ARMADA_JOB_SET_ID_ANNOTATION, keys.CLIENT_ID_ANNOTATION, keys.JOB_PRIORITY_ANNOTATION)
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
@@ -62,7 +62,7 @@ def job_set_label_value(job_set: str) -> str:
 
 def is_queue_name(name: str) -> bool:
     """A name a Queue object (or a namespace) can have: a DNS label."""
-    return len(name) <= 63 and bool(_DNS_LABEL.match(name))
+    return is_dns_label(name)
 
 
 def check_queue_and_job_set(queue: str, job_set: str) -> None:

@@ -11,14 +11,13 @@ object's queue (the extender's webhook gives a pod with no queue of its own its 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import yaml
 
-Obj = dict[str, Any]
+from armada_bridge.kube.names import is_dns_subdomain
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+Obj = dict[str, Any]
 
 
 class ObjectError(ValueError):
@@ -59,7 +58,7 @@ def job_object(
             f"the object's namespace {md['namespace']!r} is not the job's namespace {namespace!r}"
         )
     name = md.get("name") or object_name(job_id)
-    if not isinstance(name, str) or len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+    if not isinstance(name, str) or not is_dns_subdomain(name):
         raise ObjectError(f"the object's name {name!r} is not a valid object name")
     md.pop("generateName", None)
     if any(isinstance(r, dict) and r.get("controller") for r in md.get("ownerReferences") or ()):

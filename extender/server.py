@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from armada_bridge.kube import Kube
 from armada_bridge.kube.auth import Auth, authenticated
 from armada_bridge.kube.client import Obj
+from armada_bridge.kube.names import DNS_LABEL, DNS_LABEL_MAX, DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX
 from extender import admission, binding
 from extender.actions import job_group_annotations
 from extender.dashboard.routes import PREFIX as DASHBOARD
@@ -68,18 +69,14 @@ class ExtenderArgs(BaseModel):
     NodeNames: list[str] | None = None
 
 
-_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
-
-
 class ExtenderBindingArgs(BaseModel):
     """kube-scheduler's ExtenderBindingArgs (Go field names): bind this pod to this node."""
 
     model_config = ConfigDict(extra="ignore")
-    PodName: str = Field(max_length=253, pattern=_DNS_SUBDOMAIN)
-    PodNamespace: str = Field(max_length=63, pattern=_DNS_LABEL)
+    PodName: str = Field(max_length=DNS_SUBDOMAIN_MAX, pattern=DNS_SUBDOMAIN)
+    PodNamespace: str = Field(max_length=DNS_LABEL_MAX, pattern=DNS_LABEL)
     PodUID: str = Field(min_length=1, max_length=128)
-    Node: str = Field(max_length=253, pattern=_DNS_SUBDOMAIN)
+    Node: str = Field(max_length=DNS_SUBDOMAIN_MAX, pattern=DNS_SUBDOMAIN)
 
 
 _M = TypeVar("_M", bound=BaseModel)
