@@ -10,7 +10,7 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey
-from armada_bridge.contract.pods import PodSpecError, gates_without, scheduling_gates
+from armada_bridge.contract.pods import PodSpecError, gates_without, is_terminal, scheduling_gates
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.resources import VOLCANO_PODGROUPS
@@ -63,10 +63,14 @@ class Actions:
         self.metrics.admitted.labels(queue=info.queue).inc()
         return True
 
-    async def preempt(self, info: PodInfo, why: str) -> Written:
+    async def preempt(self, info: PodInfo, why: str, pod: Obj | None) -> Written:
         """Mark the front pod Failed/Preempted (as the kubelet does); the vkubelet then deletes the
-        remote pod (a terminal front pod never keeps one running) and the owner, if any, replaces it."""
+        remote pod (a terminal front pod never keeps one running) and the owner, if any, replaces it.
+        `pod`: the pod as last seen; the mark is written only on that version of it (a pod that
+        ended meanwhile is not made Preempted, and its owner does not run it again)."""
         ns, _, name = info.key.partition("/")
+        if pod is None or pod["metadata"]["uid"] != info.uid or is_terminal(pod):
+            return Written.GONE
         status = {
             "status": {
                 "phase": "Failed",
@@ -80,18 +84,31 @@ class Actions:
                         "message": f"armada-bridge: {why}",
                     }
                 ],
-            }
+            },
         }
         try:
             pod = await self.front.patch(
-                PODS, name, status, ns, subresource="status", patch_type="strategic", uid=info.uid
+                PODS,
+                name,
+                status,
+                ns,
+                subresource="status",
+                patch_type="strategic",
+                uid=info.uid,
+                resource_version=pod["metadata"]["resourceVersion"],
             )
         except Exception as e:
             if isinstance(e, ApiError) and (e.not_found or e.uid_mismatch):
                 return Written.GONE
-            log.warning(
-                "pod %s: could not mark preempted (%s: %s); it keeps running", info.key, type(e).__name__, e
-            )
+            if isinstance(e, ApiError) and e.conflict:
+                log.info("pod %s: changed since it was chosen for preemption; it keeps running", info.key)
+            else:
+                log.warning(
+                    "pod %s: could not mark preempted (%s: %s); it keeps running",
+                    info.key,
+                    type(e).__name__,
+                    e,
+                )
             return Written.FAILED
         await self.events.emit(pod, "Preempted", f"preempted by armada-bridge: {why}", warning=True)
         self.metrics.preempted.labels(queue=info.queue).inc()

@@ -49,7 +49,7 @@ def _gated_unmanaged(pod: Obj) -> bool:
     return (
         keys.SCHEDULING_GATE in pods.scheduling_gates(pod)
         and not pod["metadata"].get("deletionTimestamp")
-        and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        and not pods.is_terminal(pod)
     )
 
 
@@ -514,7 +514,8 @@ class Controller:
         info = self.managed.pop(uid, None)
         if info is None:
             return None
-        written = await self.actions.preempt(info, why)
+        ns, _, name = info.key.partition("/")
+        written = await self.actions.preempt(info, why, self.inputs.pods.get(name, ns))
         if written is Written.FAILED and info.placed is not None:
             node = core_node_name(*info.placed)
             self.managed[uid] = info

@@ -21,8 +21,6 @@ from extender.pod_info import PodInfo
 from extender.protocols import volcano
 from extender.protocols.base import IntentError, PodGroupMissing
 
-TERMINAL = ("Succeeded", "Failed")
-
 
 def _timestamp(value: str | None) -> float:
     if not value:
@@ -97,10 +95,10 @@ class Describer:
     async def describe(self, pod: Obj, relaxed: Mapping[tuple[str, str], int]) -> PodInfo | None:
         """The managed pod's job for the core, or None when the bridge does not manage it.
         `relaxed`: gangs admitted one member short, (namespace, gang key) -> member count."""
-        md, spec, status = pod["metadata"], pod.get("spec", {}), pod.get("status", {})
+        md, spec = pod["metadata"], pod.get("spec", {})
         uid = md["uid"]
         annotations = md.get("annotations") or {}
-        if status.get("phase") in TERMINAL:
+        if pods.is_terminal(pod):
             return None
         decision = self.decision_of(pod)
         if md.get("deletionTimestamp") and decision is None:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from armada_bridge import keys
-from armada_bridge.contract.pods import PodSpecError, pod_requests
+from armada_bridge.contract.pods import TERMINAL_PHASES, PodSpecError, pod_requests
 from armada_bridge.core import quantities as rs
 from extender import intent, protocols
 from extender.events import WAITING
@@ -23,7 +23,6 @@ from extender.protocols import volcano
 from extender.protocols.base import GangSpec, IntentError
 
 Obj = Mapping[str, Any]
-TERMINAL = ("Succeeded", "Failed")
 #: the states of a unit (a gang, or a pod of no gang), as `armada-bridge gangs` shows them.
 STATES = ("Waiting", "Admitted", "Running")
 
@@ -162,7 +161,7 @@ def units(pods: Iterable[PodView], reasons: Mapping[str, str] | None = None) -> 
     reasons = reasons or {}
     groups: dict[tuple[str, str, str], list[PodView]] = defaultdict(list)
     for p in pods:
-        if p.queue is None or p.phase in TERMINAL:
+        if p.queue is None or p.phase in TERMINAL_PHASES:
             continue
         if p.gang is not None:
             groups[(p.namespace, "gang", p.gang.key)].append(p)
@@ -237,7 +236,7 @@ class ClusterRow:
 def cluster_rows(clusters: Iterable[Obj], pods: Iterable[PodView] = ()) -> list[ClusterRow]:
     used: dict[str, dict[str, rs.Resources]] = defaultdict(dict)
     for p in pods:
-        if p.cluster and p.queue is not None and p.phase not in TERMINAL:
+        if p.cluster and p.queue is not None and p.phase not in TERMINAL_PHASES:
             rs.add_into(used[p.cluster].setdefault(p.queue, {}), p.requests)
     out = []
     for rc in sorted(clusters, key=lambda r: r["metadata"]["name"]):

@@ -446,11 +446,17 @@ class Manager:
                         pod, "RemoteClusterRemoved", f"RemoteCluster {name} was deleted", rfc3339(now())
                     )
                     await self.front.patch(
-                        PODS, md["name"], patch, md["namespace"], subresource="status", uid=md["uid"]
+                        PODS,
+                        md["name"],
+                        patch,
+                        md["namespace"],
+                        subresource="status",
+                        uid=md["uid"],
+                        resource_version=md["resourceVersion"],
                     )
             except ApiError as e:
-                if not (e.not_found or e.conflict or e.uid_mismatch):  # else: that pod is gone
-                    failed.append(f"{md['namespace']}/{md['name']}: {e}")
+                if not (e.not_found or e.uid_mismatch):  # else: that pod is gone
+                    failed.append(f"{md['namespace']}/{md['name']}: {e}")  # a conflict: changed since listed
         if failed:
             raise CleanupBlocked(
                 "FrontPodsNotFailed", f"{len(failed)} front pod(s) not failed yet: {'; '.join(failed)}"

@@ -36,6 +36,9 @@ RETRY_WAITING = 5.0  # seconds before retrying a pod whose dependencies are miss
 # are written to the front only if it is still Pending after this long, so a pod that starts at
 # once costs one front status write, not three.
 PENDING_QUIET = 1.0
+#: seconds before a pod whose front status changed under a write is reconciled again (its informer
+#: usually brings the newer pod, and with it another reconcile, sooner)
+RETRY_CONFLICT = 1.0
 
 
 def _uid(obj: Obj) -> str:
@@ -253,8 +256,30 @@ class PodController:
         md = front["metadata"]
         log.info("%s: %s/%s failed: %s: %s", self.cluster, md["namespace"], md["name"], reason, message)
         patch = pod_status.failed_patch(front, reason, message, rfc3339(now()))
-        await self.front.patch(PODS, md["name"], patch, md["namespace"], subresource="status", uid=md["uid"])
-        await self.recorder.pod_event(front, "Warning", reason, message)
+        if await self._patch_front(front, patch, "status") is not None:
+            await self.recorder.pod_event(front, "Warning", reason, message)
+
+    async def _patch_front(self, front: Obj, patch: Obj, subresource: str | None = None) -> Obj | None:
+        """Patch the front pod on the condition that it is still the version `front` is (its
+        resourceVersion): the API server lets a Failed pod become Running again, so a status written
+        from a stale cache would undo one someone else wrote meanwhile (the extender's Preempted).
+        The pod as written; None when it had changed: it is reconciled again from the newer version."""
+        md = front["metadata"]
+        try:
+            return await self.front.patch(
+                PODS,
+                md["name"],
+                patch,
+                md["namespace"],
+                subresource=subresource,
+                uid=md["uid"],
+                resource_version=md["resourceVersion"],
+            )
+        except ApiError as e:
+            if not e.conflict or e.uid_mismatch:
+                raise
+            self.queue.add_after(md["uid"], RETRY_CONFLICT)
+            return None
 
     async def _given_back(self, front: Obj, remote: Obj) -> bool:
         """A remote pod its cluster has left unschedulable past the bound goes back to the extender:
@@ -280,17 +305,16 @@ class PodController:
         log.info("%s: %s/%s given back to the extender: %s", self.cluster, md["namespace"], md["name"], why)
         refused = rejections_of(front) or Rejection((), "")
         annotations = {keys.REMOTE_REJECTION: refused.adding(node, why).encode()}
-        await self.front.patch(
-            PODS, md["name"], {"metadata": {"annotations": annotations}}, md["namespace"], uid=md["uid"]
+        # The status first: were the refusal written alone, the marker left saying the remote pod
+        # ran would fail the pod once that remote pod is gone. Each write on the version read.
+        waiting = await self._patch_front(
+            front, pod_status.given_back_patch(front, self.cluster, why, rfc3339(now())), "status"
         )
-        await self.front.patch(
-            PODS,
-            md["name"],
-            pod_status.given_back_patch(front, self.cluster, why, rfc3339(now())),
-            md["namespace"],
-            subresource="status",
-            uid=md["uid"],
-        )
+        if (
+            waiting is None
+            or await self._patch_front(waiting, {"metadata": {"annotations": annotations}}) is None
+        ):
+            return True
         await self.recorder.pod_event(
             front, "Warning", "RemoteUnschedulable", f"remote cluster {self.cluster}: {why}; placing it again"
         )
@@ -317,11 +341,8 @@ class PodController:
                 self.queue.add_after(uid, quiet)
                 return
             del self._created[uid]
-        md = front["metadata"]
-        updated = await self.front.patch(
-            PODS, md["name"], patch, md["namespace"], subresource="status", uid=md["uid"]
-        )
-        if patch["status"].get("phase") == "Running":
+        updated = await self._patch_front(front, patch, "status")
+        if updated is not None and patch["status"].get("phase") == "Running":
             self._observe_running(updated)
 
     async def _sync_metadata(self, front: Obj, remote: Obj) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.contract.pods import is_terminal
+
+__all__ = ["is_terminal"]  # the vkubelet's modules read it from here, with the rest of a pod's status
 
 Obj = dict[str, Any]
-
-TERMINAL = frozenset({"Succeeded", "Failed"})
 
 # The fields of the remote pod's status the front pod shows.
 COPIED = (
@@ -24,10 +25,6 @@ COPIED = (
     "startTime",
     "qosClass",
 )
-
-
-def is_terminal(pod: Obj) -> bool:
-    return pod.get("status", {}).get("phase") in TERMINAL
 
 
 def marker(cluster: str, created: str) -> Obj:

@@ -8,6 +8,7 @@
   ``spec.overhead`` is added. A container request left unset where a limit is set defaults to the
   limit, as the API server defaults it.
 * :func:`pod_usage` — requests plus the pod slot it takes on its node.
+* :func:`is_terminal` — the pod has ended (Succeeded or Failed).
 * :func:`job_priority` / :func:`job_priority_value` — Armada's per-job priority within its queue
   (``keys.JOB_PRIORITY_ANNOTATION``; lower is scheduled first), as the Armada API writes it and the
   extender reads it.
@@ -31,6 +32,13 @@ from armada_bridge.core.quantities import MILLI, QuantityError, Resources, add_i
 from armada_bridge.kube.shapes import Shape
 
 Obj = Mapping[str, Any]
+
+#: the phases a pod never leaves once in them (nothing runs it again; the API server would allow it)
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def is_terminal(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
 
 
 def scheduled_at(pod: Obj) -> str | None:

@@ -328,12 +328,22 @@ class Kube:
         patch_type: str = "merge",
         params: Mapping[str, Any] | None = None,
         uid: str | None = None,
+        resource_version: str | None = None,
     ) -> Obj:
         """Patch an object by name. With ``uid``, the patch applies only to that very object: a
         namespace/name reused by a new object makes it fail (422: the UID is immutable) instead of
-        changing the new one."""
+        changing the new one. With ``resource_version`` (merge and strategic patches), only that
+        version of it: a change made since makes it fail (409 Conflict) instead of being undone by
+        a patch computed from the older one."""
         if uid is not None:
             patch = with_uid_precondition(patch, uid, patch_type)
+        if resource_version is not None:
+            if patch_type not in ("merge", "strategic"):
+                raise ValueError(f"a resourceVersion precondition cannot be put on a {patch_type} patch")
+            patch = {
+                **patch,
+                "metadata": {**(patch.get("metadata") or {}), "resourceVersion": resource_version},
+            }
         return await self.request(
             "PATCH",
             r.path(namespace, name, subresource),

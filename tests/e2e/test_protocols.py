@@ -39,14 +39,25 @@ def _assert_waits_then_runs(
     core = k8s.CoreV1Api(api("front"))
     for i in range(N - 1):
         core.create_namespaced_pod(namespace, make(i))
-    time.sleep(4)
-    pods = front_pods(api, namespace, selector)
-    assert len(pods) == N - 1
-    assert all(not p.spec.node_name and cluster_of(p) is None for p in pods), (
-        "part of an incomplete gang was placed"
-    )
-    waiting = [e for e in events_for(api, namespace, pods[0].metadata.name) if "ArmadaWaiting" in e]
-    assert any(f"{N - 1}/{N}" in e for e in waiting), waiting
+    first = make(0)["metadata"]["name"]
+
+    def placed() -> list[str]:
+        return [
+            f"{p.metadata.name}: node {p.spec.node_name}, cluster {cluster_of(p)}, "
+            f"events {events_for(api, namespace, p.metadata.name)}"
+            for p in front_pods(api, namespace, selector)
+            if p.spec.node_name or cluster_of(p) is not None
+        ]
+
+    def seen() -> bool:
+        said = events_for(api, namespace, first)
+        return bool(placed()) or any("ArmadaWaiting" in e and f"{N - 1}/{N}" in e for e in said)
+
+    # Until the extender says the gang waits N-1/N (or places part of it: the failure), then none
+    # of it may have been placed.
+    wait_for(f"the gang said to wait {N - 1}/{N}", seen, timeout=60)
+    assert len(front_pods(api, namespace, selector)) == N - 1
+    assert not placed(), f"part of an incomplete gang was placed: {placed()}"
     core.create_namespaced_pod(namespace, make(N - 1))
     running = wait_running(api, namespace, N, selector)
     assert len({cluster_of(p) for p in running}) == 1

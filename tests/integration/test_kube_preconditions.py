@@ -71,3 +71,52 @@ def test_a_bind_is_done_only_when_that_pod_is_bound_to_that_node(dev_env: object
             assert (await bind(kube, namespace, "p", uid, "n1") or "").startswith("404")
 
     asyncio.run(scenario())
+
+
+def test_a_status_patch_on_an_older_version_never_undoes_a_newer_status(
+    dev_env: object, namespace: str
+) -> None:
+    """The API server lets a Failed pod become Running again: a status computed from a cache that has
+    not yet seen the Failed (the extender's Preempted) would undo it. With the version it was
+    computed from (`resource_version`), the patch fails with a conflict and changes nothing."""
+    from armada_bridge.dev.binary.environment import Environment
+
+    assert isinstance(dev_env, Environment)
+    running = {"status": {"phase": "Running"}}
+    preempted = {"status": {"phase": "Failed", "reason": "Preempted"}}
+
+    async def scenario() -> None:
+        async with Kube(load_config(dev_env.kubeconfig("front"))) as kube:
+            for name in ("blind", "guarded"):
+                body = {
+                    "metadata": {"name": name},
+                    "spec": {
+                        "schedulingGates": [{"name": "test"}],
+                        "containers": [{"name": "c", "image": "busybox"}],
+                    },
+                }
+                await kube.create(PODS, body, namespace)
+                seen = await kube.patch(PODS, name, running, namespace, subresource="status")
+                await kube.patch(PODS, name, preempted, namespace, subresource="status")
+                md = seen["metadata"]
+                if name == "blind":  # why the version is needed: without it, Failed becomes Running
+                    await kube.patch(PODS, name, running, namespace, subresource="status", uid=md["uid"])
+                    assert (await kube.get(PODS, name, namespace))["status"]["phase"] == "Running"
+                    continue
+                for patch_type in ("merge", "strategic"):
+                    with pytest.raises(ApiError) as got:
+                        await kube.patch(
+                            PODS,
+                            name,
+                            running,
+                            namespace,
+                            subresource="status",
+                            patch_type=patch_type,
+                            uid=md["uid"],
+                            resource_version=md["resourceVersion"],
+                        )
+                    assert got.value.conflict and not got.value.uid_mismatch, got.value
+                status = (await kube.get(PODS, name, namespace))["status"]
+                assert (status["phase"], status["reason"]) == ("Failed", "Preempted")
+
+    asyncio.run(scenario())
