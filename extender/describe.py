@@ -48,26 +48,37 @@ class Describer:
         return self.key.verified(pod)
 
     def queue_of(
-        self, pod: Mapping[str, Any], podgroups: Mapping[str, Obj | None] | None = None
+        self,
+        pod: Mapping[str, Any],
+        podgroups: Mapping[str, Obj | None] | None = None,
+        namespace_labels: Mapping[str, str] | None = None,
     ) -> str | None:
-        """The pod's queue from its protocols and its namespace's label; None: not managed."""
+        """The pod's queue from its protocols and its namespace's label; None: not managed.
+        `podgroups` and `namespace_labels`: as read for it (default: the caches')."""
         pgs = podgroups if podgroups is not None else self.inputs.podgroups_of(pod)
+        if namespace_labels is None:
+            namespace_labels = self.inputs.namespace_labels(pod["metadata"].get("namespace") or "")
         queue, _source = intent.queue_of(
-            pod,
-            volcano_podgroup=pgs.get(volcano.NAME),
-            namespace_labels=self.inputs.namespace_labels(pod["metadata"].get("namespace") or ""),
+            pod, volcano_podgroup=pgs.get(volcano.NAME), namespace_labels=namespace_labels
         )
         return queue
 
-    def queue_refusal(self, queue: str, namespace: str) -> str | None:
+    def queue_refusal(
+        self, queue: str, namespace: str, namespace_labels: Mapping[str, str] | None = None
+    ) -> str | None:
         """Why `queue` does not take pods of `namespace` (None: it does, or it does not exist yet:
-        its pods wait for it, and are described again when it comes)."""
+        its pods wait for it, and are described again when it comes). `namespace_labels`: as read
+        (default: the cache's)."""
         obj = self.inputs.queues.get(queue)
         if obj is None:
             return None
-        return queue_access.refusal(obj, namespace, self.inputs.namespace_labels(namespace))
+        if namespace_labels is None:
+            namespace_labels = self.inputs.namespace_labels(namespace)
+        return queue_access.refusal(obj, namespace, namespace_labels)
 
-    async def inherited(self, pod: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    async def inherited(
+        self, pod: Mapping[str, Any], podgroups: Mapping[str, Obj | None] | None = None
+    ) -> tuple[dict[str, str], dict[str, str]]:
         """The labels and annotations that put a pod being created in its root controller's queue
         (the label ``armadaproject.io/queue`` of the topmost owner, e.g. the JobSet of its Job, or
         an object the Armada API created) when none of its own protocols names another (a
@@ -80,9 +91,8 @@ class Describer:
         ref = controller_ref(dict(pod))
         if ref is None or not all(isinstance(ref.get(f), str) for f in ("apiVersion", "kind", "name", "uid")):
             return {}, {}  # no owner, or a reference that names nothing
-        own, _source = intent.queue_of(
-            pod, volcano_podgroup=self.inputs.podgroups_of(pod).get(volcano.NAME), namespace_labels={}
-        )
+        pgs = podgroups if podgroups is not None else self.inputs.podgroups_of(pod)
+        own, _source = intent.queue_of(pod, volcano_podgroup=pgs.get(volcano.NAME), namespace_labels={})
         root = await self.owners.queued_root(dict(pod))
         md = (root or {}).get("metadata") or {}
         queue = (md.get("labels") or {}).get(keys.QUEUE_LABEL)

@@ -73,6 +73,7 @@ FRONT_POD_SHAPE: Mapping[str, Shape] = {
 
 class Inputs:
     def __init__(self, front: Kube, *, on_handler_error: HandlerErrorHook | None = None) -> None:
+        self.front = front
         self.changes = Changes()
         self.pods = Informer(front, PODS, shape=FRONT_POD_SHAPE, name="front/pods")
         self.namespaces = Informer(front, NAMESPACES, name="front/namespaces")
@@ -134,6 +135,22 @@ class Inputs:
         """protocol name -> the PodGroup the pod names under it (None: named but not found)."""
         ns = pod["metadata"]["namespace"]
         return {p: self.podgroups[p].get(name, ns) for p, name in protocols.podgroup_names(pod).items()}
+
+    async def read_through(self, pod: Mapping[str, Any]) -> tuple[dict[str, Obj | None], dict[str, str]]:
+        """For a pod being created: the PodGroups it names (:meth:`podgroups_of`) and its
+        namespace's labels, from the caches, or from the API server where a cache has not seen
+        them yet. An operator creates a PodGroup just before its pods, a user a namespace with its
+        queue label just before a pod in it: a watch that lags behind would leave the pod without
+        its queue, unmanaged, and the front scheduler would place it outside the bridge."""
+        ns = pod["metadata"]["namespace"]
+        podgroups = self.podgroups_of(pod)
+        for p, name in protocols.podgroup_names(pod).items():
+            if podgroups.get(p) is None:
+                podgroups[p] = await self.front.get_or_none(self.podgroups[p].resource, name, ns)
+        known = self.namespaces.get(ns)
+        if known is None:
+            known = await self.front.get_or_none(NAMESPACES, ns)
+        return podgroups, dict(((known or {}).get("metadata") or {}).get("labels") or {})
 
     # ------------------------------------------------------------------ events -> changes
     def _set_dirty(self, *, queues: bool = False, clusters: bool = False) -> None:

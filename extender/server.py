@@ -225,17 +225,18 @@ class Api:
             pod = admission.pod_of(review)
             extra: dict[str, str] = {}
             labels: dict[str, str] = {}
+            queue = refused = None
             if pod is not None:
-                labels, inherited = await self.c.describer.inherited(pod)
+                podgroups, namespace_labels = await self.c.inputs.read_through(pod)
+                labels, inherited = await self.c.describer.inherited(pod, podgroups)
                 extra = {**await job_group_annotations(self.c.front, pod), **inherited}
                 meta = dict(pod["metadata"])
                 meta["annotations"] = {**(meta.get("annotations") or {}), **extra}
                 meta["labels"] = {**(meta.get("labels") or {}), **labels}
                 pod = {**pod, "metadata": meta}
-            queue = self.c.describer.queue_of(pod) if pod is not None else None
-            refused = None
-            if pod is not None and queue is not None:
-                refused = self.c.describer.queue_refusal(queue, pod["metadata"]["namespace"])
+                queue = self.c.describer.queue_of(pod, podgroups, namespace_labels)
+                if queue is not None:
+                    refused = self.c.describer.queue_refusal(queue, meta["namespace"], namespace_labels)
             answer = admission.admission_response(
                 review,
                 managed=queue is not None,

@@ -7,7 +7,9 @@ import json
 import ssl
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -276,3 +278,60 @@ def test_late_member_does_not_deadlock_its_gang(namespace: str, cluster_api: Api
     core.create_namespaced_pod(namespace, member("launcher"))
     running = wait_running(cluster_api, namespace, 3, "g=mpi", timeout=60)
     assert {cluster_of(p) for p in running} == {cluster_of(workers[0])}
+
+
+def test_pods_created_right_after_their_podgroup_and_namespace_are_managed(cluster_api: Api) -> None:
+    """Operators create a PodGroup just before its pods, users a namespace with its queue label just
+    before a pod in it: the webhook must see them even when its watches have not yet (it reads them
+    from the API server), or the pods would be left unmanaged and the front scheduler would place
+    them on a real front node outside every queue. A burst of fresh namespaces, each with a
+    Volcano gang of two (one member: it waits) and a pod that names only its namespace's queue."""
+    core = k8s.CoreV1Api(cluster_api("front"))
+    crd = k8s.CustomObjectsApi(cluster_api("front"))
+    names = [f"t-read-through-{uuid.uuid4().hex[:6]}-{i}" for i in range(16)]
+
+    def make(ns: str) -> None:
+        core.create_namespace({"metadata": {"name": ns, "labels": {keys.QUEUE_LABEL: "default"}}})
+        crd.create_namespaced_custom_object(
+            "scheduling.volcano.sh",
+            "v1beta1",
+            ns,
+            "podgroups",
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": "vg"},
+                "spec": {"minMember": 2},
+            },
+        )
+        member = pod("member", queue=None, cpu="100m", scheduler="volcano")
+        member["metadata"]["annotations"] = {keys.VOLCANO_GROUP_NAME_ANNOTATION: "vg"}
+        core.create_namespaced_pod(ns, member)
+        core.create_namespaced_pod(ns, pod("single", queue=None, cpu="100m"))
+
+    try:
+        with ThreadPoolExecutor(len(names)) as pool:
+            list(pool.map(make, names))
+        for ns in names:
+            for p in core.list_namespaced_pod(ns).items:
+                gates = [g.name for g in p.spec.scheduling_gates or []]
+                assert keys.SCHEDULING_GATE in gates or cluster_of(p) is not None, (
+                    f"{ns}/{p.metadata.name} was not taken by the bridge: gates {gates}, "
+                    f"node {p.spec.node_name}, scheduler {p.spec.scheduler_name}"
+                )
+
+        def settled() -> list[str] | None:
+            """Each namespace's single pod placed by the bridge, its gang member still waiting."""
+            out = []
+            for ns in names:
+                pods = {p.metadata.name: p for p in core.list_namespaced_pod(ns).items}
+                if cluster_of(pods["single"]) is None:
+                    return None
+                out.append(f"{ns}: member on {pods['member'].spec.node_name} ({cluster_of(pods['member'])})")
+            return out
+
+        said = wait_for("every single pod placed by the bridge", settled, timeout=120)
+        assert all("member on None (None)" in s for s in said), said
+    finally:
+        for ns in names:
+            core.delete_namespace(ns)
