@@ -291,6 +291,7 @@ class Soak:
         self.operator_kinds = [k for k in OPERATOR_KINDS if k.operator in running]
         self.load = load
         self.cpu = "250m"  # sized to the remotes by size_to_capacity()
+        self.full_capacity = 0.0  # the remotes' CPU before the faults (size_to_capacity)
         self.partial_since: dict[str, float] = {}
         self.orphan_since: dict[str, float] = {}
         self.lost_since: dict[str, float] = {}
@@ -310,7 +311,8 @@ class Soak:
         """Each pod's CPU such that the live units of the three queues ask for `load` times the
         remotes' CPU: fair share, not arrival order, decides who runs."""
         pods = len(QUEUES) * live_units * MEAN_UNIT_PODS
-        self.cpu = f"{max(50, int(self.load * self.capacity_cpu() * 1000 / pods))}m"
+        self.full_capacity = self.capacity_cpu()
+        self.cpu = f"{max(50, int(self.load * self.full_capacity * 1000 / pods))}m"
 
     # ------------------------------------------------------------ workload
     def submit_loop(self, live_units: int) -> None:
@@ -349,10 +351,24 @@ class Soak:
 
     def top_up(self) -> None:
         """After the faults: each queue submits more units (singles and gangs of 2-8, preemptible)
-        until it asks for `load`/3 of the remotes' CPU again (preempted units are gone), so that
+        until its units that run until deleted ask for `load`/3 of the remotes' CPU again
+        (preempted units are gone, Jobs and operators' objects end), so that
         fair share, not what the faults left, decides the end state the convergence check judges."""
-        live = [p for p in self._raw("front", "list_namespaced_pod", self.ns) if _live(p)]
-        capacity = self.capacity_cpu()
+        # The remotes' nodes as before the faults (a remote just restarted has NotReady nodes for a
+        # while): sized on fewer, the queues would ask for less than the remotes hold.
+        deadline = time.monotonic() + 120
+        while (capacity := self.capacity_cpu()) < self.full_capacity and time.monotonic() < deadline:
+            time.sleep(2)
+        if capacity < self.full_capacity:
+            log(f"the remotes offer {capacity:.0f} CPU of {self.full_capacity:.0f} 120 s after the faults")
+        capacity = max(capacity, self.full_capacity)
+        # Only what runs until deleted counts: a Job's pods and an operator's end on their own, and
+        # the queues would end up asking for less than the remotes hold.
+        live = [
+            p
+            for p in self._raw("front", "list_namespaced_pod", self.ns)
+            if _live(p) and not p["metadata"].get("ownerReferences")
+        ]
         target = self.load * capacity / len(QUEUES)
         cpu = float(parse_quantity(self.cpu))
         for q in QUEUES:

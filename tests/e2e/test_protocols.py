@@ -35,13 +35,9 @@ def _create_podgroup(
     )
 
 
-def _assert_waits_then_runs(
-    api: Api, namespace: str, make: Callable[[int], dict[str, Any]], selector: str
-) -> None:
-    core = k8s.CoreV1Api(api("front"))
-    for i in range(N - 1):
-        core.create_namespaced_pod(namespace, make(i))
-    first = make(0)["metadata"]["name"]
+def _assert_gang_waits(api: Api, namespace: str, selector: str) -> None:
+    """Once the extender says the gang selected waits N-1/N (or places part of it: the failure),
+    none of its N-1 pods may have been placed."""
 
     def placed() -> list[str]:
         return [
@@ -52,14 +48,24 @@ def _assert_waits_then_runs(
         ]
 
     def seen() -> bool:
-        said = events_for(api, namespace, first)
-        return bool(placed()) or any("ArmadaWaiting" in e and f"{N - 1}/{N}" in e for e in said)
+        pods = front_pods(api, namespace, selector)
+        if placed():
+            return True
+        said = events_for(api, namespace, pods[0].metadata.name) if len(pods) == N - 1 else []
+        return any("ArmadaWaiting" in e and f"{N - 1}/{N}" in e for e in said)
 
-    # Until the extender says the gang waits N-1/N (or places part of it: the failure), then none
-    # of it may have been placed.
     wait_for(f"the gang said to wait {N - 1}/{N}", seen, timeout=60)
     assert len(front_pods(api, namespace, selector)) == N - 1
     assert not placed(), f"part of an incomplete gang was placed: {placed()}"
+
+
+def _assert_waits_then_runs(
+    api: Api, namespace: str, make: Callable[[int], dict[str, Any]], selector: str
+) -> None:
+    core = k8s.CoreV1Api(api("front"))
+    for i in range(N - 1):
+        core.create_namespaced_pod(namespace, make(i))
+    _assert_gang_waits(api, namespace, selector)
     core.create_namespaced_pod(namespace, make(N - 1))
     running = wait_running(api, namespace, N, selector)
     assert len({cluster_of(p) for p in running}) == 1
@@ -132,9 +138,8 @@ def test_volcano_group_min_member_on_a_job(namespace: str, cluster_api: Api) -> 
         },
     }
     batch.create_namespaced_job(namespace, job)
-    time.sleep(6)
+    _assert_gang_waits(cluster_api, namespace, "g=j")
     pods = front_pods(cluster_api, namespace, "g=j")
-    assert len(pods) == N - 1 and all(not p.spec.node_name for p in pods)
     group = (pods[0].metadata.annotations or {}).get(keys.VOLCANO_GROUP_NAME_ANNOTATION, "")
     assert group.startswith("podgroup-"), pods[0].metadata.annotations
     batch.patch_namespaced_job("vj", namespace, {"spec": {"parallelism": N}})
