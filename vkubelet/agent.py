@@ -12,7 +12,7 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.capacity import Capacity, cluster_capacity
-from armada_bridge.contract.pods import USAGE_SHAPE
+from armada_bridge.contract.pods import USAGE_SHAPE, is_terminal
 from armada_bridge.contract.remotecluster import RemoteClusterError, RemoteClusterSpec, remote_client
 from armada_bridge.kube import (
     CONFIGMAPS,
@@ -36,7 +36,6 @@ from vkubelet.heartbeat import Heartbeat
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import FrontObjects, Mirrors
 from vkubelet.pods import PodController
-from vkubelet.status import is_terminal
 from vkubelet.tokens import FrontTokens
 from vkubelet.workqueue import WorkQueue
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.contract.pods import is_terminal
 from armada_bridge.contract.remotecluster import RemoteClusterSpec, parse_spec, remote_client
 from armada_bridge.kube import (
     CONFIGMAPS,
@@ -39,7 +40,7 @@ from vkubelet.events import Recorder
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import RESOURCES, FrontObjects
 from vkubelet.node import NodeClient
-from vkubelet.status import failed_patch, is_terminal
+from vkubelet.status import failed_patch
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]

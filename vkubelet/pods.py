@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from armada_bridge import keys
+from armada_bridge.contract.pods import is_terminal
 from armada_bridge.contract.remotecluster import HostAccess, RemoteClusterSpec
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.informer import Informer, key_of
@@ -141,7 +142,7 @@ class PodController:
     def live_front_pods(self) -> list[Obj]:
         """Front pods that run or are about to (their mirrors are needed): every non-terminal one,
         so a mirror made for a pod being created is never collected under its feet."""
-        return [p for p in self.front_pods.items() if not pod_status.is_terminal(p)]
+        return [p for p in self.front_pods.items() if not is_terminal(p)]
 
     # ---------------------------------------------------------------- reconcile
     async def _sync(self, uid: str) -> None:
@@ -182,10 +183,10 @@ class PodController:
             await self._finish_front_deletion(front)
             return
 
-        if pod_status.is_terminal(front):
+        if is_terminal(front):
             # Succeeded and Failed pods are never started again, nor left running remotely when
             # someone else ended them (the extender marks preempted pods Failed).
-            if remote is not None and not _deleting(remote) and not pod_status.is_terminal(remote):
+            if remote is not None and not _deleting(remote) and not is_terminal(remote):
                 await self._delete_remote(remote, None)
             return
 

@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from armada_bridge import keys
-from armada_bridge.contract.pods import is_terminal
-
-__all__ = ["is_terminal"]  # the vkubelet's modules read it from here, with the rest of a pod's status
 
 Obj = dict[str, Any]
 

@@ -25,11 +25,11 @@ from urllib.parse import urlsplit
 
 from armada_bridge import keys
 from armada_bridge.certs import is_ip
+from armada_bridge.contract.pods import is_terminal
 from armada_bridge.contract.remotecluster import FrontApi
 from armada_bridge.kube import CONFIGMAPS, SECRETS, ApiError, Kube, Resource
 from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.times import now, rfc3339
-from vkubelet import status as pod_status
 from vkubelet.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -196,7 +196,7 @@ class FrontTokens:
         remote_pods.add_handler(self._on_remote_pod)
 
     def _on_front_pod(self, kind: str, pod: Obj) -> None:
-        if kind == "DELETED" or pod_status.is_terminal(pod) or pod["metadata"].get("deletionTimestamp"):
+        if kind == "DELETED" or is_terminal(pod) or pod["metadata"].get("deletionTimestamp"):
             md = pod["metadata"]
             self.queue.add(f"{md['namespace']}/{secret_name(md['uid'])}")
 
@@ -306,7 +306,7 @@ class FrontTokens:
         md = secret["metadata"]
         uid = (md.get("labels") or {}).get(keys.FRONT_UID, "")
         front = self.pods.front_pod(uid)
-        if front is None or pod_status.is_terminal(front) or front["metadata"].get("deletionTimestamp"):
+        if front is None or is_terminal(front) or front["metadata"].get("deletionTimestamp"):
             await self.remote.delete(SECRETS, name, ns, body={"preconditions": {"uid": md["uid"]}})
             self.secrets.cache.pop(key, None)
             log.info("%s: front API token of %s deleted", self.cluster, key)

@@ -332,18 +332,10 @@ class Kube:
     ) -> Obj:
         """Patch an object by name. With ``uid``, the patch applies only to that very object: a
         namespace/name reused by a new object makes it fail (422: the UID is immutable) instead of
-        changing the new one. With ``resource_version`` (merge and strategic patches), only that
+        changing the new one. With ``resource_version``, only that
         version of it: a change made since makes it fail (409 Conflict) instead of being undone by
         a patch computed from the older one."""
-        if uid is not None:
-            patch = with_uid_precondition(patch, uid, patch_type)
-        if resource_version is not None:
-            if patch_type not in ("merge", "strategic"):
-                raise ValueError(f"a resourceVersion precondition cannot be put on a {patch_type} patch")
-            patch = {
-                **patch,
-                "metadata": {**(patch.get("metadata") or {}), "resourceVersion": resource_version},
-            }
+        patch = with_preconditions(patch, patch_type, uid=uid, resource_version=resource_version)
         return await self.request(
             "PATCH",
             r.path(namespace, name, subresource),
@@ -392,19 +384,24 @@ class Kube:
                 yield chunk
 
 
-def with_uid_precondition(patch: Any, uid: str, patch_type: str) -> Any:
-    """`patch` made to fail unless the object's UID is `uid` (pure).
+def with_preconditions(
+    patch: Any, patch_type: str, *, uid: str | None = None, resource_version: str | None = None
+) -> Any:
+    """`patch` made to fail unless the object's UID is `uid` and its resourceVersion is
+    `resource_version` (those given; pure).
 
-    Merge and strategic patches carry ``metadata.uid``: the API server refuses to change a UID,
-    so the patch fails on any other object. A JSON patch gets a ``test`` operation first.
+    Merge and strategic patches carry them in ``metadata``: the API server refuses to change a
+    UID (the patch fails on any other object) and answers 409 Conflict to a resourceVersion that is
+    not the object's. A JSON patch gets a ``test`` operation for each, first.
     """
+    fields = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v is not None}
+    if not fields:
+        return patch
     if patch_type == "json":
-        return [{"op": "test", "path": "/metadata/uid", "value": uid}, *patch]
+        return [*({"op": "test", "path": f"/metadata/{k}", "value": v} for k, v in fields.items()), *patch]
     if patch_type not in ("merge", "strategic"):
-        raise ValueError(f"a UID precondition cannot be put on a {patch_type} patch")
-    out = dict(patch)
-    out["metadata"] = {**(patch.get("metadata") or {}), "uid": uid}
-    return out
+        raise ValueError(f"a precondition cannot be put on a {patch_type} patch")
+    return {**patch, "metadata": {**(patch.get("metadata") or {}), **fields}}
 
 
 def _error(status: int, text: str) -> ApiError:

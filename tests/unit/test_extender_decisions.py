@@ -21,7 +21,7 @@ from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey
 from armada_bridge.core.model import JobState
 from armada_bridge.core.result import Placement, RoundResult
-from armada_bridge.kube.client import Kube, KubeConfig, with_uid_precondition
+from armada_bridge.kube.client import Kube, KubeConfig, with_preconditions
 from armada_bridge.kube.informer import Informer, key_of
 from armada_bridge.kube.resources import NODES, PODS
 from armada_bridge.rejection import Rejection, rejection_of
@@ -434,13 +434,13 @@ def test_queue_status_patch_removes_what_is_no_longer_allocated() -> None:
 
 
 def test_uid_precondition_on_patches() -> None:
-    assert with_uid_precondition({"status": {"phase": "Failed"}}, "u1", "strategic") == {
+    assert with_preconditions({"status": {"phase": "Failed"}}, "strategic", uid="u1") == {
         "status": {"phase": "Failed"},
         "metadata": {"uid": "u1"},
     }
-    merged = with_uid_precondition({"metadata": {"annotations": {"a": "b"}}}, "u1", "merge")
+    merged = with_preconditions({"metadata": {"annotations": {"a": "b"}}}, "merge", uid="u1")
     assert merged == {"metadata": {"annotations": {"a": "b"}, "uid": "u1"}}
-    ops = with_uid_precondition([{"op": "remove", "path": "/x"}], "u1", "json")
+    ops = with_preconditions([{"op": "remove", "path": "/x"}], "json", uid="u1")
     assert ops[0] == {"op": "test", "path": "/metadata/uid", "value": "u1"}
     assert json.dumps(ops)
 
