@@ -9,6 +9,9 @@
 #   hack/build-operators.sh [all|NAME...]   NAME: training-operator kuberay mpi-operator jobset argo dask trainer spark-operator
 #                                           training-operator-mxjob armadactl (Armada's client, for armada_api's tests)
 #                                           cert-manager (for the install tests)
+#   hack/build-operators.sh --fetch [...]   only what needs the network (each Go module's dependencies, the
+#                                           PyPI virtualenvs), nothing compiled: setup runs it ahead, beside
+#                                           the Kubernetes binaries' compiles, so these find their downloads done
 #   ARMADA_BRIDGE_CACHE=/path ...           cache root (default ~/.cache/armada-bridge)
 set -euo pipefail
 
@@ -19,14 +22,22 @@ source "$here/versions.env"
 cache=${ARMADA_BRIDGE_CACHE:-$HOME/.cache/armada-bridge}
 bin="$cache/bin"
 logs="$cache/build/logs"
+fetch=0 build="$cache/build" mode=""
+if [ "${1:-}" = --fetch ]; then
+  # Wrapper modules of its own (the compiling run may be in the same operator's), logs apart.
+  fetch=1 build="$cache/build/fetch" logs="$cache/build/logs/fetch" mode=" fetch"; shift
+fi
 mkdir -p "$bin" "$logs"
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 export GOFLAGS=${GOFLAGS:--buildvcs=false}
+# Every Go build: no paths of this machine in the binary, and no DWARF compiled (-ldflags -s -w
+# strips it at the link anyway: 13 % less compile time in three alternating cold builds, 2026-12-03).
+build_flags=(-trimpath -gcflags=all=-dwarf=false)
 
 step=""
 started=$(date +%s)
 trap 'rc=$?; if [ $rc -ne 0 ]; then echo "build-operators: FAILED at step: ${step:-setup} (exit $rc); see the output above" >&2; fi' EXIT
-say() { printf '[build-operators %4ss] %s\n' "$(( $(date +%s) - started ))" "$*" >&2; }
+say() { printf '[build-operators%s %4ss] %s\n' "$mode" "$(( $(date +%s) - started ))" "$*" >&2; }
 run() {
   local name=$1; shift
   if ! "$@" >"$logs/$name.log" 2>&1; then
@@ -37,7 +48,7 @@ run() {
 }
 have() { [ -f "$1/.complete" ]; }
 
-# go_wrapper NAME MODULE VERSION: makes the wrapper module $cache/build/NAME-VERSION afresh. It requires
+# go_wrapper NAME MODULE VERSION: makes the wrapper module $build/NAME-VERSION afresh. It requires
 # MODULE@VERSION (`go install M@V` fails where the proxy refuses the version list) and takes over the
 # module's own non-local `replace` directives, which Go ignores in a dependency, so the build uses
 # exactly the dependency versions upstream releases with. Sets $mod (the wrapper), $dir (the module's
@@ -46,7 +57,7 @@ have() { [ -f "$1/.complete" ]; }
 # builds a copy of the module with them put back.
 go_wrapper() {
   local name=$1 module=$2 v=$3
-  mod="$cache/build/$name-$v"
+  mod="$build/$name-$v"
   command -v go >/dev/null || { step="find go"; echo "build-operators: go is not on PATH" >&2; exit 1; }
   rm -rf "$mod"; mkdir -p "$mod"
   step="download $module@$v"; say "$step"
@@ -83,16 +94,23 @@ for r in json.load(sys.stdin).get("Replace") or []:
   fi
 }
 
+# go_resolve LOG VERSION PACKAGE: PACKAGE's dependencies resolved in the wrapper module $mod and
+# downloaded into the module cache.
+go_resolve() {
+  local log=$1 v=$2 pkg=$3
+  step="resolve $pkg@$v dependencies"; say "$step"
+  (cd "$mod" && run "$log-get" go get "$pkg@$v")
+}
+
 # go_compile LOG VERSION PACKAGE OUT: a static binary of PACKAGE at VERSION, built in the wrapper
 # module $mod ($extra_ld: more -ldflags; $commit_ld: the variable that gets the release's commit).
 go_compile() {
   local log=$1 v=$2 pkg=$3 target=$4
   local ld="-s -w ${extra_ld:-}"
   if [ -n "${commit_ld:-}" ] && [ -n "$commit" ]; then ld+=" -X $commit_ld=$commit"; fi
-  step="resolve $pkg@$v dependencies"; say "$step"
-  (cd "$mod" && run "$log-get" go get "$pkg@$v")
+  go_resolve "$log" "$v" "$pkg"
   step="compile $pkg $v"; say "$step (a few minutes on 2 cores)"
-  (cd "$mod" && CGO_ENABLED=0 run "$log" go build -trimpath -ldflags "$ld" -o "$target" "$pkg")
+  (cd "$mod" && CGO_ENABLED=0 run "$log" go build "${build_flags[@]}" -ldflags "$ld" -o "$target" "$pkg")
 }
 
 # copy_module OUT PATH...: the parts of the module ($dir) the dev environment reads, into OUT/module.
@@ -114,6 +132,7 @@ build_go() {
   local name=$1 module=$2 v=$3 binary=$4 pkg=$5; shift 5
   local out="$bin/$name-$v" mod dir commit
   if have "$out"; then say "$name $v: cached in $out"; return; fi
+  if [ "$fetch" = 1 ]; then go_wrapper "$name" "$module" "$v"; go_resolve "$name" "$v" "$pkg"; return; fi
   rm -rf "$out"; mkdir -p "$out"
   go_wrapper "$name" "$module" "$v"
   go_compile "$name" "$v" "$pkg" "$out/$binary"
@@ -129,6 +148,7 @@ build_go_also() {
   local name=$1 module=$2 v=$3 binary=$4 pkg=$5; shift 5
   local out="$bin/$name-$v" mod dir commit
   if [ -f "$out/.complete-$binary" ]; then say "$binary $v: cached in $out"; return; fi
+  if [ "$fetch" = 1 ]; then go_wrapper "$name" "$module" "$v"; go_resolve "$name-$binary" "$v" "$pkg"; return; fi
   rm -f "$out/$binary"; mkdir -p "$out"
   go_wrapper "$name" "$module" "$v"
   go_compile "$name-$binary" "$v" "$pkg" "$out/$binary"
@@ -176,6 +196,16 @@ build_spark_home() {
   run pyspark-version env SPARK_HOME="$out/spark-home" "$out/spark-home/bin/spark-submit" --version
   touch "$out/.complete"
   step=""
+}
+
+# locked NAME FUNCTION: FUNCTION holding NAME's lock, so that a fetching run and a compiling one never
+# make the same virtualenv at once (the second finds it complete).
+locked() {
+  local fd
+  exec {fd}>"$bin/.$1.lock"
+  flock "$fd"
+  "$2"
+  exec {fd}>&-
 }
 
 build_one() {
@@ -231,12 +261,12 @@ build_one() {
       local cm=github.com/cert-manager/cert-manager v=$CERT_MANAGER_VERSION
       build_go cert-manager "$cm" "$v" controller "$cm/cmd/controller" deploy/crds
       build_go_also cert-manager "$cm" "$v" cainjector "$cm/cmd/cainjector" ;;
-    dask) build_dask ;;
+    dask) locked dask build_dask ;;
     spark-operator)
       build_go spark-operator github.com/kubeflow/spark-operator/v2 "$SPARK_OPERATOR_VERSION" \
         spark-operator github.com/kubeflow/spark-operator/v2/cmd/operator \
         config examples
-      build_spark_home ;;
+      locked pyspark build_spark_home ;;
     *) echo "usage: $0 [all|jobset|training-operator|trainer|mpi-operator|kuberay|argo|dask|spark-operator|training-operator-mxjob|armadactl|cert-manager ...]" >&2; exit 2 ;;
   esac
 }
@@ -245,5 +275,6 @@ build_one() {
 ALL=(training-operator kuberay mpi-operator jobset argo dask trainer spark-operator training-operator-mxjob armadactl cert-manager)
 if [ $# -eq 0 ] || [ "$1" = all ]; then set -- "${ALL[@]}"; fi
 for name in "$@"; do build_one "$name"; done
+if [ "$fetch" = 1 ]; then rm -rf "$build"; say "done: what the operators' builds download"; exit 0; fi
 say "done: operators under $bin"
 echo "$bin"

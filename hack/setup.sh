@@ -56,13 +56,19 @@ apt_install gcc gcc "$images"
 apt_install mmdebstrap mmdebstrap "$images"
 # The images made from Debian's packages and PyPI (mostly downloads and unpacking) beside the Go
 # builds (mostly compiling: one after the other, as each already keeps both cores busy; side by
-# side they took longer, 2026-12-03); then the images made from the builds' binaries (argoexec,
-# kube-scheduler).
+# side they took longer, 2026-12-03); beside them too, what the Go builds download and the
+# operators' PyPI virtualenvs, so that each compile finds its modules there and the cores never
+# wait on the network; then the images made from the builds' binaries (argoexec, kube-scheduler).
 bash hack/build-images.sh --without-builds >/dev/null &
 images=$!
-trap 'kill "$images" 2>/dev/null || true' EXIT
+# A failed download is only reported: the compiling run then downloads it again, and says why not.
+{ bash hack/build-binaries.sh fetch && bash hack/build-operators.sh --fetch; } >/dev/null \
+  || say "downloading ahead failed (above); the builds download what they need themselves" &
+fetching=$!
+trap 'kill "$images" "$fetching" 2>/dev/null || true' EXIT
 bash hack/build-binaries.sh >/dev/null
 bash hack/build-operators.sh >/dev/null
 wait "$images"
+wait "$fetching"
 trap - EXIT
 bash hack/build-images.sh >/dev/null

@@ -1,13 +1,14 @@
 """Real nodes: managed pods whose containers really run in a remote cluster (kubelet + containerd +
 runc, on the environment's pod network), and what the front sees of them: output, exit codes,
 OOM kills, exec and cp into the real container, the front API used from inside, and a host left as
-it was found when an environment with real nodes goes down."""
+it was found when an environment with real nodes goes down (and `up` repairs one first)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -26,6 +27,7 @@ from armada_bridge.dev import binaries
 from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.clients import api_client
 from armada_bridge.dev.images.recipes import RECIPES
+from armada_bridge.dev.kwok import kwok_exec
 from armada_bridge.dev.network.podnet import PodNetwork
 from armada_bridge.dev.ports import free_ports
 from armada_bridge.dev.realnode import host
@@ -243,13 +245,48 @@ def _host_rules() -> dict[str, list[str]]:
     return out
 
 
-def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down(
-    dev_env: Environment,
-) -> None:
-    """An environment of its own (one remote, one KWOK and one real node) runs a container, then
-    goes down: nothing of it is left, and the kernel tunables kubelet changed are as they were, or,
-    while the shared environment's real nodes run (it holds the host's record), left to it, with
-    the record of the host as found (tests/unit/test_dev_realnode.py puts that back)."""
+def _kill_and_repair(env: Environment, pid: int | None) -> None:
+    """Kill one of the environment's processes: remote-1 shows unhealthy, and `up` repairs it."""
+    assert pid
+    subprocess.run(["kill", "-9", str(pid)], check=True)
+    wait_for("remote-1 unhealthy", lambda: not env.status()[1].healthy, timeout=10)
+    env.up(workers=1, nodes=1, real_nodes=1)
+    assert [s.healthy for s in env.status()] == [True, True]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _ports(env: Environment) -> set[int]:
+    """TCP ports the environment's processes listen on, from /proc/net/tcp and their socket inodes."""
+    inodes: set[str] = set()
+    for pid in env.pids():
+        try:
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                target = str(fd.readlink()) if fd.is_symlink() else ""
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        except OSError:
+            continue
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            cols = line.split()
+            if cols[3] == "0A" and cols[9] in inodes:  # 0A = LISTEN
+                ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def test_up_repairs_an_environment_and_down_leaves_the_host_as_found(dev_env: Environment) -> None:
+    """An environment of its own (one remote, one KWOK and one real node): a killed component (the
+    remote's API server, its kubelet port kwok-exec, its real node's kubelet) is started again by
+    `up`; it runs a container, then goes down: no process, port, nor anything else of it is left,
+    and the kernel tunables kubelet changed are as they were, or, while the shared environment's
+    real nodes run (it holds the host's record), left to it, with the record of the host as found
+    (tests/unit/test_dev_realnode.py puts that back)."""
     record = host.HostRecord(dev_env.state_dir).load()
     shared = [h for h in record.get("holders") or [] if Path(h).exists()]
     before = dict(record.get("sysctls") or host.read_sysctls())
@@ -262,6 +299,18 @@ def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down
     env = Environment(state)
     try:
         env.up(workers=1, nodes=1, real_nodes=1)
+        assert [s.healthy for s in env.status()] == [True, True]
+        _kill_and_repair(env, env.cluster("remote-1").component_pids()["kube-apiserver"])
+        # remote-1's kubelet port (kwok-exec) is part of the cluster: gone, the cluster is unhealthy.
+        exec_server = env.supervisor.pid(kwok_exec.name("remote-1"))
+        _kill_and_repair(env, exec_server)
+        assert env.supervisor.pid(kwok_exec.name("remote-1")) not in (None, exec_server)
+        kubelet = env.supervisor.pid("kubelet-remote-1-real-0")  # so is its real node's kubelet
+        _kill_and_repair(env, kubelet)
+        assert env.supervisor.pid("kubelet-remote-1-real-0") not in (None, kubelet)
+        ports = _ports(env)
+        assert env.port(kwok_exec.name("remote-1")) in ports
+        assert len(ports) >= 8, ports  # etcd, apiserver, ... of two clusters
         network, real = env.pod_network(), env.real_nodes()
         assert network is not None and real is not None
         with api_client(env.kubeconfig("remote-1")) as api:
@@ -311,6 +360,8 @@ def test_the_host_is_left_as_found_when_an_environment_with_real_nodes_goes_down
         assert _host_rules() == rules
         assert host.KUBELET_DIR.exists() == kubelet_dir
         assert not state.exists()
+        left = [p for p in ports if _listening(p)]
+        assert not left, subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
     finally:
         if state.exists():
             with contextlib.suppress(Exception):

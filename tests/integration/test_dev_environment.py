@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
@@ -15,7 +13,6 @@ from kubernetes import client as k8s
 from armada_bridge import keys, versions
 from armada_bridge.core.quantities import parse_quantity
 from armada_bridge.dev.binary.environment import FRONT, Environment
-from armada_bridge.dev.kwok import kwok_exec
 from tests.support import wait_for
 
 REMOTES = ["remote-1", "remote-2"]
@@ -150,70 +147,3 @@ def test_cli_kubeconfig_and_status(dev_env: Environment) -> None:
     ).stdout
     for name in [FRONT, *REMOTES]:
         assert any(line.split()[:2] == [name, "yes"] for line in status.splitlines()), status
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _ports(env: Environment) -> set[int]:
-    """TCP ports our processes listen on, from /proc/net/tcp and the processes' socket inodes."""
-    inodes: set[str] = set()
-    for pid in env.pids():
-        try:
-            for fd in Path(f"/proc/{pid}/fd").iterdir():
-                target = str(fd.readlink()) if fd.is_symlink() else ""
-                if target.startswith("socket:["):
-                    inodes.add(target[8:-1])
-        except OSError:
-            continue
-    ports = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            cols = line.split()
-            if cols[3] == "0A" and cols[9] in inodes:  # 0A = LISTEN
-                ports.add(int(cols[1].rsplit(":", 1)[1], 16))
-    return ports
-
-
-def test_up_repairs_and_down_leaves_nothing(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """A separate small environment: kill a component, `up` repairs it; `down` leaves no process or port."""
-    env = Environment(tmp_path_factory.mktemp("env"))
-    try:
-        env.up(workers=1, nodes=1)
-        assert [s.healthy for s in env.status()] == [True, True]
-        victim = env.cluster("remote-1").component_pids()["kube-apiserver"]
-        assert victim
-        subprocess.run(["kill", "-9", str(victim)], check=True)
-        wait_for("remote-1 unhealthy", lambda: not env.status()[1].healthy, timeout=10)
-        env.up(workers=1, nodes=1)
-        assert [s.healthy for s in env.status()] == [True, True]
-        # remote-1's kubelet port (kwok-exec) is part of the cluster: gone, the cluster is unhealthy
-        # and `up` starts it again.
-        exec_server = env.supervisor.pid(kwok_exec.name("remote-1"))
-        assert exec_server
-        subprocess.run(["kill", "-9", str(exec_server)], check=True)
-        wait_for("remote-1 unhealthy", lambda: not env.status()[1].healthy, timeout=10)
-        env.up(workers=1, nodes=1)
-        assert [s.healthy for s in env.status()] == [True, True]
-        assert env.supervisor.pid(kwok_exec.name("remote-1")) not in (None, exec_server)
-        # So is its real node's kubelet.
-        kubelet = env.supervisor.pid("kubelet-remote-1-real-0")
-        assert kubelet
-        subprocess.run(["kill", "-9", str(kubelet)], check=True)
-        wait_for("remote-1 unhealthy", lambda: not env.status()[1].healthy, timeout=10)
-        env.up(workers=1, nodes=1)
-        assert [s.healthy for s in env.status()] == [True, True]
-        assert env.supervisor.pid("kubelet-remote-1-real-0") not in (None, kubelet)
-        ports = _ports(env)
-        assert env.port(kwok_exec.name("remote-1")) in ports
-        assert len(ports) >= 8, ports  # etcd, apiserver, ... of two clusters
-        assert env.pids()
-    finally:
-        env.down()
-    assert env.pids() == []
-    left = [p for p in ports if _listening(p)]
-    assert not left, subprocess.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
-    assert not env.state_dir.exists()
