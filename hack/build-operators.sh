@@ -103,12 +103,11 @@ go_resolve() {
 }
 
 # go_compile LOG VERSION PACKAGE OUT: a static binary of PACKAGE at VERSION, built in the wrapper
-# module $mod ($extra_ld: more -ldflags; $commit_ld: the variable that gets the release's commit).
+# module $mod where go_resolve has resolved it ($extra_ld: more -ldflags; $commit_ld: the variable that gets the release's commit).
 go_compile() {
   local log=$1 v=$2 pkg=$3 target=$4
   local ld="-s -w ${extra_ld:-}"
   if [ -n "${commit_ld:-}" ] && [ -n "$commit" ]; then ld+=" -X $commit_ld=$commit"; fi
-  go_resolve "$log" "$v" "$pkg"
   step="compile $pkg $v"; say "$step (a few minutes on 2 cores)"
   (cd "$mod" && CGO_ENABLED=0 run "$log" go build "${build_flags[@]}" -ldflags "$ld" -o "$target" "$pkg")
 }
@@ -132,9 +131,10 @@ build_go() {
   local name=$1 module=$2 v=$3 binary=$4 pkg=$5; shift 5
   local out="$bin/$name-$v" mod dir commit
   if have "$out"; then say "$name $v: cached in $out"; return; fi
-  if [ "$fetch" = 1 ]; then go_wrapper "$name" "$module" "$v"; go_resolve "$name" "$v" "$pkg"; return; fi
-  rm -rf "$out"; mkdir -p "$out"
   go_wrapper "$name" "$module" "$v"
+  go_resolve "$name" "$v" "$pkg"
+  [ "$fetch" = 0 ] || return 0
+  rm -rf "$out"; mkdir -p "$out"
   go_compile "$name" "$v" "$pkg" "$out/$binary"
   copy_module "$out" "$@"
   touch "$out/.complete"
@@ -148,9 +148,10 @@ build_go_also() {
   local name=$1 module=$2 v=$3 binary=$4 pkg=$5; shift 5
   local out="$bin/$name-$v" mod dir commit
   if [ -f "$out/.complete-$binary" ]; then say "$binary $v: cached in $out"; return; fi
-  if [ "$fetch" = 1 ]; then go_wrapper "$name" "$module" "$v"; go_resolve "$name-$binary" "$v" "$pkg"; return; fi
-  rm -f "$out/$binary"; mkdir -p "$out"
   go_wrapper "$name" "$module" "$v"
+  go_resolve "$name-$binary" "$v" "$pkg"
+  [ "$fetch" = 0 ] || return 0
+  rm -f "$out/$binary"; mkdir -p "$out"
   go_compile "$name-$binary" "$v" "$pkg" "$out/$binary"
   [ $# -eq 0 ] || copy_module "$out" "$@"
   touch "$out/.complete-$binary"
