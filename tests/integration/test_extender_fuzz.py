@@ -27,13 +27,14 @@ from extender.server import Api, make_app
 
 SEED = 20261130
 CASES = 300
+FAKE_NAMESPACE = "default"  # where the fake pod says it is
 
 
 def valid_pod() -> dict[str, Any]:
     return {
         "metadata": {
             "name": "p",
-            "namespace": "default",
+            "namespace": FAKE_NAMESPACE,
             "uid": "u-1",
             "labels": {"armadaproject.io/queue": "default"},
         },
@@ -47,7 +48,7 @@ def valid_args() -> dict[str, Any]:
 
 def valid_bind() -> dict[str, Any]:
     # No such pod: bound nowhere, answered with the API server's 404 as the bind's error.
-    return {"PodName": "p", "PodNamespace": "default", "PodUID": "u-1", "Node": "front-node-0"}
+    return {"PodName": "p", "PodNamespace": FAKE_NAMESPACE, "PodUID": "u-1", "Node": "front-node-0"}
 
 
 def valid_review() -> dict[str, Any]:
@@ -59,7 +60,7 @@ def valid_review() -> dict[str, Any]:
             "kind": {"group": "", "version": "v1", "kind": "Pod"},
             "resource": {"group": "", "version": "v1", "resource": "pods"},
             "operation": "CREATE",
-            "namespace": "default",
+            "namespace": FAKE_NAMESPACE,
             "object": valid_pod(),
         },
     }
@@ -114,8 +115,9 @@ async def client(dev_env: Environment) -> AsyncIterator[TestClient[Any, Any]]:
 
 async def _state(dev_env: Environment) -> tuple[str, ...]:
     async with Kube(load_config(dev_env.kubeconfig(FRONT))) as kube:
-        lists = [await kube.list(r) for r in (PODS, CORE_EVENTS, VOLCANO_PODGROUPS)]
-    # Other processes may write in the meantime: compare only what names this test's fake objects.
+        lists = [await kube.list(r, FAKE_NAMESPACE) for r in (PODS, CORE_EVENTS, VOLCANO_PODGROUPS)]
+    # Other processes may write in the meantime (other tests' pods named p go with their namespaces):
+    # compare only what names this test's fake objects, in their namespace.
     return tuple(
         sorted(
             i["metadata"]["name"]
