@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -330,6 +333,7 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
             kubectl(
                 bins, front, *apply_server_side, "-f", "-", stdin=json.dumps(_spark_webhook_secret(certs))
             )
+        docs = []
         if o.webhook_dir:
             docs = webhook_configurations(bins, o, ports[o.name]["webhook"], certs["ca.crt"].read_bytes())
             if docs:  # none of the kinds it serves has a webhook (MPIJob v1)
@@ -346,6 +350,7 @@ def install(env: Environment, bins: Binaries, names: Sequence[str]) -> None:
                 time.sleep(2)
                 if env.supervisor.pid(c.name) is None:
                     raise RuntimeError(f"{c.name} exited at start:\n{env.supervisor.tail(c.name)}")
+        _wait_webhooks_served(env, o, docs, certs["ca.crt"], timeout=60)
         verb = "started" if started else "running, reused"
         log(f"operator {o.name} {o.version}: {verb} ({time.monotonic() - t0:.1f}s)")
 
@@ -482,6 +487,35 @@ def webhook_configurations(bins: Binaries, o: Operator, port: int, ca_pem: bytes
             }
         docs.append(doc)
     return docs
+
+
+def _wait_webhooks_served(
+    env: Environment, o: Operator, docs: list[dict[str, Any]], ca: Path, timeout: float
+) -> None:
+    """Wait until each of its webhooks' URLs is served. Ready is not enough: training-operator
+    v1.9.4 reports ready once its webhook server listens, and registers its handlers afterwards, in a
+    goroutine that first sets up its controllers (cmd/training-operator.v1/main.go,
+    setupControllers), so a job created in between is refused with a 404 ("the server could not find
+    the requested resource"). An empty review is answered by a registered handler (with its error,
+    HTTP 200) and 404 by the server without one."""
+    urls = sorted({wh["clientConfig"]["url"] for doc in docs for wh in doc.get("webhooks") or []})
+    context = ssl.create_default_context(cafile=str(ca))
+    deadline = time.monotonic() + timeout
+    for url in urls:
+        while True:
+            request = urllib.request.Request(url, data=b"", method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=2, context=context):
+                    break
+            except urllib.error.HTTPError as e:
+                if e.code != 404:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                tail = "\n\n".join(env.supervisor.tail(name) for name in o.components)
+                raise RuntimeError(f"{o.name}: its webhook {url} not served after {timeout:.0f}s:\n{tail}")
+            time.sleep(0.2)
 
 
 def components(
