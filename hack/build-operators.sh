@@ -199,13 +199,14 @@ build_spark_home() {
   step=""
 }
 
-# locked NAME FUNCTION: FUNCTION holding NAME's lock, so that a fetching run and a compiling one never
-# make the same virtualenv at once (the second finds it complete).
+# locked NAME COMMAND...: COMMAND holding NAME's lock, so that two runs (setup's fetching one, hack/test.sh's
+# in the background, a test's that needs the operator now) never build the same operator at once: the
+# second waits, then finds it complete.
 locked() {
   local fd
   exec {fd}>"$bin/.$1.lock"
   flock "$fd"
-  "$2"
+  "${@:2}"
   exec {fd}>&-
 }
 
@@ -262,20 +263,22 @@ build_one() {
       local cm=github.com/cert-manager/cert-manager v=$CERT_MANAGER_VERSION
       build_go cert-manager "$cm" "$v" controller "$cm/cmd/controller" deploy/crds
       build_go_also cert-manager "$cm" "$v" cainjector "$cm/cmd/cainjector" ;;
-    dask) locked dask build_dask ;;
+    dask) build_dask ;;
     spark-operator)
       build_go spark-operator github.com/kubeflow/spark-operator/v2 "$SPARK_OPERATOR_VERSION" \
         spark-operator github.com/kubeflow/spark-operator/v2/cmd/operator \
         config examples
-      locked pyspark build_spark_home ;;
+      build_spark_home ;;
     *) echo "usage: $0 [all|jobset|training-operator|trainer|mpi-operator|kuberay|argo|dask|spark-operator|training-operator-mxjob|armadactl|cert-manager ...]" >&2; exit 2 ;;
   esac
 }
 
-# Most useful first: a partial cache still runs the first end-to-end tests.
-ALL=(training-operator kuberay mpi-operator jobset argo dask trainer spark-operator training-operator-mxjob armadactl cert-manager)
+# In the order the test suite needs them while hack/test.sh builds them beside it: argo first (the dev
+# environment's argoexec image is made from it), then what the tests without the operator fixture use
+# (armadactl, the install test's), then the rest.
+ALL=(argo armadactl training-operator kuberay cert-manager mpi-operator jobset dask trainer spark-operator training-operator-mxjob)
 if [ $# -eq 0 ] || [ "$1" = all ]; then set -- "${ALL[@]}"; fi
-for name in "$@"; do build_one "$name"; done
+for name in "$@"; do locked "$name" build_one "$name"; done
 if [ "$fetch" = 1 ]; then rm -rf "$build"; say "done: what the operators' builds download"; exit 0; fi
 say "done: operators under $bin"
 echo "$bin"

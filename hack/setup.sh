@@ -9,8 +9,18 @@
 # socat) and build their images from (gcc for the static pause program, busybox-static,
 # mmdebstrap); then those images (hack/build-images.sh: those from packages beside the Go builds).
 # Safe to run again: it only does what is missing.
+#
+#   hack/setup.sh                      all of it
+#   hack/setup.sh --without-operators  all but the operators' compiles and the images made from them
+#                                      (hack/test.sh builds those beside the tests that do not need them)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+operators=1
+case "${1:-}" in
+  --without-operators) operators=0 ;;
+  "") ;;
+  *) echo "usage: $0 [--without-operators]" >&2; exit 2 ;;
+esac
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 py=${PYTHON:-python3}
@@ -67,8 +77,8 @@ images=$!
 fetching=$!
 trap 'kill "$images" "$fetching" 2>/dev/null || true' EXIT
 bash hack/build-binaries.sh >/dev/null
-bash hack/build-operators.sh >/dev/null
+[ "$operators" = 0 ] || bash hack/build-operators.sh >/dev/null
 wait "$images"
 wait "$fetching"
 trap - EXIT
-bash hack/build-images.sh >/dev/null
+[ "$operators" = 0 ] || bash hack/build-images.sh >/dev/null

@@ -15,13 +15,31 @@ from kubernetes.client.rest import ApiException
 TESTS = Path(__file__).parent
 
 
+KINDS = ("unit", "integration", "e2e")
+
+
+def _kind(item: pytest.Item) -> str:
+    rel = Path(str(item.fspath)).relative_to(TESTS)
+    return rel.parts[0] if len(rel.parts) > 1 else ""
+
+
+def _order(item: pytest.Item) -> tuple[int, bool]:
+    kind = _kind(item)
+    return (
+        KINDS.index(kind) if kind in KINDS else len(KINDS),
+        "operators" in getattr(item, "fixturenames", ()),
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test by the folder it lives in (unit / integration / e2e)."""
+    """Mark each test by the folder it lives in (unit / integration / e2e), and run them in that
+    order, those that use the released operators (the `operators` fixture) last: hack/test.sh
+    compiles the operators meanwhile (otherwise in the order collected)."""
     for item in items:
-        rel = Path(str(item.fspath)).relative_to(TESTS)
-        kind = rel.parts[0] if len(rel.parts) > 1 else ""
-        if kind in ("unit", "integration", "e2e"):
+        kind = _kind(item)
+        if kind in KINDS:
             item.add_marker(getattr(pytest.mark, kind))
+    items.sort(key=_order)
 
 
 @pytest.fixture(scope="session")
