@@ -102,7 +102,18 @@ def node_ready(core: k8s.CoreV1Api, name: str) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
 
 
+def _lease_holder(leases: k8s.CoordinationV1Api, node: str) -> str | None:
+    try:
+        lease = leases.read_namespaced_lease(node, "kube-node-lease")
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+    return str(lease.spec.holder_identity)
+
+
 def test_virtual_node_per_remote_cluster(front: k8s.CoreV1Api, cluster_api: Api) -> None:
+    leases = k8s.CoordinationV1Api(cluster_api("front"))
     for name in ("remote-1", "remote-2"):
         wait_for(f"{name} Ready", lambda n=name: node_ready(front, n), timeout=30)
         node = front.read_node(name)
@@ -121,8 +132,10 @@ def test_virtual_node_per_remote_cluster(front: k8s.CoreV1Api, cluster_api: Api)
         assert node.status.capacity[keys.GPU_RESOURCE] == "8"
         assert node.status.addresses[0].type == "InternalIP"
         assert node.status.daemon_endpoints.kubelet_endpoint.port > 0
-        lease = k8s.CoordinationV1Api(cluster_api("front")).read_namespaced_lease(name, "kube-node-lease")
-        assert lease.spec.holder_identity == name
+        # Its Lease, renewed by a loop of its own (as the kubelet's): it may follow Ready by a
+        # heartbeat's interval.
+        wait_for(f"{name}'s Lease", lambda n=name: _lease_holder(leases, n) is not None, timeout=30)
+        assert _lease_holder(leases, name) == name
         rc = k8s.CustomObjectsApi(cluster_api("front")).get_cluster_custom_object(
             keys.GROUP, "v1alpha1", "remoteclusters", name
         )
