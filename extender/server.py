@@ -14,12 +14,13 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
+import aiohttp
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from armada_bridge.kube import Kube
+from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.auth import Auth, authenticated
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.names import DNS_LABEL, DNS_LABEL_MAX, DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX
@@ -167,23 +168,32 @@ class Api:
         why = f"armada-bridge: {self.c.reason_for(uid)}"
         return [], {n: why for n in names}
 
-    def bind_refusal(self, args: ExtenderBindingArgs) -> str | None:
+    async def bind_refusal(self, args: ExtenderBindingArgs) -> str | None:
         """Why the scheduler may not bind this pod to this node (None: it may). A virtual node takes
-        only a pod the core admitted to its cluster, as the pod is cached here; a pod not cached
-        yet passed /filter with its decision, which the vkubelet verifies again."""
+        only a pod the core admitted to its cluster; a pod not cached yet passed /filter with its
+        decision, which the vkubelet verifies again. Where the cached pod shows no such decision it
+        is read again: the scheduler may have seen the decision's write before this cache did (then
+        refusing would cost the pod a scheduler backoff of a second or more)."""
         cluster = self.c.inputs.virtual_nodes().get(args.Node)
         if cluster is None:
             return None
-        pod = self.c.inputs.pods.get(args.PodName, args.PodNamespace)
-        if pod is None or pod["metadata"].get("uid") != args.PodUID:
+        pod: Obj | None = self.c.inputs.pods.get(args.PodName, args.PodNamespace)
+        if pod is None or pod["metadata"].get("uid") != args.PodUID or self._admitted_to(pod, cluster):
             return None
-        decision = self.c.describer.decision_of(pod)
-        if decision is not None and decision.cluster == cluster:
+        try:
+            pod = await self.c.front.get_or_none(PODS, args.PodName, args.PodNamespace)
+        except (ApiError, aiohttp.ClientError, TimeoutError) as e:
+            return f"armada-bridge: reading pod {args.PodNamespace}/{args.PodName}: {e}"
+        if pod is not None and pod["metadata"].get("uid") == args.PodUID and self._admitted_to(pod, cluster):
             return None
         return (
             f"armada-bridge: pod {args.PodNamespace}/{args.PodName} is not admitted to remote cluster "
             f"{cluster} (node {args.Node})"
         )
+
+    def _admitted_to(self, pod: Obj, cluster: str) -> bool:
+        decision = self.c.describer.decision_of(pod)
+        return decision is not None and decision.cluster == cluster
 
     # ------------------------------------------------------------------ routes
     async def bind(self, request: web.Request) -> web.Response:
@@ -191,7 +201,7 @@ class Api:
         rate-limited one): the pod is bound, or the answer says why not and the scheduler forgets
         its assumption (extender/binding.py)."""
         args = _parsed(ExtenderBindingArgs, await _json(request))
-        why = self.bind_refusal(args)
+        why = await self.bind_refusal(args)
         if why is None:
             why = await binding.bind(self.c.front, args.PodNamespace, args.PodName, args.PodUID, args.Node)
         self.c.metrics.binds.labels(result="bound" if why is None else "refused").inc()
