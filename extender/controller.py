@@ -107,6 +107,10 @@ class Settings:
     #: A gang one member short for this long, whose PodGroup's minResources covers the missing one,
     #: is admitted with what is present (see Controller.relax_stalled_gangs).
     gang_stall_seconds: float = 30.0
+    #: A waiting reason becomes an Event once its pod has waited this long: most pods of a gang
+    #: arriving member by member, or of a burst, wait less, and an Event each was a third of the
+    #: front writes for them (kubectl describe says why a pod waits a round later).
+    explain_after_seconds: float = 2.0
     scheduling: model.SchedulingConfig = field(default_factory=model.SchedulingConfig)
     #: the kube-scheduler managed pods are pointed at (managed Kubernetes), if not their own
     scheduler_name: str | None = None
@@ -129,6 +133,7 @@ class Controller:
         self._uid_by_key: dict[str, str] = {}
         self.shell_reasons: dict[str, str] = {}
         self._posted: dict[str, str] = {}  # uid -> waiting reason last posted as an Event
+        self._waiting_since: dict[str, float] = {}  # uid -> first seen waiting (monotonic)
         self._post_again_at: dict[str, float] = {}  # uid -> not before (monotonic): its Event was lost
         self._synced_rv: dict[str, str] = {}  # pod key -> its resourceVersion when last synced
         self._status_errors: dict[str, str] = {}  # status step -> its last error, while it fails
@@ -333,6 +338,13 @@ class Controller:
             if pod is None:
                 return
         uid = pod["metadata"]["uid"]
+        if self.inputs.namespace_closing(ns) and self.describer.decision_of(pod) is None:
+            # Going with its namespace: neither placed (it would only be bound, refused by the API
+            # server, which takes no new content there, and retried until gone) nor released to
+            # the front scheduler, nor reported (Events there are refused too).
+            if uid in self.managed:
+                self._forget(uid)
+            return
         info = await self.describer.describe(pod, self.stall.relaxed)
         old = self.managed.get(uid)
         if info is not None and info.placed is not None:
@@ -396,6 +408,7 @@ class Controller:
         self.core.remove_job(uid)
         self.shell_reasons.pop(uid, None)
         self._posted.pop(uid, None)
+        self._waiting_since.pop(uid, None)
         self._refused.pop(uid, None)
         self._unwritten.pop(uid, None)
         self._post_again_at.pop(uid, None)
@@ -455,6 +468,8 @@ class Controller:
         posted = 0
         now = time.monotonic()
         for uid, reason in [*result.waiting.items(), *self.shell_reasons.items()]:
+            if now - self._waiting_since.setdefault(uid, now) < self.settings.explain_after_seconds:
+                continue  # said in a round once it has waited that long (one runs every status_interval)
             if self._posted.get(uid) != reason and posted < 200 and self._post_again_at.get(uid, 0) <= now:
                 posted += 1
                 self._posted[uid] = reason
@@ -488,6 +503,7 @@ class Controller:
         info.placed = (cluster, node)
         info.placed_at = time.monotonic()
         self._posted.pop(uid, None)
+        self._waiting_since.pop(uid, None)
         return True
 
     async def _explain(self, uid: str, reason: str) -> None:

@@ -131,6 +131,11 @@ class Inputs:
         ns = self.namespaces.get(namespace)
         return dict((ns or {}).get("metadata", {}).get("labels") or {})
 
+    def namespace_closing(self, namespace: str) -> bool:
+        """The namespace is being deleted: its pods go with it, and none can be created in it."""
+        ns = self.namespaces.get(namespace)
+        return bool(ns and ns["metadata"].get("deletionTimestamp"))
+
     def podgroups_of(self, pod: Mapping[str, Any]) -> dict[str, Obj | None]:
         """protocol name -> the PodGroup the pod names under it (None: named but not found)."""
         ns = pod["metadata"]["namespace"]

@@ -85,9 +85,9 @@ def _remote_pod(name: str, node: str, *, front_uid: str | None = None, cpu: str 
     }
 
 
-def _controller(nodes: list[Obj]) -> Controller:
+def _controller(nodes: list[Obj], settings: Settings | None = None) -> Controller:
     kube = Kube(KubeConfig(server=f"http://127.0.0.1:{_closed_port()}"), timeout=2)
-    c = Controller(kube, Settings(), Metrics(), KEY)
+    c = Controller(kube, settings or Settings(explain_after_seconds=0), Metrics(), KEY)
     _feed(c.inputs.namespaces, {"metadata": {"name": "team-a", "labels": {keys.QUEUE_LABEL: "default"}}})
     _feed(c.inputs.queues, {"metadata": {"name": "default", "uid": "q"}, "spec": {}})
     c.changes.clusters = False  # the remote cluster's watcher is made by hand below
@@ -263,6 +263,29 @@ def test_a_waiting_reason_whose_event_was_not_written_is_posted_again(cause: str
             await c.events._queue.join()
             assert _count(c, "armada_bridge_extender_events_lost_total", cause=cause) == attempt
             c._post_again_at["uid-a"] = 0.0  # ... but once EVENT_RETRY_SECONDS have passed
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_a_waiting_reason_is_said_once_the_pod_has_waited_explain_after_seconds() -> None:
+    """A pod admitted within that time (a gang's early members, a burst) gets no waiting Event."""
+
+    async def scenario() -> None:
+        c = _controller([_node("n0", cpu="1")], Settings(explain_after_seconds=0.3))
+        emitted: list[tuple[str, str]] = []
+
+        async def explain(pod: Obj, reason: str) -> None:
+            emitted.append((pod["metadata"]["name"], reason))
+
+        c.actions.explain = explain  # type: ignore[method-assign]
+        _feed(c.inputs.pods, _pod("a", annotations=KEY.annotations("uid-a", CLUSTER, "n0")))  # takes the node
+        _feed(c.inputs.pods, _pod("b"))
+        await c.round()
+        assert emitted == []
+        await asyncio.sleep(0.3)
+        await c.round()
+        assert [name for name, _ in emitted] == ["b"]
         await c.front.close()
 
     _run(scenario())
@@ -455,6 +478,44 @@ def test_nothing_new_goes_to_a_remote_cluster_being_removed() -> None:
         _feed(c.inputs.pods, _pod("a"))
         result = await c.round()
         assert not result.scheduled and "uid-a" in result.waiting
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_nothing_new_is_placed_in_a_namespace_being_deleted() -> None:
+    """Its pods go with it: placed, they would only be bound, refused by the API server (no new
+    content in a namespace being deleted) and tried again until deleted. A pod placed before keeps
+    its room until it is gone."""
+
+    async def scenario() -> None:
+        c = _controller([_node("n0", cpu="2")])
+        released: list[str] = []
+
+        async def release(pod: Obj) -> None:
+            released.append(pod["metadata"]["name"])
+
+        c.actions.release = release  # type: ignore[method-assign]
+        _feed(c.inputs.pods, _pod("placed", annotations=KEY.annotations("uid-placed", CLUSTER, "n0")))
+        for name, cpu in (("waiting", "1"), ("big", "2")):
+            gated = _pod(name, cpu=cpu)
+            gated["spec"]["schedulingGates"] = [{"name": keys.SCHEDULING_GATE}]
+            _feed(c.inputs.pods, gated)
+        assert await c.round()  # "waiting" placed (its write fails: nothing listens), "big" waits
+        assert "uid-big" in c.managed and "uid-placed" in c.managed
+        going = {
+            "metadata": {
+                "name": "team-a",
+                "labels": {keys.QUEUE_LABEL: "default"},
+                "deletionTimestamp": "2026-01-01T00:00:00Z",
+            }
+        }
+        _feed(c.inputs.namespaces, going, "MODIFIED")
+        result = await c.round()
+        assert not result.scheduled
+        assert "uid-waiting" not in c.managed and "uid-big" not in c.managed
+        assert "uid-placed" in c.managed  # still running remotely: its room stays taken
+        assert released == []  # not handed to the front scheduler either
         await c.front.close()
 
     _run(scenario())
