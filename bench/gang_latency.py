@@ -25,6 +25,7 @@ import sys
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +38,21 @@ from armada_bridge.core.quantities import parse_quantity
 from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.kube import NODES, PODS, Kube, load_config
 from bench.pods import (
+    BRIDGE_STAGES,
+    CREATED,
     RUNNING,
+    Predicate,
     Times,
     bench_pod,
+    bridge_stages,
     cleanup,
     create_namespace,
     delete_namespace,
     is_running,
     pct,
+    print_stages,
     run_cli,
+    stage_table,
     watch_stages,
 )
 
@@ -69,19 +76,26 @@ def members(gang: str, size: int) -> list[str]:
 
 
 class Watch:
-    """Running times of the pods of one namespace, watched until closed."""
+    """Running times of the pods of one namespace, and when they met the predicates of `stages`
+    (each watched in the namespace of that name of its cluster), watched until closed."""
 
-    def __init__(self, kubes: list[Kube], ns: str) -> None:
+    def __init__(
+        self, kubes: list[Kube], ns: str, stages: Sequence[tuple[Kube, Mapping[str, Predicate]]] = ()
+    ) -> None:
         self.times = Times()
         self.done = asyncio.Event()
+        watches = [(k, {RUNNING: is_running}) for k in kubes] + list(stages)
         self.tasks = [
-            asyncio.create_task(watch_stages(k, ns, {RUNNING: is_running}, self.times, self.done, 1 << 30))
-            for k in kubes
+            asyncio.create_task(watch_stages(k, ns, s, self.times, self.done, 1 << 30)) for k, s in watches
         ]
 
+    def last_at(self, stage: str, names: list[str]) -> float | None:
+        """When the last of `names` was seen at `stage` (None: not all of them yet)."""
+        seen = self.times.stages[stage]
+        return max(seen[n] for n in names) if all(n in seen for n in names) else None
+
     def all_running(self, names: list[str]) -> float | None:
-        r = self.times.running
-        return max(r[n] for n in names) if all(n in r for n in names) else None
+        return self.last_at(RUNNING, names)
 
     async def until(self, names: list[str], timeout: float) -> float:
         deadline = time.monotonic() + timeout
@@ -101,19 +115,27 @@ class Watch:
 
 async def arrive(
     kube: Kube, ns: str, gangs: list[str], size: int, gap: float, cpu: str, managed: bool, watch: Watch
-) -> list[float]:
-    """Create each gang member by member, `gap` apart (gangs concurrently); seconds from each gang's
-    last member created to all its members Running."""
+) -> Times:
+    """Create each gang member by member, `gap` apart (gangs concurrently). The gangs' times: when
+    each gang's last member was created (CREATED) and reached each stage watched (RUNNING: all
+    Running)."""
+    out = Times()
 
-    async def one(g: str) -> float:
-        for i, name in enumerate(members(g, size)):
+    async def one(g: str) -> None:
+        names = members(g, size)
+        for i, name in enumerate(names):
             if i:
                 await asyncio.sleep(gap)
             await kube.create(PODS, pod(name, cpu, (g, size), managed), ns)
-        last = time.monotonic()
-        return await watch.until(members(g, size), 300) - last
+        out.created[g] = time.monotonic()
+        await watch.until(names, 300)
+        await asyncio.sleep(0.5)  # the remote stages, seen by other watches, in too
+        for stage in list(watch.times.stages):
+            if (t := watch.last_at(stage, names)) is not None:
+                out.stages[stage][g] = t
 
-    return list(await asyncio.gather(*(one(g) for g in gangs)))
+    await asyncio.gather(*(one(g) for g in gangs))
+    return out
 
 
 async def free_cpu(kubes: dict[str, Kube]) -> dict[str, int]:
@@ -145,12 +167,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         arriving = [f"a{i}" for i in range(args.arriving)]
         print(f"baseline: {len(arriving)} gangs of {args.size} directly in {REMOTES[0]} ...", file=sys.stderr)
         w = Watch([remote], ns_direct)
-        direct = await arrive(remote, ns_direct, arriving, args.size, args.gap, args.cpu, False, w)
+        direct = (await arrive(remote, ns_direct, arriving, args.size, args.gap, args.cpu, False, w)).between(
+            CREATED, RUNNING
+        )
         await w.close()
 
         print("arrival: the same gangs, managed, in the front cluster ...", file=sys.stderr)
-        w = Watch([front], ns_arrive)
-        arrival = await arrive(front, ns_arrive, arriving, args.size, args.gap, args.cpu, True, w)
+        w = Watch([front], ns_arrive, bridge_stages(front, [kubes[c] for c in REMOTES]))
+        arrived = await arrive(front, ns_arrive, arriving, args.size, args.gap, args.cpu, True, w)
+        arrival = arrived.between(CREATED, RUNNING)
         await w.close()
         await delete_namespace(kubes, ns_arrive)
 
@@ -206,6 +231,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "direct_p99_s": pct(direct, 0.99),
         "arrival_p50_s": pct(arrival, 0.5),
         "arrival_p99_s": pct(arrival, 0.99),
+        "arrival_stages": stage_table(arrived, BRIDGE_STAGES),
         "load_average_1m": os.getloadavg()[0],
         "cores": os.cpu_count(),
     }
@@ -246,6 +272,7 @@ def main() -> None:
         f"  arrival (last member created -> all Running)          : p50 {r['arrival_p50_s']:.2f}s "
         f"p99 {r['arrival_p99_s']:.2f}s  ({r['arrival_p50_ratio']:.1f}x / {r['arrival_p99_ratio']:.1f}x direct)"
     )
+    print_stages({"arriving gang (its last member at each stage)": r["arrival_stages"]})
     if "freeing_p50_s" in r:
         print(
             f"  freeing (blocker deleted -> gang all Running, {r['freeing_gangs']} gangs): "

@@ -35,16 +35,19 @@ from armada_bridge import keys
 from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.kube import PODS, Kube, load_config
 from bench.pods import (
+    BOUND,
+    BRIDGE_STAGES,
     CREATED,
     RUNNING,
     Times,
     batch_times,
     bench_pod,
+    bridge_stages,
     cleanup,
     create_namespace,
     delete_namespace,
     free_slots,
-    is_running,
+    is_bound,
     pct,
     print_stages,
     run_cli,
@@ -52,18 +55,7 @@ from bench.pods import (
 )
 
 REMOTES = ("remote-1", "remote-2")
-# Where a pod is on its way, as watched: front stages, then remote ones.
-DECIDED, BOUND, REMOTE_CREATED, REMOTE_RUNNING = "decided", "bound", "remote created", "remote running"
-BRIDGE_STAGES = (CREATED, DECIDED, BOUND, REMOTE_CREATED, REMOTE_RUNNING, RUNNING)
 DIRECT_STAGES = (CREATED, BOUND, RUNNING)
-
-
-def _bound(pod: dict[str, Any]) -> bool:
-    return bool(pod["spec"].get("nodeName"))
-
-
-def _decided(pod: dict[str, Any]) -> bool:
-    return bool((pod["metadata"].get("annotations") or {}).get(keys.ASSIGNED_CLUSTER))
 
 
 Unit = tuple[str, int]  # name, pods (1: a single pod)
@@ -153,7 +145,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             remote,
             ns_direct,
             timeout=args.timeout,
-            stages=[(k, {BOUND: _bound}) for k in remote],
+            stages=[(k, {BOUND: is_bound}) for k in remote],
         )
         await delete_namespace(kubes, ns_direct)
         await create_namespace(kubes["front"], ns_bridge)
@@ -168,8 +160,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             [front],
             ns_bridge,
             timeout=args.timeout,
-            stages=[(front, {DECIDED: _decided, BOUND: _bound})]
-            + [(kubes[c], {REMOTE_CREATED: lambda _: True, REMOTE_RUNNING: is_running}) for c in REMOTES],
+            stages=bridge_stages(front, [kubes[c] for c in REMOTES]),
         )
         listed = (await front.list(PODS, ns_bridge))["items"]
         spread = Counter(

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, S
 from dataclasses import dataclass, field
 from typing import Any
 
+from armada_bridge import keys
 from armada_bridge.contract.capacity import open_to_all
 from armada_bridge.kube import NAMESPACES, NODES, PODS, SERVICEACCOUNTS, Kube
 
@@ -68,10 +69,30 @@ Pod = dict[str, Any]
 Predicate = Callable[[Pod], bool]
 CREATED = "created"  # when the benchmark sent the create
 RUNNING = "running"  # when a watcher saw the pod Running
+# Where a managed pod is on its way, as watched: front stages, then remote ones.
+DECIDED, BOUND, REMOTE_CREATED, REMOTE_RUNNING = "decided", "bound", "remote created", "remote running"
+BRIDGE_STAGES = (CREATED, DECIDED, BOUND, REMOTE_CREATED, REMOTE_RUNNING, RUNNING)
 
 
 def is_running(pod: Pod) -> bool:
     return bool(pod.get("status", {}).get("phase") == "Running")
+
+
+def is_bound(pod: Pod) -> bool:
+    return bool(pod["spec"].get("nodeName"))
+
+
+def is_decided(pod: Pod) -> bool:
+    """The core's decision is written on the pod (the cluster it runs in)."""
+    return bool((pod["metadata"].get("annotations") or {}).get(keys.ASSIGNED_CLUSTER))
+
+
+def bridge_stages(front: Kube, remotes: Iterable[Kube]) -> list[tuple[Kube, dict[str, Predicate]]]:
+    """What to watch where to time BRIDGE_STAGES but RUNNING (watched by the caller): the front's
+    decision and bind, the remote pod's creation and Running (in the namespace of the same name)."""
+    return [(front, {DECIDED: is_decided, BOUND: is_bound})] + [
+        (k, {REMOTE_CREATED: lambda _: True, REMOTE_RUNNING: is_running}) for k in remotes
+    ]
 
 
 @dataclass
