@@ -9,7 +9,6 @@ decision, so a restarted extender rebuilds exactly what it had decided.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import defaultdict
@@ -29,6 +28,7 @@ from armada_bridge.core.stall import StallRule, Waiting
 from armada_bridge.kube import ApiError, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import key_of
+from armada_bridge.kube.lifecycle import wait_set
 from armada_bridge.kube.resources import VOLCANO_PODGROUPS
 from extender import translate
 from extender.actions import Actions, Written
@@ -162,8 +162,7 @@ class Controller:
         last_status, last_resync = 0.0, time.monotonic()
         try:
             while True:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.changes.wake.wait(), timeout=self.settings.status_interval)
+                await wait_set(self.changes.wake, self.settings.status_interval)
                 await asyncio.sleep(self.backoff())
                 self.changes.wake.clear()
                 if time.monotonic() - last_resync >= self.settings.resync_interval:

@@ -125,7 +125,8 @@ class Inputs:
 
     async def wait_synced(self, timeout: float = 60) -> None:
         essential = (self.pods, self.namespaces, self.queues, self.remote_clusters, self.vnodes)
-        await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in essential)), timeout=timeout)
+        async with asyncio.timeout(timeout):  # not wait_for: see lifecycle.wait_set
+            await asyncio.gather(*(i.synced.wait() for i in essential))
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         ns = self.namespaces.get(namespace)

@@ -5,7 +5,6 @@ block: each runs in its own tasks and fails alone."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +26,7 @@ from armada_bridge.kube import (
 )
 from armada_bridge.kube.events import pod_ref
 from armada_bridge.kube.informer import Informer
+from armada_bridge.kube.lifecycle import wait_set
 from armada_bridge.kube.resources import CORE_EVENTS
 from armada_bridge.kube.shapes import Shape
 from vkubelet import deps
@@ -272,8 +272,7 @@ class ClusterAgent:
 
     async def _mirror_loop(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.mirror_dirty.wait(), MIRROR_RESYNC_SECONDS)
+            await wait_set(self.mirror_dirty, MIRROR_RESYNC_SECONDS)
             self.mirror_dirty.clear()
             await asyncio.sleep(0.2)  # let a burst of changes settle
             if self.pods is None or not self.reachable:

@@ -10,7 +10,6 @@ grace period would take minutes), and both recover when it answers again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import Any, Protocol
 from armada_bridge.contract.capacity import Capacity
 from armada_bridge.contract.remotecluster import RemoteClusterSpec
 from armada_bridge.kube import ApiError, Kube
-from armada_bridge.kube.lifecycle import run_together
+from armada_bridge.kube.lifecycle import run_together, wait_set
 from armada_bridge.kube.resources import REMOTECLUSTERS
 from armada_bridge.kube.times import now, rfc3339
 from vkubelet.metrics import METRICS
@@ -111,8 +110,7 @@ class Heartbeat:
     async def run(self) -> None:
         # Give the remote side a moment to connect and list, so a (re)started vkubelet's first
         # node write is already the truth.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.src.synced.wait(), STARTUP_WAIT_SECONDS)
+        await wait_set(self.src.synced, STARTUP_WAIT_SECONDS)
         loops = [self._ping_loop, self._status_loop, self._lease_loop, self._cluster_status_loop]
         await run_together(_forever(f"{self.src.name}/{f.__name__}", f) for f in loops)
 

@@ -31,6 +31,7 @@ from armada_bridge.kube import (
     Kube,
 )
 from armada_bridge.kube.informer import Informer
+from armada_bridge.kube.lifecycle import wait_set
 from armada_bridge.kube.resources import REMOTECLUSTERS
 from armada_bridge.kube.times import now, rfc3339
 from vkubelet import deps
@@ -124,8 +125,7 @@ class Manager:
             await asyncio.gather(*(i.synced.wait() for i in informers))
             log.info("front informers synced; %d RemoteCluster(s)", len(self.clusters.cache))
             while True:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._dirty.wait(), RECHECK_SECONDS)
+                await wait_set(self._dirty, RECHECK_SECONDS)
                 self._dirty.clear()
                 try:
                     await self.reconcile()

@@ -23,6 +23,18 @@ def hostport(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
+async def wait_set(event: asyncio.Event, timeout: float) -> bool:
+    """Wait until `event` is set or `timeout` seconds pass (False). Not asyncio.wait_for: on Python
+    3.11 it returns instead of raising when cancelled just as the event is set, and a loop around it
+    then outlives its cancellation (a component that never stops on SIGTERM)."""
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
 async def run_together(coros: Iterable[Coroutine[Any, Any, Any]]) -> None:
     """Run the coroutines as tasks until one ends (its error raised); the others are cancelled."""
     tasks = [asyncio.create_task(c) for c in coros]
