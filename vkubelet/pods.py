@@ -410,14 +410,14 @@ class PodController:
             await self._wait(front, "MirrorWaiting", f"waiting for {', '.join(problems)} (front cluster)")
             return
         body = remote_pod.remote_pod(front)
-        if self.tokens is not None:
-            try:
-                body = await self.tokens.prepare(front, body)
-            except TokenUnavailable as e:
-                await self._wait(front, "FrontTokenWaiting", str(e))
-                return
         try:
-            created = await self.remote.create(PODS, body)
+            if self.tokens is None:
+                created = await self.remote.create(PODS, body)
+            else:
+                created = await self.tokens.create(front, body, self._token_waiting)
+        except TokenUnavailable as e:
+            await self._wait(front, "FrontTokenWaiting", str(e))
+            return
         except ApiError as e:
             if e.conflict:
                 await self._name_taken(front)
@@ -437,6 +437,10 @@ class PodController:
         self.remote_pods.remember(created)
         # The front status (and its "remote pod exists" marker) follows from the remote informer's
         # events, one write per remote state rather than one more here.
+
+    async def _token_waiting(self, front: Obj, message: str) -> None:
+        """The remote pod was created but its front token not issued: it waits for it remotely."""
+        await self.recorder.pod_event(front, "Warning", "FrontTokenWaiting", message)
 
     async def _name_taken(self, front: Obj) -> None:
         """A remote pod of that name exists: ours (informer lag), a stale one of ours, or not ours."""

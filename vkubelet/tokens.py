@@ -4,11 +4,12 @@ KUBERNETES_SERVICE_HOST/PORT.
 
 For a front pod that mounts a ServiceAccount token (its `kube-api-access-*` volume, which the
 ServiceAccount admission adds unless the pod or its ServiceAccount opts out), the vkubelet asks the
-front apiserver for a token bound to the front pod (TokenRequest), keeps it in a remote Secret named
-after the front pod's UID (keys token, ca.crt, namespace), mounts that Secret where the front pod
-mounted its token, renews it at 80% of its lifetime (like the kubelet) and deletes it with the pod
-(and the remote garbage collector does too, through its owner reference to the remote pod). The
-token dies with the front pod anyway: it is bound to it.
+front apiserver for a token bound to the front pod (TokenRequest) while it creates the remote pod,
+keeps it in a remote Secret named after the front pod's UID (keys token, ca.crt, namespace) and
+owned by the remote pod, mounts that Secret where the front pod mounted its token, renews it at 80%
+of its lifetime (like the kubelet), issues it again if it goes missing, and deletes it with the pod
+(and the remote garbage collector does too, through the owner reference). The token dies with the
+front pod anyway: it is bound to it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import base64
 import copy
 import datetime as dt
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -27,7 +28,7 @@ from armada_bridge import keys
 from armada_bridge.certs import is_ip
 from armada_bridge.contract.pods import is_terminal
 from armada_bridge.contract.remotecluster import FrontApi
-from armada_bridge.kube import CONFIGMAPS, SECRETS, ApiError, Kube, Resource
+from armada_bridge.kube import CONFIGMAPS, PODS, SECRETS, ApiError, Kube, Resource
 from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.times import now, rfc3339
 from vkubelet.workqueue import WorkQueue
@@ -191,6 +192,8 @@ class FrontTokens:
         self.on_error = on_error
         self.queue = WorkQueue(f"tokens/{cluster}")
         self._ca: dict[str, tuple[float, str]] = {}  # namespace -> (when read, front CA)
+        self._issuing: set[str] = set()  # keys of Secrets being created with their pods
+        self.remote_pods = remote_pods
         secrets.add_handler(lambda _kind, s: self.queue.add(_key(s)))
         front_pods.add_handler(self._on_front_pod)
         remote_pods.add_handler(self._on_remote_pod)
@@ -201,40 +204,74 @@ class FrontTokens:
             self.queue.add(f"{md['namespace']}/{secret_name(md['uid'])}")
 
     def _on_remote_pod(self, kind: str, pod: Obj) -> None:
-        """A new remote pod owns its Secret (created just before it)."""
+        """A new remote pod has its Secret, or is given it."""
         uid = (pod["metadata"].get("labels") or {}).get(keys.FRONT_UID)
         if kind == "ADDED" and uid:
             self.queue.add(f"{pod['metadata']['namespace']}/{secret_name(uid)}")
 
     # ---------------------------------------------------------------- pod creation
-    async def prepare(self, front: Obj, body: Obj) -> Obj:
-        """The remote pod to create for `front`, with the front API when the RemoteCluster wants it
-        (its Secret created first, so the pod starts with its token). TokenUnavailable: not yet."""
+    async def create(self, front: Obj, body: Obj, waiting: Callable[[Obj, str], Awaitable[None]]) -> Obj:
+        """Create the remote pod `body` for `front`, with the front API when the RemoteCluster wants
+        it: its token is requested while the pod is created, then its Secret created owned by the
+        pod (one remote write, no round trip before the pod's). TokenUnavailable before anything is
+        created: the front CA is not published yet. A token refused after the pod was created is
+        said through `waiting` and issued again from the queue (the pod waits for its Secret)."""
         spec = self.spec()
-        if not spec.enabled:
-            return body
-        volume = token_volume(front)
-        if volume is None:
-            return with_front_api(body, front, "", endpoint_for(spec, self.front.config.server))
+        endpoint = endpoint_for(spec, self.front.config.server)
+        volume = token_volume(front) if spec.enabled else None
         md = front["metadata"]
         name = secret_name(md["uid"])
-        if self.secrets.get(name, md["namespace"]) is None:
+        if volume is None or self.secrets.get(name, md["namespace"]) is not None:
+            if spec.enabled:
+                body = with_front_api(body, front, name if volume is not None else "", endpoint)
+            return await self.remote.create(PODS, body)
+        await self._front_ca(md["namespace"])
+        key = f"{md['namespace']}/{name}"
+        self._issuing.add(key)
+        try:
+            issued = asyncio.ensure_future(self._issue(front, volume, spec))
             try:
-                secret = await self._issue(front, volume, spec)
-            except ApiError as e:
-                if e.status not in (400, 403, 404, 422):
-                    raise
-                sa = front["spec"].get("serviceAccountName") or "default"
-                raise TokenUnavailable(
-                    f"no front token for ServiceAccount {md['namespace']}/{sa}: {e.message}"
-                ) from e
+                pod = await self.remote.create(PODS, with_front_api(body, front, name, endpoint))
+            except BaseException:
+                issued.cancel()
+                raise
             try:
-                created = await self.remote.create(SECRETS, secret)
-                self.secrets.remember(created)
-            except ApiError as e:
-                if not e.conflict:
-                    raise
-        return with_front_api(body, front, name, endpoint_for(spec, self.front.config.server))
+                await self._store(await issued, pod)
+            except (ApiError, OSError, TimeoutError, TokenUnavailable) as e:
+                self.on_error("token")
+                log.warning("%s: front API token %s: %s", self.cluster, key, e)
+                await waiting(front, f"the remote pod waits for its front API token: {e}")
+                self.queue.retry(key)
+            return pod
+        finally:
+            self._issuing.discard(key)
+
+    async def _provide(self, namespace: str, name: str) -> None:
+        """The Secret of a remote pod created without one (its token refused then, or the Secret
+        deleted since): issued now, unless the pod is on its way out or no longer wants it."""
+        if f"{namespace}/{name}" in self._issuing:
+            return  # being created with its pod
+        uid = name.removeprefix(SECRET_PREFIX)
+        front, remote = self.pods.front_pod(uid), self.pods.remote_pod(uid)
+        if front is None or remote is None or not self.spec().enabled:
+            return
+        if any(is_terminal(p) or p["metadata"].get("deletionTimestamp") for p in (front, remote)):
+            return
+        volume = token_volume(front)
+        if volume is not None:
+            await self._store(await self._issue(front, volume, self.spec()), remote)
+            log.info("%s: front API token of %s/%s issued again", self.cluster, namespace, name)
+
+    async def _store(self, secret: Obj, pod: Obj) -> None:
+        """Create the token Secret, owned by the remote pod that mounts it (collected with it)."""
+        md = pod["metadata"]
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": md["name"], "uid": md["uid"]}
+        secret["metadata"]["ownerReferences"] = [owner]
+        try:
+            self.secrets.remember(await self.remote.create(SECRETS, secret))
+        except ApiError as e:
+            if not e.conflict:
+                raise
 
     async def _issue(self, front: Obj, volume: Obj, spec: FrontApi) -> Obj:
         md = front["metadata"]
@@ -252,9 +289,16 @@ class FrontTokens:
             request["spec"]["audiences"] = audiences
         sa = front["spec"].get("serviceAccountName") or "default"
         issued = now()
-        answer = await self.front.request(
-            "POST", TOKENREQUEST.path(md["namespace"], sa, "token"), body=request
-        )
+        try:
+            answer = await self.front.request(
+                "POST", TOKENREQUEST.path(md["namespace"], sa, "token"), body=request
+            )
+        except ApiError as e:
+            if e.status not in (400, 403, 404, 422):
+                raise
+            raise TokenUnavailable(
+                f"no front token for ServiceAccount {md['namespace']}/{sa}: {e.message}"
+            ) from e
         status = answer.get("status") or {}
         renew = issued + dt.timedelta(seconds=seconds * REFRESH_FRACTION)
         ca = await self._front_ca(md["namespace"])
@@ -281,6 +325,8 @@ class FrontTokens:
             while True:
                 for s in self.secrets.items():
                     self.queue.add(_key(s))
+                for p in self.remote_pods.items():
+                    self._on_remote_pod("ADDED", p)
                 await asyncio.sleep(RESYNC_SECONDS)
 
         ticker = asyncio.create_task(resync(), name=f"{self.cluster}/tokens-resync")
@@ -302,6 +348,7 @@ class FrontTokens:
         ns, _, name = key.partition("/")
         secret = self.secrets.get(name, ns)
         if secret is None:
+            await self._provide(ns, name)
             return
         md = secret["metadata"]
         uid = (md.get("labels") or {}).get(keys.FRONT_UID, "")
@@ -312,7 +359,7 @@ class FrontTokens:
             log.info("%s: front API token of %s deleted", self.cluster, key)
             return
         remote = self.pods.remote_pod(uid)
-        if remote is not None and not md.get("ownerReferences"):
+        if remote is not None and not md.get("ownerReferences"):  # made before its pod (earlier versions)
             owner = {"apiVersion": "v1", "kind": "Pod", "name": remote["metadata"]["name"]}
             owner["uid"] = remote["metadata"]["uid"]
             patch = {"metadata": {"ownerReferences": [owner], "resourceVersion": md["resourceVersion"]}}

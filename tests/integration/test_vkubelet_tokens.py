@@ -125,6 +125,20 @@ def test_remote_pod_sees_the_front_api(
     assert due > dt.datetime.now(dt.UTC)
     assert _whoami(_client(vkubelet, renewed, tmp_path)).username == user.username
 
+    # Deleted by someone: issued again, owned by the remote pod (a restarted container mounts it).
+    remote1.delete_namespaced_secret(renewed.metadata.name, namespace)
+    renewed = wait_for(
+        "token Secret issued again",
+        lambda: (
+            (s := _secret(remote1, namespace, uid)) is not None
+            and s.metadata.uid != renewed.metadata.uid
+            and s
+        ),
+        timeout=30,
+    )
+    assert renewed.metadata.owner_references[0].uid == rpod.metadata.uid
+    assert _whoami(_client(vkubelet, renewed, tmp_path)).username == user.username
+
     # Pods the remote pod creates with it are front pods, scheduled through the extender.
     rbac = k8s.RbacAuthorizationV1Api(cluster_api("front"))
     rbac.create_namespaced_role(
