@@ -199,7 +199,7 @@ class FrontTokens:
         remote_pods.add_handler(self._on_remote_pod)
 
     def _on_front_pod(self, kind: str, pod: Obj) -> None:
-        if kind == "DELETED" or is_terminal(pod) or pod["metadata"].get("deletionTimestamp"):
+        if kind == "DELETED" or _ending(pod):
             md = pod["metadata"]
             self.queue.add(f"{md['namespace']}/{secret_name(md['uid'])}")
 
@@ -234,6 +234,7 @@ class FrontTokens:
                 pod = await self.remote.create(PODS, with_front_api(body, front, name, endpoint))
             except BaseException:
                 issued.cancel()
+                await asyncio.gather(issued, return_exceptions=True)  # its error is not ours to log
                 raise
             try:
                 await self._store(await issued, pod)
@@ -253,20 +254,17 @@ class FrontTokens:
             return  # being created with its pod
         uid = name.removeprefix(SECRET_PREFIX)
         front, remote = self.pods.front_pod(uid), self.pods.remote_pod(uid)
-        if front is None or remote is None or not self.spec().enabled:
-            return
-        if any(is_terminal(p) or p["metadata"].get("deletionTimestamp") for p in (front, remote)):
+        spec = self.spec()
+        if front is None or remote is None or not spec.enabled or _ending(front) or _ending(remote):
             return
         volume = token_volume(front)
         if volume is not None:
-            await self._store(await self._issue(front, volume, self.spec()), remote)
+            await self._store(await self._issue(front, volume, spec), remote)
             log.info("%s: front API token of %s/%s issued again", self.cluster, namespace, name)
 
     async def _store(self, secret: Obj, pod: Obj) -> None:
         """Create the token Secret, owned by the remote pod that mounts it (collected with it)."""
-        md = pod["metadata"]
-        owner = {"apiVersion": "v1", "kind": "Pod", "name": md["name"], "uid": md["uid"]}
-        secret["metadata"]["ownerReferences"] = [owner]
+        secret["metadata"]["ownerReferences"] = [_owner(pod)]
         try:
             self.secrets.remember(await self.remote.create(SECRETS, secret))
         except ApiError as e:
@@ -353,16 +351,16 @@ class FrontTokens:
         md = secret["metadata"]
         uid = (md.get("labels") or {}).get(keys.FRONT_UID, "")
         front = self.pods.front_pod(uid)
-        if front is None or is_terminal(front) or front["metadata"].get("deletionTimestamp"):
+        if front is None or _ending(front):
             await self.remote.delete(SECRETS, name, ns, body={"preconditions": {"uid": md["uid"]}})
             self.secrets.cache.pop(key, None)
             log.info("%s: front API token of %s deleted", self.cluster, key)
             return
         remote = self.pods.remote_pod(uid)
         if remote is not None and not md.get("ownerReferences"):  # made before its pod (earlier versions)
-            owner = {"apiVersion": "v1", "kind": "Pod", "name": remote["metadata"]["name"]}
-            owner["uid"] = remote["metadata"]["uid"]
-            patch = {"metadata": {"ownerReferences": [owner], "resourceVersion": md["resourceVersion"]}}
+            patch = {
+                "metadata": {"ownerReferences": [_owner(remote)], "resourceVersion": md["resourceVersion"]}
+            }
             await self._patch(name, ns, patch, md["uid"])
             return  # the update brings us back
         due = refresh_at(secret)
@@ -391,6 +389,15 @@ class FrontTokens:
             if not (e.conflict or e.uid_mismatch):
                 raise
             self.queue.add_after(f"{namespace}/{name}", 1.0)  # changed meanwhile: look again
+
+
+def _owner(pod: Obj) -> Obj:
+    md = pod["metadata"]
+    return {"apiVersion": "v1", "kind": "Pod", "name": md["name"], "uid": md["uid"]}
+
+
+def _ending(pod: Obj) -> bool:
+    return is_terminal(pod) or bool(pod["metadata"].get("deletionTimestamp"))
 
 
 def _key(secret: Obj) -> str:
