@@ -49,6 +49,12 @@ class Metrics:
             ["cluster", "kind", "op"],
             registry=r,
         )
+        self.events_dropped = Counter(
+            "vkubelet_remote_events_dropped_total",
+            "Remote pod Events not reflected to the front because too many were waiting",
+            ["cluster"],
+            registry=r,
+        )
         self.cluster_ready = Gauge(
             "vkubelet_remote_cluster_ready", "1 while the remote API answers", ["cluster"], registry=r
         )

@@ -10,11 +10,12 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from armada_bridge import keys
-from armada_bridge.contract.pods import is_terminal
+from armada_bridge.contract.capacity import running_on_node
+from armada_bridge.contract.pods import TERMINAL_PHASES, is_terminal
 from armada_bridge.contract.remotecluster import HostAccess, RemoteClusterSpec
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.informer import Informer, key_of
@@ -91,7 +92,11 @@ class PodController:
         self.on_error = on_error
         self.queue = WorkQueue(f"pods/{cluster}")
         self.front_key: dict[str, str] = {}  # front pod UID -> namespace/name
+        self.front_phase: dict[str, str] = {}  # front pod UID -> its phase (the cache is packed)
         self.remote_key: dict[str, str] = {}  # front pod UID -> namespace/name of its remote pod
+        # front pod UID -> the node its remote pod takes room on (bound there, not finished): what is
+        # counted every few seconds, kept beside the packed cache
+        self.remote_node: dict[str, str] = {}
         self.last_remote: dict[str, Obj] = {}  # front pod UID -> last state of a deleted remote pod
         self._warned: dict[str, str] = {}  # front pod UID -> last waiting message (one Event per change)
         self._created: dict[str, float] = {}  # front pod UID -> when we created its remote pod (monotonic)
@@ -104,8 +109,10 @@ class PodController:
         uid = _uid(pod)
         if kind == "DELETED":
             self.front_key.pop(uid, None)
+            self.front_phase.pop(uid, None)
         else:
             self.front_key[uid] = key_of(pod)
+            self.front_phase[uid] = (pod.get("status") or {}).get("phase") or "Pending"
         self.queue.add(uid)
 
     def _on_remote(self, kind: str, pod: Obj) -> None:
@@ -115,10 +122,15 @@ class PodController:
         if kind == "DELETED":
             if self.remote_key.get(uid) == key_of(pod):
                 self.remote_key.pop(uid, None)
+                self.remote_node.pop(uid, None)
             if (pod.get("spec") or {}).get("nodeName"):  # it may have run: never again
                 self.last_remote[uid] = pod
         else:
             self.remote_key[uid] = key_of(pod)
+            if running_on_node(pod):
+                self.remote_node[uid] = pod["spec"]["nodeName"]
+            else:
+                self.remote_node.pop(uid, None)
         self.queue.add(uid)
 
     def enqueue_all(self) -> None:
@@ -139,10 +151,26 @@ class PodController:
         pod = self.remote_pods.cache.get(key) if key else None
         return pod if pod is not None and _front_uid_label(pod) == uid else None
 
-    def live_front_pods(self) -> list[Obj]:
+    def _live(self) -> list[str]:
+        return [uid for uid, phase in self.front_phase.items() if phase not in TERMINAL_PHASES]
+
+    def live_front_pods(self) -> Iterator[Obj]:
         """Front pods that run or are about to (their mirrors are needed): every non-terminal one,
-        so a mirror made for a pod being created is never collected under its feet."""
-        return [p for p in self.front_pods.items() if not is_terminal(p)]
+        so a mirror made for a pod being created is never collected under its feet. One at a
+        time, each read from the packed cache as it is reached: a pass over thousands never holds
+        them all."""
+        for uid in self._live():
+            pod = self.front_pod(uid)
+            if pod is not None:
+                yield pod
+
+    def remote_namespaces(self) -> dict[str, str]:
+        """Front pod UID -> the namespace of its remote pod, for every remote pod of ours."""
+        return {uid: key.partition("/")[0] for uid, key in self.remote_key.items()}
+
+    def live_front_namespaces(self) -> set[str]:
+        """The namespaces of :meth:`live_front_pods`, read from their keys."""
+        return {key.partition("/")[0] for uid in self._live() if (key := self.front_key.get(uid))}
 
     # ---------------------------------------------------------------- reconcile
     async def _sync(self, uid: str) -> None:
@@ -470,8 +498,7 @@ class PodController:
     # ---------------------------------------------------------------- gauges
     def report(self) -> int:
         counts: dict[str, int] = {"Pending": 0, "Running": 0, "Succeeded": 0, "Failed": 0, "Unknown": 0}
-        for p in self.front_pods.items():
-            phase = (p.get("status") or {}).get("phase") or "Pending"
+        for phase in self.front_phase.values():
             counts[phase] = counts.get(phase, 0) + 1
         for phase, n in counts.items():
             METRICS.pods.labels(self.cluster, phase).set(n)

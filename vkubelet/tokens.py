@@ -166,6 +166,7 @@ def refresh_at(secret: Obj) -> dt.datetime | None:
 class Pods(Protocol):
     def front_pod(self, uid: str) -> Obj | None: ...
     def remote_pod(self, uid: str) -> Obj | None: ...
+    def remote_namespaces(self) -> dict[str, str]: ...
 
 
 class FrontTokens:
@@ -193,7 +194,6 @@ class FrontTokens:
         self.queue = WorkQueue(f"tokens/{cluster}")
         self._ca: dict[str, tuple[float, str]] = {}  # namespace -> (when read, front CA)
         self._issuing: set[str] = set()  # keys of Secrets being created with their pods
-        self.remote_pods = remote_pods
         secrets.add_handler(lambda _kind, s: self.queue.add(_key(s)))
         front_pods.add_handler(self._on_front_pod)
         remote_pods.add_handler(self._on_remote_pod)
@@ -323,8 +323,8 @@ class FrontTokens:
             while True:
                 for s in self.secrets.items():
                     self.queue.add(_key(s))
-                for p in self.remote_pods.items():
-                    self._on_remote_pod("ADDED", p)
+                for uid, namespace in self.pods.remote_namespaces().items():
+                    self.queue.add(f"{namespace}/{secret_name(uid)}")
                 await asyncio.sleep(RESYNC_SECONDS)
 
         ticker = asyncio.create_task(resync(), name=f"{self.cluster}/tokens-resync")

@@ -8,7 +8,7 @@ pod slots included), never below zero.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,13 +72,18 @@ class Capacity:
 
 
 def cluster_capacity(
-    nodes: Iterable[Obj], others: Iterable[Obj], ours: Iterable[tuple[Obj, Obj]] = ()
+    nodes: Iterable[Obj],
+    others: Iterable[Obj],
+    ours: Iterable[tuple[str, str]] = (),
+    front_of: Callable[[str], Obj | None] = lambda _: None,
 ) -> Capacity:
     """A cluster's usable nodes summed: capacity, and allocatable minus what `others` (pods
     admitted there) use. A node whose quantities cannot be read is left out.
 
-    `ours` are the bridge's pods in this cluster, each as (remote pod, front pod: the one whose
-    spec says what it uses): the front counts all of them against the virtual node's allocatable,
+    `ours` are the bridge's pods that take room in this cluster, as (front pod UID, the node its
+    remote pod is bound to), and `front_of` gives a front pod by UID (its spec says what the pod
+    uses; looked up only for those on nodes left out, and a pod without one is not counted): the
+    front counts all of them against the virtual node's allocatable,
     so those running on nodes left out (cordoned, not Ready) add what they use, and the room the
     front sees is the room on the usable nodes (else draining a node would make the front's
     scheduler refuse pods the core placed on the others)."""
@@ -101,9 +106,11 @@ def cluster_capacity(
         if running_on_node(p) and p["spec"]["nodeName"] in names:
             add_into(used, admitted_pod_usage(p))
     left = free(alloc, used)
-    for remote, front in ours:
-        if running_on_node(remote) and remote["spec"]["nodeName"] not in names:
-            add_into(left, admitted_pod_usage(front))
+    for uid, node in ours:
+        if node not in names:
+            front = front_of(uid)
+            if front is not None:
+                add_into(left, admitted_pod_usage(front))
     return Capacity(
         {k: format_quantity(k, v) for k, v in sorted(cap.items())},
         {k: format_quantity(k, v) for k, v in sorted(left.items())},

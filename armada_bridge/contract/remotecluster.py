@@ -9,7 +9,6 @@ import enum
 from typing import Any
 
 import yaml
-from kubernetes.config.config_exception import ConfigException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from armada_bridge import keys
@@ -117,7 +116,7 @@ async def kubeconfig_of(front: Kube, spec: RemoteClusterSpec) -> tuple[KubeConfi
         raise RemoteClusterError(f"{where} has no key {ref.key!r}")
     try:
         config = load_config(yaml.safe_load(base64.b64decode(raw)))
-    except (binascii.Error, yaml.YAMLError, ConfigException, ValueError, TypeError, KeyError, OSError) as e:
+    except (binascii.Error, yaml.YAMLError, ValueError, TypeError, KeyError, OSError) as e:
         raise RemoteClusterError(f"{where} key {ref.key!r} is not a usable kubeconfig: {e}") from e
     return config, str(secret["metadata"].get("resourceVersion") or "")
 

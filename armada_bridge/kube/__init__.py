@@ -1,6 +1,7 @@
 """A small asyncio Kubernetes client on aiohttp: REST calls, watches, informers."""
 
-from armada_bridge.kube.client import ApiError, Kube, KubeConfig, load_config
+from armada_bridge.kube.client import ApiError, Kube, KubeConfig
+from armada_bridge.kube.kubeconfig import KubeconfigError, load_config
 from armada_bridge.kube.resources import (
     CONFIGMAPS,
     EVENTS,
@@ -27,6 +28,7 @@ __all__ = [
     "ApiError",
     "Kube",
     "KubeConfig",
+    "KubeconfigError",
     "Resource",
     "load_config",
 ]

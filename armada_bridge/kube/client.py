@@ -1,4 +1,5 @@
-"""Kubernetes REST over aiohttp: kubeconfig loading, typed errors, watches and streams.
+"""Kubernetes REST over aiohttp: typed errors, watches and streams (kubeconfig loading:
+:mod:`armada_bridge.kube.kubeconfig`).
 
 Objects are plain dicts as the API server sends them: the bridge copies pods and other objects
 between clusters, so it keeps every field it does not know about.
@@ -23,8 +24,6 @@ from types import TracebackType
 from typing import Any
 
 import aiohttp
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
 from multidict import CIMultiDict
 
 from armada_bridge.kube.resources import Resource
@@ -99,49 +98,6 @@ class RetryPolicy:
 
 RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "PATCH"})
-
-
-def load_config(
-    kubeconfig: str | Path | dict[str, Any] | None = None,
-    context: str | None = None,
-    *,
-    credentials: bool = True,
-) -> KubeConfig:
-    """From a kubeconfig (a file, or its parsed content), else $KUBECONFIG, else in-cluster.
-
-    Without ``credentials``: the server and the CA that verifies it only, no client certificate and
-    no token, for requests made with someone else's token (kube-apiserver authenticates a client
-    certificate before a token, so one left on the connection would speak instead of the token)."""
-    c = k8s_client.Configuration()
-    path = kubeconfig or os.environ.get("KUBECONFIG")
-    if isinstance(path, dict):
-        k8s_config.load_kube_config_from_dict(path, context=context, client_configuration=c)
-    elif path:
-        k8s_config.load_kube_config(config_file=str(path), context=context, client_configuration=c)
-    else:
-        k8s_config.load_incluster_config(client_configuration=c)
-    ctx: ssl.SSLContext | bool = True
-    if c.host.startswith("https"):
-        sctx = (
-            ssl.create_default_context(cafile=c.ssl_ca_cert)
-            if c.ssl_ca_cert
-            else ssl.create_default_context()
-        )
-        if credentials and c.cert_file and c.key_file:
-            sctx.load_cert_chain(c.cert_file, c.key_file)
-        if not c.verify_ssl:
-            sctx.check_hostname = False
-            sctx.verify_mode = ssl.CERT_NONE
-        ctx = sctx
-    headers = {}
-    token = (c.api_key or {}).get("authorization")  # "Bearer <token>" as the loaders set it
-    if token and credentials:
-        headers["Authorization"] = token
-    token_file = None if path or not credentials else IN_CLUSTER_TOKEN
-    return KubeConfig(server=c.host.rstrip("/"), ssl_context=ctx, headers=headers, token_file=token_file)
-
-
-IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 
 #: The longest watch event read: etcd stores objects up to 1.5 MiB, JSON can be larger than that.
@@ -295,18 +251,28 @@ class Kube:
     async def list(self, r: Resource, namespace: str | None = None, **params: Any) -> Obj:
         return await self.request("GET", r.path(namespace), params=params)
 
+    async def list_pages(
+        self, r: Resource, namespace: str | None = None, *, page: int = 500, **params: Any
+    ) -> AsyncIterator[Obj]:
+        """List in pages of `page` (the API server's `limit`/`continue`), each page as the API server
+        sent it; all pages belong to the snapshot of the first page's resourceVersion. A caller that
+        keeps less than every item whole lets each page go before the next is read."""
+        token: str | None = ""
+        while token is not None:
+            more = await self.list(r, namespace, limit=page, **{**params, "continue": token or None})
+            token = (more.get("metadata") or {}).get("continue") or None
+            yield more
+
     async def list_all(
         self, r: Resource, namespace: str | None = None, *, page: int = 500, **params: Any
     ) -> Obj:
-        """List in pages of `page` (the API server's `limit`/`continue`); one list of every item,
-        with the resourceVersion of the first page (the snapshot the pages belong to)."""
-        first = await self.list(r, namespace, limit=page, **params)
-        items = list(first.get("items") or [])
-        token = (first.get("metadata") or {}).get("continue")
-        while token:
-            more = await self.list(r, namespace, limit=page, **{**params, "continue": token})
+        """List in pages of `page`; one list of every item, with the resourceVersion of the first
+        page (the snapshot the pages belong to)."""
+        first: Obj = {}
+        items: list[Obj] = []
+        async for more in self.list_pages(r, namespace, page=page, **params):
+            first = first or more
             items += more.get("items") or []
-            token = (more.get("metadata") or {}).get("continue")
         return {**first, "items": items}
 
     async def create(self, r: Resource, body: Obj, namespace: str | None = None) -> Obj:

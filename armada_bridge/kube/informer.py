@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 import aiohttp
 
 from armada_bridge.kube.client import ApiError, Kube, Obj
+from armada_bridge.kube.packed import PackedCache
 from armada_bridge.kube.resources import Resource
 from armada_bridge.kube.shapes import WHOLE, Shape, shaped
 
@@ -47,11 +48,18 @@ class Informer:
         label_selector: str | None = None,
         field_selector: str | None = None,
         shape: Mapping[str, Shape] = WHOLE,
+        keep: Mapping[str, Shape] | None = None,
+        packed: bool = False,
         name: str = "",
         on_handler_error: HandlerErrorHook | None = None,
     ) -> None:
         """`shape`: what the cache keeps of each object and hands the handlers
         (:mod:`armada_bridge.kube.shapes`; by default everything but managedFields).
+        `keep`: what the cache keeps instead, where the handlers need more than any reader of the
+        cache (an informer whose objects are only acted on as they come can keep their identity:
+        name, namespace, uid and resourceVersion, all a relist compares).
+        `packed`: the cache holds each object serialized (:mod:`armada_bridge.kube.packed`): a third
+        of the memory, a decode per read; for caches read an object at a time, not scanned often.
         `on_handler_error`: told of every event a handler raised on (the cache has the object all
         the same; the event is lost to that handler, which a periodic resync makes up for)."""
         self.kube = kube
@@ -61,12 +69,17 @@ class Informer:
         self.field_selector = field_selector
         self.name = name or resource.plural
         self.transform = shaped(shape)
-        self.cache: dict[str, Obj] = {}
+        self.kept = shaped(keep) if keep is not None else None
+        self.packed = packed
+        self.cache: MutableMapping[str, Obj] = self._new_cache()
         self.synced = asyncio.Event()
         self.handlers: list[Handler] = []
         self.on_handler_error = on_handler_error
         self.healthy = False
         self.last_error = ""
+
+    def _new_cache(self) -> MutableMapping[str, Obj]:
+        return PackedCache() if self.packed else {}
 
     def add_handler(self, handler: Handler) -> None:
         self.handlers.append(handler)
@@ -80,7 +93,10 @@ class Informer:
     def remember(self, obj: Obj) -> Obj:
         """Cache an object this process just created or read, before its watch event comes (which
         then replaces it); what the cache holds under its key is returned."""
-        return self.cache.setdefault(key_of(obj), self.transform(obj))
+        return self.cache.setdefault(key_of(obj), self._kept(self.transform(obj)))
+
+    def _kept(self, obj: Obj) -> Obj:
+        return self.kept(obj) if self.kept is not None else obj
 
     def _emit(self, kind: str, obj: Obj) -> None:
         for h in self.handlers:
@@ -95,24 +111,36 @@ class Informer:
         return {"labelSelector": self.label_selector, "fieldSelector": self.field_selector}
 
     async def _relist(self) -> str:
-        listed = await self.kube.list_all(self.resource, self.namespace, **self._selectors())
-        fresh = {}
-        for item in listed.get("items", []):
-            item.setdefault("apiVersion", self.resource.api_version)
-            item.setdefault("kind", self.resource.kind)
-            fresh[key_of(item)] = self.transform(item)
+        """List every object anew (page by page: a page's objects are shaped before the next is
+        read, so a relist of thousands never holds them all whole), then tell the handlers what
+        changed since the cache was last filled."""
+        fresh = self._new_cache()
+        # (event, key, the object where the cache keeps less than the handlers get; else None: read
+        # back from the cache when told, so that a packed cache's objects are not all held whole)
+        changed: list[tuple[str, str, Obj | None]] = []
+        version = ""
         old = self.cache
+        async for page in self.kube.list_pages(self.resource, self.namespace, **self._selectors()):
+            version = version or str(page["metadata"]["resourceVersion"])
+            for item in page.get("items") or []:
+                item.setdefault("apiVersion", self.resource.api_version)
+                item.setdefault("kind", self.resource.kind)
+                obj = self.transform(item)
+                k = key_of(obj)
+                fresh[k] = self._kept(obj)
+                prev = old.get(k)
+                whole = obj if self.kept is not None else None
+                if prev is None:
+                    changed.append(("ADDED", k, whole))
+                elif prev["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
+                    changed.append(("MODIFIED", k, whole))
         self.cache = fresh
-        for k, obj in fresh.items():
-            prev = old.get(k)
-            if prev is None:
-                self._emit("ADDED", obj)
-            elif prev["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
-                self._emit("MODIFIED", obj)
-        for k, obj in old.items():
+        for kind, k, whole in changed:
+            self._emit(kind, whole if whole is not None else fresh[k])
+        for k in old:
             if k not in fresh:
-                self._emit("DELETED", obj)
-        return str(listed["metadata"]["resourceVersion"])
+                self._emit("DELETED", old[k])
+        return version
 
     async def run(self) -> None:
         """Run until cancelled: list on start, then watch from the last resourceVersion seen (bookmarks
@@ -136,7 +164,7 @@ class Informer:
                     if kind == "DELETED":
                         self.cache.pop(k, None)
                     else:
-                        self.cache[k] = obj
+                        self.cache[k] = self._kept(obj)
                     self._emit(kind, obj)
                 backoff = 0.2
             except asyncio.CancelledError:

@@ -27,6 +27,10 @@ Shape: TypeAlias = "bool | Mapping[str, Shape] | list[Shape]"
 WHOLE: Mapping[str, Shape] = {"*": True, "metadata": {"*": True, "managedFields": False}}
 
 
+#: An object's identity only: apiVersion, kind, and metadata's name, namespace, uid and
+#: resourceVersion (what :func:`shaped` always keeps).
+IDENTITY: Mapping[str, Shape] = {"metadata": {}}
+
 #: Strings up to this long are interned: names, labels, quantities, reasons, timestamps repeat
 #: across the objects of a cache; longer ones (messages, JSON in annotations) rarely do.
 INTERNED_LENGTH = 64

@@ -17,6 +17,7 @@ from aiohttp import web
 from armada_bridge.kube.client import ApiError, Kube, KubeConfig, RetryPolicy
 from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.resources import PODS
+from armada_bridge.kube.shapes import IDENTITY
 
 FAST = RetryPolicy(attempts=4, base_seconds=0.01, max_seconds=0.05)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -225,3 +226,78 @@ def test_a_watch_event_of_megabytes_is_read_whole() -> None:
             return [(kind, obj["metadata"]["name"]) async for kind, obj in kube.watch(PODS)]
 
     assert asyncio.run(scenario()) == [("ADDED", "big"), ("DELETED", "x")]
+
+
+@pytest.mark.parametrize("form", ["packed", "identity"])
+def test_a_relist_tells_handlers_whole_objects_whatever_the_cache_keeps(form: str) -> None:
+    """A relist reads page by page and tells the handlers what changed with whole objects, whether
+    the cache keeps them packed or keeps only their identity; a packed cache hands out copies."""
+    lists: list[int] = []
+
+    def pod(name: str, rv: str) -> dict[str, Any]:
+        return {**_pod(name, rv), "spec": {"nodeName": f"node-{name}"}}
+
+    async def listing(request: web.Request) -> web.StreamResponse:
+        if request.query.get("watch") == "true":
+            resp = web.StreamResponse()
+            await resp.prepare(request)
+            if len(lists) == 1:  # the first watch is told it is too old: list again
+                gone = {"type": "ERROR", "object": {"code": 410, "reason": "Expired", "message": "too old"}}
+                await resp.write(json.dumps(gone).encode() + b"\n")
+            else:
+                await asyncio.sleep(0.2)
+            return resp
+        token = request.query.get("continue")
+        if not token:
+            lists.append(1)
+        snapshot = [[pod("a", "1"), pod("b", "2")], [pod("a", "7"), pod("c", "8")]][len(lists) - 1]
+        page = snapshot[1:] if token else snapshot[:1]
+        more = {} if token else {"continue": "next"}
+        return web.json_response(
+            {"metadata": {"resourceVersion": str(5 * len(lists)), **more}, "items": page}
+        )
+
+    async def scenario() -> None:
+        told: list[tuple[str, str, str]] = []
+        async with (
+            server({("GET", "/api/v1/pods"): listing}) as url,
+            Kube(KubeConfig(url), retry=FAST) as kube,
+        ):
+            informer = (
+                Informer(kube, PODS, packed=True) if form == "packed" else Informer(kube, PODS, keep=IDENTITY)
+            )
+            informer.add_handler(
+                lambda kind, obj: told.append(
+                    (kind, obj["metadata"]["name"], obj.get("spec", {}).get("nodeName", "?"))
+                )
+            )
+            task = asyncio.create_task(informer.run())
+            for _ in range(400):
+                if len(lists) >= 2 and len(told) >= 5:
+                    break
+                await asyncio.sleep(0.02)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        assert told == [
+            ("ADDED", "a", "node-a"),
+            ("ADDED", "b", "node-b"),
+            ("MODIFIED", "a", "node-a"),
+            ("ADDED", "c", "node-c"),
+            # a deleted object is told as the cache last kept it
+            ("DELETED", "b", "node-b") if form == "packed" else ("DELETED", "b", "?"),
+        ]
+        assert sorted(informer.cache) == ["ns/a", "ns/c"]
+        a = informer.get("a", "ns")
+        assert a is not None and a["metadata"]["resourceVersion"] == "7"
+        if form == "packed":
+            assert a["spec"] == {"nodeName": "node-a"} and "managedFields" not in a["metadata"]
+            a["spec"]["nodeName"] = "changed"
+            assert informer.get("a", "ns") == {**a, "spec": {"nodeName": "node-a"}}
+        else:
+            assert a == {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7"},
+            }
+
+    asyncio.run(scenario())

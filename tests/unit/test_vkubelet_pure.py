@@ -271,11 +271,19 @@ def test_capacity_gives_back_what_our_pods_hold_on_nodes_left_out() -> None:
     ]
     foreign = [pod_on("a", "500m")]
     # The vkubelet keeps no spec of its remote pods: what each uses is read from its front pod.
-    cap = cluster_capacity(
-        nodes,
-        foreign,
-        [({"spec": {"nodeName": p["spec"]["nodeName"]}, "status": p["status"]}, p) for p in ours],
-    )
+    # Ours as the vkubelet counts them: (front pod UID, the node its remote pod is bound to), for
+    # those that take room; the front pod (whose spec says what it uses) read by UID.
+    running = [(str(i), p["spec"]["nodeName"]) for i, p in enumerate(ours) if p["spec"]["nodeName"]]
+    # One more of ours on a node left out whose front pod is gone (being cleaned up): not counted.
+    running.append(("orphan", "down"))
+    looked_up: list[str] = []
+
+    def front_of(uid: str) -> dict[str, Any] | None:
+        looked_up.append(uid)
+        return None if uid == "orphan" else ours[int(uid)]
+
+    cap = cluster_capacity(nodes, foreign, running, front_of)
+    assert sorted(looked_up) == ["1", "2", "orphan"]  # front pods read only where they count
     assert cap.capacity["cpu"] == "8"
     # 8 - 0.5 foreign + 2 + 1 held on the nodes left out: less the 10 CPUs of our four pods the
     # front counts, 0.5 CPU, the room on node a once the unplaced pod lands there.
