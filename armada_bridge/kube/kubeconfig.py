@@ -33,7 +33,7 @@ EXEC_TIMEOUT_SECONDS = 60
 
 #: Fields that change how to connect and that this loader does not implement.
 _UNSUPPORTED = {
-    "cluster": ("proxy-url", "tls-server-name", "disable-compression"),
+    "cluster": ("proxy-url", "tls-server-name"),
     "user": ("auth-provider", "as", "as-groups", "as-uid", "as-user-extra"),
 }
 
