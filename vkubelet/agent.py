@@ -348,10 +348,10 @@ class ClusterAgent:
         if not self.synced.is_set():  # not listed yet: what the node last said
             st = node.get("status") or {}
             return Capacity(dict(st.get("capacity") or {}), dict(st.get("allocatable") or {}), 0)
-        pods = self.pods
-        ours = list(pods.remote_node.items()) if pods is not None else []
-        front_of = pods.front_pod if pods is not None else (lambda _: None)
-        return cluster_capacity(self.nodes.items(), self.foreign_pods.items(), ours, front_of)
+        if self.pods is None:
+            return cluster_capacity(self.nodes.items(), self.foreign_pods.items())
+        ours = list(self.pods.remote_node.items())
+        return cluster_capacity(self.nodes.items(), self.foreign_pods.items(), ours, self.pods.front_pod)
 
     def pod_count(self) -> int:
         return self.pods.report() if self.pods is not None else 0
