@@ -168,6 +168,7 @@ class Controller:
                 if time.monotonic() - last_resync >= self.settings.resync_interval:
                     last_resync = time.monotonic()
                     self.resync()
+                    self.changes.clusters = True  # a kubeconfig Secret rotated: one read per remote
                 try:
                     await self.round()
                     self.failed_rounds = self.failed_rounds + 1 if self.unwritten else 0
@@ -181,6 +182,8 @@ class Controller:
                     self.changes.wake.set()
                 if time.monotonic() - last_status >= self.settings.status_interval:
                     last_status = time.monotonic()
+                    if self.inputs.remotes.errors:  # a Secret missing or unusable: tried again soon
+                        self.changes.clusters = True
                     await self.write_statuses()
         finally:
             self.leading = False

@@ -106,7 +106,8 @@ class Inputs:
         for inf in self.podgroups.values():
             inf.add_handler(lambda _k, pg: self._dirty_namespace(pg["metadata"]["namespace"]))
         self.queues.add_handler(self._on_queue)
-        self.remote_clusters.add_handler(lambda _k, _rc: self._set_dirty(clusters=True))
+        self.remote_clusters.add_handler(self._on_remote_cluster)
+        self._cluster_seen: dict[str, tuple[str, int, str]] = {}
 
     @property
     def informers(self) -> list[Informer]:
@@ -163,6 +164,25 @@ class Inputs:
         self.changes.queues |= queues
         self.changes.clusters |= clusters
         self.changes.wake.set()
+
+    def _on_remote_cluster(self, kind: str, rc: Obj) -> None:
+        """A RemoteCluster created, deleted, its spec changed (generation) or its deletion begun:
+        the remote watchers and the nodes' cordons are synced. Its status, written every few
+        seconds by the vkubelet, changes neither: a kubeconfig Secret rotated under an unchanged
+        RemoteCluster is seen at the controller's next resync (`resync_interval`)."""
+        md = rc["metadata"]
+        seen = (
+            str(md.get("uid") or ""),
+            int(md.get("generation") or 0),
+            str(md.get("deletionTimestamp") or ""),
+        )
+        if kind == "DELETED":
+            self._cluster_seen.pop(md["name"], None)
+        elif self._cluster_seen.get(md["name"]) == seen:
+            return
+        else:
+            self._cluster_seen[md["name"]] = seen
+        self._set_dirty(clusters=True)
 
     def virtual_nodes(self) -> dict[str, str]:
         """virtual node name -> its remote cluster's name."""

@@ -14,7 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from armada_bridge.contract.pods import USAGE_SHAPE
-from armada_bridge.contract.remotecluster import RemoteClusterError, parse_spec, remote_client
+from armada_bridge.contract.remotecluster import (
+    RemoteClusterError,
+    kubeconfig_secret,
+    parse_spec,
+    remote_client_of,
+)
 from armada_bridge.kube import NODES, PODS, Kube
 from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import HandlerErrorHook, Informer
@@ -72,11 +77,14 @@ class Remotes:
                 self.errors[name] = str(e)
 
     async def _ensure(self, name: str, rc: Obj) -> None:
-        kube, version = await remote_client(self.front, parse_spec(rc), user_agent="armada-bridge-extender")
+        spec = parse_spec(rc)
+        secret = await kubeconfig_secret(self.front, spec)
+        ref = spec.kubeconfig_secret
+        version = f"{ref.namespace}/{ref.name}@{secret['metadata'].get('resourceVersion') or ''}"
         current = self.watchers.get(name)
         if current is not None and current.secret_version == version:
-            await kube.close()
-            return
+            return  # the same kubeconfig: the running watcher stays (no client built to compare)
+        kube = remote_client_of(secret, spec, user_agent="armada-bridge-extender")
         if current is not None:
             await self._stop(name)
         nodes = Informer(kube, NODES, name=f"{name}/nodes", on_handler_error=self.on_handler_error)

@@ -143,7 +143,7 @@ class ClusterAgent:
 
     async def _run_remote(self) -> None:
         try:
-            self.remote, _ = await remote_client(
+            self.remote = await remote_client(
                 self.front, self.spec, user_agent=f"armada-bridge-vkubelet/{self.name}"
             )
         except RemoteClusterError as e:

@@ -313,7 +313,7 @@ class Manager:
         what is left, or when the remote cluster does not answer and may hold some."""
         name = rc["metadata"]["name"]
         try:
-            remote, _ = await remote_client(
+            remote = await remote_client(
                 self.front, parse_spec(rc), user_agent=f"armada-bridge-vkubelet/{name}"
             )
         except ValueError as e:  # its kubeconfig Secret is gone or unusable, or its spec invalid

@@ -12,7 +12,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from armada_bridge import keys
-from armada_bridge.kube import SECRETS, ApiError, Kube, KubeConfig, load_config
+from armada_bridge.kube import SECRETS, ApiError, Kube, load_config
 
 
 class HostAccess(enum.StrEnum):
@@ -102,15 +102,20 @@ class RemoteClusterError(ValueError):
     """A RemoteCluster that cannot be used as written (its message says why, for its status)."""
 
 
-async def kubeconfig_of(front: Kube, spec: RemoteClusterSpec) -> tuple[KubeConfig, str]:
-    """The client configuration of the remote cluster, and the resourceVersion of the Secret it
-    came from (a new version means a new client)."""
+async def kubeconfig_secret(front: Kube, spec: RemoteClusterSpec) -> dict[str, Any]:
+    """The Secret holding the remote cluster's kubeconfig. Its resourceVersion tells a changed
+    kubeconfig (a new client) from the one a client was built from: read it before building."""
+    ref = spec.kubeconfig_secret
+    try:
+        return await front.get(SECRETS, ref.name, ref.namespace)
+    except ApiError as e:
+        raise RemoteClusterError(f"Secret {ref.namespace}/{ref.name}: {e.message}") from e
+
+
+def remote_client_of(secret: dict[str, Any], spec: RemoteClusterSpec, *, user_agent: str) -> Kube:
+    """A client of the remote cluster from its kubeconfig Secret (see :func:`kubeconfig_secret`)."""
     ref = spec.kubeconfig_secret
     where = f"Secret {ref.namespace}/{ref.name}"
-    try:
-        secret = await front.get(SECRETS, ref.name, ref.namespace)
-    except ApiError as e:
-        raise RemoteClusterError(f"{where}: {e.message}") from e
     raw = (secret.get("data") or {}).get(ref.key)
     if not raw:
         raise RemoteClusterError(f"{where} has no key {ref.key!r}")
@@ -118,10 +123,9 @@ async def kubeconfig_of(front: Kube, spec: RemoteClusterSpec) -> tuple[KubeConfi
         config = load_config(yaml.safe_load(base64.b64decode(raw)))
     except (binascii.Error, yaml.YAMLError, ValueError, TypeError, KeyError, OSError) as e:
         raise RemoteClusterError(f"{where} key {ref.key!r} is not a usable kubeconfig: {e}") from e
-    return config, str(secret["metadata"].get("resourceVersion") or "")
+    return Kube(config, timeout=30, user_agent=user_agent)
 
 
-async def remote_client(front: Kube, spec: RemoteClusterSpec, *, user_agent: str) -> tuple[Kube, str]:
-    """A client of the remote cluster and the Secret's resourceVersion (see :func:`kubeconfig_of`)."""
-    config, version = await kubeconfig_of(front, spec)
-    return Kube(config, timeout=30, user_agent=user_agent), version
+async def remote_client(front: Kube, spec: RemoteClusterSpec, *, user_agent: str) -> Kube:
+    """A client of the remote cluster, from its kubeconfig Secret as it is now."""
+    return remote_client_of(await kubeconfig_secret(front, spec), spec, user_agent=user_agent)

@@ -184,14 +184,17 @@ def _data(section: Mapping[str, Any], key: str, base: Path) -> bytes | None:
 
 
 def _tls(cluster: Mapping[str, Any], user: Mapping[str, Any], base: Path) -> ssl.SSLContext:
-    ctx = ssl.create_default_context()
-    if cluster.get("insecure-skip-tls-verify"):
+    # The system's roots only where no CA is named and the server is verified (loading them takes
+    # milliseconds).
+    ca = None if cluster.get("insecure-skip-tls-verify") else _data(cluster, "certificate-authority", base)
+    if ca is not None:
+        ctx = ssl.create_default_context(cadata=ca.decode("ascii", "replace"))
+    elif cluster.get("insecure-skip-tls-verify"):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
     else:
-        ca = _data(cluster, "certificate-authority", base)
-        if ca is not None:
-            ctx = ssl.create_default_context(cadata=ca.decode("ascii", "replace"))
+        ctx = ssl.create_default_context()
     cert = _data(user, "client-certificate", base)
     key = _data(user, "client-key", base)
     if (cert is None) != (key is None):

@@ -519,3 +519,31 @@ def test_nothing_new_is_placed_in_a_namespace_being_deleted() -> None:
         await c.front.close()
 
     _run(scenario())
+
+
+def test_a_remote_cluster_status_write_does_not_resync_the_remote_watchers() -> None:
+    """The vkubelet writes each RemoteCluster's status every few seconds: only its creation, a spec
+    change (generation), its deletion beginning or ending (or the controller's resync, every
+    minute) makes the next round read its kubeconfig Secret and sync its watcher and nodes."""
+
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        rc: Obj = {"metadata": {"name": CLUSTER, "uid": "rc", "generation": 1}, "spec": {}, "status": {}}
+        seen = []
+        for kind, change in [
+            ("ADDED", {}),
+            ("MODIFIED", {"status": {"pods": 3}}),
+            ("MODIFIED", {"metadata": {"name": CLUSTER, "uid": "rc", "generation": 2}}),
+            ("MODIFIED", {"status": {"pods": 4}}),
+            ("MODIFIED", {"metadata": {**rc["metadata"], "generation": 2, "deletionTimestamp": "t"}}),
+            ("DELETED", {}),
+            ("ADDED", {"metadata": {"name": CLUSTER, "uid": "rc2", "generation": 1}}),
+        ]:
+            rc = {**rc, **change}
+            c.changes.clusters = False
+            _feed(c.inputs.remote_clusters, rc, kind)
+            seen.append(c.changes.clusters)
+        assert seen == [True, False, True, False, True, True, True]
+        await c.front.close()
+
+    _run(scenario())

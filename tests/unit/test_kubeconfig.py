@@ -195,3 +195,38 @@ def test_exec_credential_json_is_checked(tmp_path: Path) -> None:
     plugin.chmod(plugin.stat().st_mode | stat.S_IXUSR)
     with pytest.raises(KubeconfigError, match="no token and no certificate"):
         from_dict(config({"server": "https://h:1"}, {"exec": {"command": str(plugin)}}), base=tmp_path)
+
+
+def test_the_server_is_verified_against_the_named_ca_or_not_at_all_when_told(pki: dict[str, Path]) -> None:
+    """The serving CA named: the handshake succeeds; another CA, or none (the system's roots):
+    refused; insecure-skip-tls-verify: succeeds without a CA."""
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(pki["tls.crt"], pki["tls.key"])
+
+    async def handshake(cluster: dict[str, Any]) -> bool:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_ctx)
+        port = server.sockets[0].getsockname()[1]
+        kc = from_dict(config({"server": f"https://127.0.0.1:{port}", **cluster}), base=Path("/nonexistent"))
+        assert isinstance(kc.ssl_context, ssl.SSLContext)
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=kc.ssl_context)
+            writer.close()
+            return True
+        except ssl.SSLCertVerificationError:
+            return False
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    async def run() -> list[bool]:
+        return [
+            await handshake({"certificate-authority-data": b64(pki["ca.crt"])}),
+            await handshake({"certificate-authority-data": b64(pki["ca"])}),
+            await handshake({}),
+            await handshake({"insecure-skip-tls-verify": True}),
+        ]
+
+    assert asyncio.run(run()) == [True, False, False, True]
