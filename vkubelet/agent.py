@@ -32,7 +32,7 @@ from armada_bridge.kube.resources import CORE_EVENTS
 from armada_bridge.kube.shapes import IDENTITY, Shape
 from vkubelet import deps
 from vkubelet.admission import PodAdmission
-from vkubelet.events import Recorder
+from vkubelet.events import PendingEvents, Recorder
 from vkubelet.heartbeat import Heartbeat
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import FrontObjects, Mirrors
@@ -54,8 +54,6 @@ MIRROR_RESYNC_SECONDS = 30.0
 MIRROR_SETTLE_SECONDS = 0.2
 FULL_RESYNC_SECONDS = 300.0
 EVENT_WORKERS = 2
-#: Remote Events waiting to be reflected, at most (client-go's event broadcaster queues 1,000).
-MAX_PENDING_EVENTS = 1000
 
 
 @dataclass(frozen=True)
@@ -95,9 +93,9 @@ class ClusterAgent:
         self.heartbeat = Heartbeat(self, self.front, endpoint.address, endpoint.port)
         self._front_labels: dict[str, int] = {}  # front pod key -> hash of its labels
         self._informers: list[Informer] = []
-        # Remote Events waiting to be reflected (latest version by event UID), written by a few
-        # workers so they never crowd out pod status writes.
-        self._events: dict[str, tuple[Obj, Obj]] = {}
+        # Remote Events waiting to be reflected, written by a few workers so they never crowd out
+        # pod status writes.
+        self._events = PendingEvents()
         self.event_queue = WorkQueue(f"events/{name}")
 
     def update_spec(self, spec: RemoteClusterSpec, generation: int) -> None:
@@ -326,16 +324,13 @@ class ClusterAgent:
         if front is None:
             return
         key = str(event["metadata"]["uid"])
-        if key not in self._events and len(self._events) >= MAX_PENDING_EVENTS:
-            # The front is slower than the remote's Events come: like a kubelet's event broadcaster,
-            # drop rather than hold an unbounded backlog (each waiting Event is kept whole).
+        if not self._events.put(key, event, pod_ref(front)):
             METRICS.events_dropped.labels(self.name).inc()
             return
-        self._events[key] = (event, pod_ref(front))
         self.event_queue.add(key)
 
     async def _reflect(self, key: str) -> None:
-        item = self._events.pop(key, None)
+        item = self._events.take(key)
         if item is None:
             return
         try:

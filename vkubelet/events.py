@@ -16,6 +16,32 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 COMPONENT = "armada-bridge-vkubelet"
+#: remote Events waiting to be reflected, at most (client-go's event broadcaster: maxQueuedEvents)
+MAX_PENDING_EVENTS = 1000
+
+
+class PendingEvents:
+    """Remote Events waiting to be reflected to the front: the latest version of each (by its UID)
+    with the front pod it belongs to. Bounded: when the front is slower than the remote's Events
+    come, a new Event is dropped (as a kubelet's event broadcaster does) rather than held in an
+    unbounded backlog; a newer version of one already waiting replaces it."""
+
+    def __init__(self, limit: int = MAX_PENDING_EVENTS) -> None:
+        self.limit = limit
+        self._waiting: dict[str, tuple[Obj, Obj]] = {}
+
+    def put(self, key: str, event: Obj, front_pod_ref: Obj) -> bool:
+        """Keep `event` until taken; False: dropped (the bound is reached)."""
+        if key not in self._waiting and len(self._waiting) >= self.limit:
+            return False
+        self._waiting[key] = (event, front_pod_ref)
+        return True
+
+    def take(self, key: str) -> tuple[Obj, Obj] | None:
+        return self._waiting.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._waiting)
 
 
 class Recorder:

@@ -132,10 +132,10 @@ async def _open(config: KubeConfig) -> tuple[asyncio.StreamReader, asyncio.Strea
             if isinstance(config.ssl_context, ssl.SSLContext)
             else ssl.create_default_context()
         )
-    reader, writer = await asyncio.wait_for(
-        asyncio.open_connection(host, port, ssl=ctx, server_hostname=host if ctx else None, limit=MAX_HEAD),
-        CONNECT_TIMEOUT,
-    )
+    async with asyncio.timeout(CONNECT_TIMEOUT):  # not wait_for: see lifecycle.wait_set
+        reader, writer = await asyncio.open_connection(
+            host, port, ssl=ctx, server_hostname=host if ctx else None, limit=MAX_HEAD
+        )
     return reader, writer, u.netloc
 
 
@@ -192,7 +192,8 @@ async def splice(
             w.close()
         for _, w in (a, b):
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(w.wait_closed(), 5)
+                async with asyncio.timeout(5):
+                    await w.wait_closed()
 
 
 async def relay(
@@ -215,7 +216,8 @@ async def relay(
             request_head(request.method, netloc, path, api_query(kind, container, request.query), out_headers)
         )
         await r_writer.drain()
-        head = parse_head(await asyncio.wait_for(r_reader.readuntil(b"\r\n\r\n"), CONNECT_TIMEOUT))
+        async with asyncio.timeout(CONNECT_TIMEOUT):
+            head = parse_head(await r_reader.readuntil(b"\r\n\r\n"))
     except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
         r_writer.close()
         return web.Response(status=502, text=f"remote cluster: {type(e).__name__}: {e}\n")
@@ -244,9 +246,10 @@ async def relay(
 async def _error_body(reader: asyncio.StreamReader, head: Head) -> bytes:
     length = head.headers.get("Content-Length")
     try:
-        if length and length.isdigit():
-            return await asyncio.wait_for(reader.readexactly(min(int(length), MAX_ERROR_BODY)), 10)
-        return await asyncio.wait_for(reader.read(MAX_ERROR_BODY), 10)
+        async with asyncio.timeout(10):
+            if length and length.isdigit():
+                return await reader.readexactly(min(int(length), MAX_ERROR_BODY))
+            return await reader.read(MAX_ERROR_BODY)
     except (OSError, TimeoutError, asyncio.IncompleteReadError):
         return b""
 

@@ -16,6 +16,7 @@ from armada_bridge.kube import Kube, KubeConfig
 from vkubelet import deps, remote_pod
 from vkubelet import status as pod_status
 from vkubelet.agent import NodeEndpoint
+from vkubelet.events import PendingEvents
 from vkubelet.manager import Manager
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import differs, mirror_of
@@ -505,3 +506,17 @@ def test_the_vkubelets_informer_handler_errors_are_counted() -> None:
         await front.close()
 
     asyncio.run(scenario())
+
+
+def test_remote_events_waiting_are_bounded_and_a_newer_version_replaces_its_own() -> None:
+    """Beyond the bound a new Event is dropped; one already waiting is updated in place (its count
+    grew remotely), and taking one makes room again."""
+    waiting = PendingEvents(limit=2)
+    ref = {"name": "p", "namespace": "ns"}
+    assert waiting.put("a", {"count": 1}, ref) and waiting.put("b", {"count": 1}, ref)
+    assert not waiting.put("c", {"count": 1}, ref)  # dropped
+    assert waiting.put("a", {"count": 2}, ref)  # the newer version of one waiting
+    assert len(waiting) == 2
+    assert waiting.take("a") == ({"count": 2}, ref)
+    assert waiting.take("a") is None and waiting.take("c") is None
+    assert waiting.put("c", {"count": 1}, ref) and len(waiting) == 2
