@@ -188,6 +188,7 @@ class Controller:
         finally:
             self.leading = False
             await self.inputs.remotes.close()
+            self.changes.clusters = True  # a next term starts its remote watchers again
 
     def resync(self) -> None:
         """Level-triggered safety net: what differs from what the loop last synced is looked at
