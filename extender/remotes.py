@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from armada_bridge.contract.pods import USAGE_SHAPE
 from armada_bridge.contract.remotecluster import (
     RemoteClusterError,
+    kubeconfig_fingerprint,
     kubeconfig_secret,
     parse_spec,
     remote_client_of,
@@ -79,8 +80,7 @@ class Remotes:
     async def _ensure(self, name: str, rc: Obj) -> None:
         spec = parse_spec(rc)
         secret = await kubeconfig_secret(self.front, spec)
-        ref = spec.kubeconfig_secret
-        version = f"{ref.namespace}/{ref.name}@{secret['metadata'].get('resourceVersion') or ''}"
+        version = kubeconfig_fingerprint(spec, secret)
         current = self.watchers.get(name)
         if current is not None and current.secret_version == version:
             return  # the same kubeconfig: the running watcher stays (no client built to compare)

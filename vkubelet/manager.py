@@ -19,7 +19,11 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.pods import is_terminal
-from armada_bridge.contract.remotecluster import RemoteClusterSpec, parse_spec, remote_client
+from armada_bridge.contract.remotecluster import (
+    kubeconfig_fingerprint,
+    parse_spec,
+    remote_client,
+)
 from armada_bridge.kube import (
     CONFIGMAPS,
     NAMESPACES,
@@ -68,7 +72,7 @@ class CleanupBlocked(Exception):
 class Running:
     agent: ClusterAgent
     task: asyncio.Task[None]
-    fingerprint: tuple[Any, ...]
+    fingerprint: str  # contract.remotecluster.kubeconfig_fingerprint
 
 
 @dataclass
@@ -172,7 +176,9 @@ class Manager:
                 )
             # Only a different remote cluster (kubeconfig) needs a new agent; other spec changes
             # (labels, cordon, host access) are applied to the running one.
-            fingerprint = (spec.kubeconfig_secret.model_dump_json(), await self._secret_version(spec))
+            ref = spec.kubeconfig_secret
+            secret = await self.front.get_or_none(SECRETS, ref.name, ref.namespace)
+            fingerprint = kubeconfig_fingerprint(spec, secret)
             generation = int(rc["metadata"].get("generation") or 0)
             running = self.agents.get(name)
             if running and running.fingerprint == fingerprint and not running.task.done():
@@ -200,11 +206,6 @@ class Manager:
         for name in list(self.agents):
             if name not in seen:  # gone without our cleanup (its finalizer removed by hand)
                 self._start_removal(name)
-
-    async def _secret_version(self, spec: RemoteClusterSpec) -> str:
-        ref = spec.kubeconfig_secret
-        secret = await self.front.get_or_none(SECRETS, ref.name, ref.namespace)
-        return str(secret["metadata"]["resourceVersion"]) if secret else ""
 
     async def _stop(self, name: str) -> None:
         running = self.agents.pop(name, None)

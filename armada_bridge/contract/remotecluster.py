@@ -112,6 +112,13 @@ async def kubeconfig_secret(front: Kube, spec: RemoteClusterSpec) -> dict[str, A
         raise RemoteClusterError(f"Secret {ref.namespace}/{ref.name}: {e.message}") from e
 
 
+def kubeconfig_fingerprint(spec: RemoteClusterSpec, secret: dict[str, Any] | None) -> str:
+    """What a remote client was built from: the Secret named (and its key) and the version read of
+    it ("" when missing). Another fingerprint means another kubeconfig, so a new client."""
+    version = str(secret["metadata"].get("resourceVersion") or "") if secret is not None else ""
+    return f"{spec.kubeconfig_secret.model_dump_json()}@{version}"
+
+
 def remote_client_of(secret: dict[str, Any], spec: RemoteClusterSpec, *, user_agent: str) -> Kube:
     """A client of the remote cluster from its kubeconfig Secret (see :func:`kubeconfig_secret`)."""
     ref = spec.kubeconfig_secret

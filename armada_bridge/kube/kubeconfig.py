@@ -184,17 +184,14 @@ def _data(section: Mapping[str, Any], key: str, base: Path) -> bytes | None:
 
 
 def _tls(cluster: Mapping[str, Any], user: Mapping[str, Any], base: Path) -> ssl.SSLContext:
-    # The system's roots only where no CA is named and the server is verified (loading them takes
-    # milliseconds).
-    ca = None if cluster.get("insecure-skip-tls-verify") else _data(cluster, "certificate-authority", base)
-    if ca is not None:
-        ctx = ssl.create_default_context(cadata=ca.decode("ascii", "replace"))
-    elif cluster.get("insecure-skip-tls-verify"):
+    if cluster.get("insecure-skip-tls-verify"):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-    else:
-        ctx = ssl.create_default_context()
+    else:  # the named CA alone; the system's roots (milliseconds to load) only where none is named
+        ca = _data(cluster, "certificate-authority", base)
+        cadata = ca.decode("ascii", "replace") if ca is not None else None
+        ctx = ssl.create_default_context(cadata=cadata)
     cert = _data(user, "client-certificate", base)
     key = _data(user, "client-key", base)
     if (cert is None) != (key is None):
