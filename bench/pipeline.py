@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from armada_bridge import keys
 from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.kube import PODS, Kube, load_config
+from bench import cpu
 from bench.pods import (
     BOUND,
     BRIDGE_STAGES,
@@ -128,6 +129,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f"the remotes have {slots} free pod slots for {args.pods} pods: "
                 f"`armada-bridge dev up --nodes {-(-args.pods // 200) + 1}` (110 slots per node, 2 remotes)"
             )
+        idle = await cpu.idle_rates(env, args.idle_seconds)
         for k in kubes.values():
             await create_namespace(k, ns_direct)
         remote = [kubes[c] for c in REMOTES]
@@ -136,6 +138,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             f"baseline: {args.pods} pods ({gangs} gangs) directly in {', '.join(REMOTES)} ...",
             file=sys.stderr,
         )
+        c0 = cpu.sample(env)
         direct = await batch_times(
             [
                 (remote[u % 2], "", pod(unit, i, args.cpu, None, not args.no_token))
@@ -147,10 +150,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             timeout=args.timeout,
             stages=[(k, {BOUND: is_bound}) for k in remote],
         )
+        cpu_direct = cpu.spent(c0, cpu.sample(env), idle)
         await delete_namespace(kubes, ns_direct)
         await create_namespace(kubes["front"], ns_bridge)
         print(f"bridge: the same {args.pods} pods, managed, in the front cluster ...", file=sys.stderr)
         front = kubes["front"]
+        c0 = cpu.sample(env)
         via = await batch_times(
             [
                 (front, "", pod(unit, i, args.cpu, args.queue, not args.no_token))
@@ -162,6 +167,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             timeout=args.timeout,
             stages=bridge_stages(front, [kubes[c] for c in REMOTES]),
         )
+        cpu_bridge = cpu.spent(c0, cpu.sample(env), idle)
         listed = (await front.list(PODS, ns_bridge))["items"]
         spread = Counter(
             (p["metadata"].get("annotations") or {}).get(keys.ASSIGNED_CLUSTER, "?") for p in listed
@@ -169,7 +175,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         await cleanup(kubes.values(), (ns_direct, ns_bridge))
     d, b = figures(work, direct, DIRECT_STAGES), figures(work, via, BRIDGE_STAGES)
-    ratios = {f"{k}_ratio": b[k] / d[k] for k in d if k != "stages" and k in b and d[k] > 0}
+    d["cpu_ms_per_pod"] = cpu.per_pod_ms(cpu_direct, args.pods)
+    b["cpu_ms_per_pod"] = cpu.per_pod_ms(cpu_bridge, args.pods)
+    ratios = {f"{k}_ratio": b[k] / d[k] for k in d if k in b and isinstance(d[k], float) and d[k] > 0}
+    ratios["cpu_per_pod_ratio"] = b["cpu_ms_per_pod"][cpu.MACHINE] / d["cpu_ms_per_pod"][cpu.MACHINE]
     return {
         "pods": args.pods,
         "gangs": gangs,
@@ -179,6 +188,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "bridge": b,
         **ratios,
         "by_cluster": dict(sorted(spread.items())),
+        "idle_cores": idle[cpu.MACHINE],
         "load_average_1m": os.getloadavg()[0],
         "cores": os.cpu_count(),
     }
@@ -199,6 +209,12 @@ def main() -> None:
         help="pods that mount no ServiceAccount token (through the bridge: no front API token to request)",
     )
     p.add_argument("--timeout", type=float, default=900, help="seconds for all pods of a side to run")
+    p.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=10,
+        help="how long to measure the environment's CPU use at rest first (subtracted from each side's)",
+    )
     r = run_cli(p, main_async)
     if r is None:
         return
@@ -215,6 +231,9 @@ def main() -> None:
     ratios = "  ".join(f"{k.removesuffix('_ratio')} {v:.2f}x" for k, v in r.items() if k.endswith("_ratio"))
     print(f"  bridge / direct         : {ratios}")
     print(f"  spread                  : {r['by_cluster']}")
+    print(f"  CPU per pod, ms (less the environment at rest, {r['idle_cores']:.2f} cores busy):")
+    print(f"    directly in the remotes : {cpu.cpu_line(r['direct']['cpu_ms_per_pod'])}")
+    print(f"    through the bridge      : {cpu.cpu_line(r['bridge']['cpu_ms_per_pod'])}")
     print_stages({side: r[side]["stages"] for side in ("direct", "bridge")})
 
 

@@ -95,11 +95,23 @@ def front_status(remote: Obj, cluster: str) -> Obj:
     return out
 
 
+def _pruned(value: Any) -> Any:
+    """`value` without null fields, at any depth: the API server writes some fields we leave out as
+    null (a condition's lastProbeTime) and drops others we send as null, so both sides compare
+    alike only without them."""
+    if isinstance(value, dict):
+        return {k: _pruned(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
 def status_patch(front: Obj, remote: Obj, cluster: str) -> Obj | None:
-    """A merge patch for the front pod's status subresource, None when it already matches."""
+    """A merge patch for the front pod's status subresource, None when it already matches (a
+    write that changes nothing still costs the API server a whole write's work)."""
     want = front_status(remote, cluster)
     have = front.get("status") or {}
-    changed = {k: v for k, v in want.items() if have.get(k) != v}
+    changed = {k: v for k, v in want.items() if _pruned(have.get(k)) != _pruned(v)}
     if not changed:
         return None
     return {"status": changed}

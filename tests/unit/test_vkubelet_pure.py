@@ -147,6 +147,16 @@ def test_status_mapping_and_marker() -> None:
     front["status"] = st
     assert pod_status.has_marker(front)
     assert pod_status.status_patch(front, remote, "remote-1") is None  # idempotent
+    # As the API server stores it: every condition with its lastProbeTime, null (the marker we
+    # wrote without one too), no null top-level fields. Nothing to write (a write that changes
+    # nothing costs the front API server as much as one that does).
+    stored = {k: v for k, v in st.items() if v is not None}
+    stored["conditions"] = [{**c, "lastProbeTime": None} for c in st["conditions"]]
+    front["status"] = stored
+    assert pod_status.status_patch(front, remote, "remote-1") is None
+    remote["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    patch = pod_status.status_patch(front, remote, "remote-1")
+    assert patch is not None and list(patch["status"]) == ["conditions"], patch
 
 
 def test_failed_patch_terminates_running_containers() -> None:

@@ -1,0 +1,105 @@
+"""CPU time spent during a benchmark's phase, by the part of the environment that spent it: each
+cluster's control plane (API server, etcd, scheduler, controller manager, KWOK), the extender
+replicas, the vkubelet, this benchmark, and the whole machine (from /proc/stat, so "other" is
+everything else: real nodes, operators, the rest of the host).
+
+CPU seconds per pod are far steadier than wall times on a shared, noisy machine, and say where a
+pod's cost lies: a phase's figures are the sum over the processes alive at its end of the CPU
+they used since its start, less what each group spends idle over as long (measured just before
+the benchmark: heartbeats, leases, controllers' resyncs)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+
+from armada_bridge.dev.binary.environment import Environment
+from armada_bridge.dev.bridge import extender_setup, vkubelet_setup
+from armada_bridge.dev.procs import pids_under
+from bench.pods import cpu_seconds
+
+TICK = os.sysconf("SC_CLK_TCK")
+MACHINE, OTHER = "machine", "other"
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy (all cores; not idle, not waiting on I/O)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / TICK
+
+
+def groups(env: Environment) -> dict[str, list[int]]:
+    """Group name -> the pids in it now. A cluster's group is every other process naming its
+    directory (its control plane, KWOK; the bridge's processes name the front's too)."""
+    replicas = extender_setup.replica_names(env.extender_replicas())
+    vkubelet = env.supervisor.pid(vkubelet_setup.COMPONENT)
+    named = {
+        "extender": [p for n in replicas if (p := env.supervisor.pid(n)) is not None],
+        "vkubelet": [vkubelet] if vkubelet is not None else [],
+        "benchmark": [os.getpid()],
+    }
+    taken = {pid for pids in named.values() for pid in pids}
+    clusters = {
+        name: [p for p in pids_under(env.kwok_workdir / "clusters" / name) if p not in taken]
+        for name in env.cluster_names()
+    }
+    return clusters | named
+
+
+@dataclass(frozen=True)
+class Sample:
+    by_group: dict[str, dict[int, float]]  # group -> pid -> CPU seconds so far
+    machine: float
+    at: float  # time.monotonic()
+
+
+def sample(env: Environment) -> Sample:
+    by_group: dict[str, dict[int, float]] = {}
+    for group, pids in groups(env).items():
+        by_group[group] = {}
+        for pid in pids:
+            with contextlib.suppress(OSError):  # exited meanwhile
+                by_group[group][pid] = cpu_seconds(pid)
+    return Sample(by_group, machine_busy_seconds(), time.monotonic())
+
+
+def spent(before: Sample, after: Sample, idle: dict[str, float] | None = None) -> dict[str, float]:
+    """Group -> CPU seconds between the two samples (a process started meanwhile counts whole),
+    plus the machine's and what no group accounts for; less `idle` (group -> CPU seconds per
+    second) over the time between them."""
+    out = {
+        group: sum(cpu - before.by_group.get(group, {}).get(pid, 0.0) for pid, cpu in pids.items())
+        for group, pids in after.by_group.items()
+    }
+    out[MACHINE] = after.machine - before.machine
+    out[OTHER] = out[MACHINE] - sum(v for k, v in out.items() if k != MACHINE)
+    if idle:
+        elapsed = after.at - before.at
+        out = {group: s - idle.get(group, 0.0) * elapsed for group, s in out.items()}
+    return out
+
+
+async def idle_rates(env: Environment, seconds: float) -> dict[str, float]:
+    """Group -> CPU seconds per second while nothing is asked of the environment."""
+    before = sample(env)
+    await asyncio.sleep(seconds)
+    after = sample(env)
+    return {group: s / (after.at - before.at) for group, s in spent(before, after).items()}
+
+
+def per_pod_ms(seconds: dict[str, float], pods: int) -> dict[str, float]:
+    return {group: 1000 * s / pods for group, s in seconds.items()}
+
+
+def cpu_line(ms: dict[str, float]) -> str:
+    """`machine 112  front 38  remote-1 ...`: the machine first, then the groups by cost."""
+    parts = [f"{MACHINE} {ms[MACHINE]:.0f}"]
+    parts += [
+        f"{g} {v:.0f}" for g, v in sorted(ms.items(), key=lambda kv: -kv[1]) if g != MACHINE and v >= 0.5
+    ]
+    return "  ".join(parts)
