@@ -53,6 +53,7 @@ from bench.pods import (
     print_stages,
     run_cli,
     stage_table,
+    wait_for_earlier_runs,
 )
 
 REMOTES = ("remote-1", "remote-2")
@@ -123,6 +124,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     work = units(args.pods, args.gang_share, args.gang_min, args.gang_max, args.seed)
     ns_direct, ns_bridge = f"bench-direct-{uuid.uuid4().hex[:6]}", f"bench-bridge-{uuid.uuid4().hex[:6]}"
     try:
+        await wait_for_earlier_runs(kubes.values())
         slots = await free_slots([kubes[c] for c in REMOTES])
         if slots < args.pods:
             raise SystemExit(

@@ -233,6 +233,35 @@ async def cleanup(kubes: Iterable[Kube], namespaces: Iterable[str]) -> None:
         await k.close()
 
 
+async def wait_for_earlier_runs(kubes: Iterable[Kube], timeout: float = 600) -> None:
+    """Wait until no benchmark namespace is being deleted in any cluster: the pods of an earlier
+    run still being torn down (the bridge deletes its remote ones after their front pods) would
+    hold pod slots and load the machine during this run's measurements."""
+    kubes = list(kubes)
+    start = time.monotonic()
+    shown = 0.0
+    while True:
+        going = sorted(
+            {
+                ns["metadata"]["name"]
+                for k in kubes
+                for ns in (await k.list(NAMESPACES))["items"]
+                if ns["metadata"]["name"].startswith("bench-") and ns["metadata"].get("deletionTimestamp")
+            }
+        )
+        waited = time.monotonic() - start
+        if not going:
+            return
+        if waited > timeout:
+            raise SystemExit(
+                f"namespaces of an earlier run still being deleted after {timeout:.0f}s: {going}"
+            )
+        if waited - shown >= 10 or not shown:
+            shown = waited or 1e-9
+            print(f"waiting for an earlier run's namespaces to go: {', '.join(going)}", file=sys.stderr)
+        await asyncio.sleep(1)
+
+
 async def create_namespace(kube: Kube, ns: str, timeout: float = 60) -> None:
     """Create `ns` and wait for its `default` ServiceAccount (pods are refused until it exists)."""
     await kube.create(NAMESPACES, {"metadata": {"name": ns}})
