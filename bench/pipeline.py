@@ -131,7 +131,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f"the remotes have {slots} free pod slots for {args.pods} pods: "
                 f"`armada-bridge dev up --nodes {-(-args.pods // 200) + 1}` (110 slots per node, 2 remotes)"
             )
-        idle = await cpu.idle_rates(env, args.idle_seconds)
+        idle = await cpu.idle_rates(env, args.idle_seconds) if args.idle_seconds > 0 else {}
         for k in kubes.values():
             await create_namespace(k, ns_direct)
         remote = [kubes[c] for c in REMOTES]
@@ -190,7 +190,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "bridge": b,
         **ratios,
         "by_cluster": dict(sorted(spread.items())),
-        "idle_cores": idle[cpu.MACHINE],
+        "idle_cores": idle.get(cpu.MACHINE),  # None: not measured, nothing subtracted
         "load_average_1m": os.getloadavg()[0],
         "cores": os.cpu_count(),
     }
@@ -215,7 +215,8 @@ def main() -> None:
         "--idle-seconds",
         type=float,
         default=10,
-        help="how long to measure the environment's CPU use at rest first (subtracted from each side's)",
+        help="how long to measure the environment's CPU use at rest first, to subtract from each side's "
+        "(0: subtract nothing)",
     )
     r = run_cli(p, main_async)
     if r is None:
@@ -233,7 +234,9 @@ def main() -> None:
     ratios = "  ".join(f"{k.removesuffix('_ratio')} {v:.2f}x" for k, v in r.items() if k.endswith("_ratio"))
     print(f"  bridge / direct         : {ratios}")
     print(f"  spread                  : {r['by_cluster']}")
-    print(f"  CPU per pod, ms (less the environment at rest, {r['idle_cores']:.2f} cores busy):")
+    rest = r["idle_cores"]
+    less = "nothing subtracted" if rest is None else f"less the environment at rest, {rest:.2f} cores busy"
+    print(f"  CPU per pod, ms ({less}):")
     print(f"    directly in the remotes : {cpu.cpu_line(r['direct']['cpu_ms_per_pod'])}")
     print(f"    through the bridge      : {cpu.cpu_line(r['bridge']['cpu_ms_per_pod'])}")
     print_stages({side: r[side]["stages"] for side in ("direct", "bridge")})

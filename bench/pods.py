@@ -239,7 +239,7 @@ async def wait_for_earlier_runs(kubes: Iterable[Kube], timeout: float = 600) -> 
     hold pod slots and load the machine during this run's measurements."""
     kubes = list(kubes)
     start = time.monotonic()
-    shown = 0.0
+    next_note = 0.0
     while True:
         going = sorted(
             {
@@ -256,8 +256,8 @@ async def wait_for_earlier_runs(kubes: Iterable[Kube], timeout: float = 600) -> 
             raise SystemExit(
                 f"namespaces of an earlier run still being deleted after {timeout:.0f}s: {going}"
             )
-        if waited - shown >= 10 or not shown:
-            shown = waited or 1e-9
+        if waited >= next_note:
+            next_note = waited + 10
             print(f"waiting for an earlier run's namespaces to go: {', '.join(going)}", file=sys.stderr)
         await asyncio.sleep(1)
 
