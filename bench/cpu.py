@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 
 from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.bridge import extender_setup, vkubelet_setup
+from armada_bridge.dev.bridge import vkubelet_setup
 from armada_bridge.dev.procs import pids_under
-from bench.pods import cpu_seconds
+from bench.pods import cpu_seconds, processes
 
 TICK = os.sysconf("SC_CLK_TCK")
 MACHINE, OTHER = "machine", "other"
@@ -36,11 +36,10 @@ def machine_busy_seconds() -> float:
 def groups(env: Environment) -> dict[str, list[int]]:
     """Group name -> the pids in it now. A cluster's group is every other process naming its
     directory (its control plane, KWOK; the bridge's processes name the front's too)."""
-    replicas = extender_setup.replica_names(env.extender_replicas())
-    vkubelet = env.supervisor.pid(vkubelet_setup.COMPONENT)
+    bridge = processes(env)
     named = {
-        "extender": [p for n in replicas if (p := env.supervisor.pid(n)) is not None],
-        "vkubelet": [vkubelet] if vkubelet is not None else [],
+        "extender": [pid for name, pid in bridge.items() if name != vkubelet_setup.COMPONENT],
+        "vkubelet": [bridge[vkubelet_setup.COMPONENT]],
         "benchmark": [os.getpid()],
     }
     taken = {pid for pids in named.values() for pid in pids}

@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge import keys
 from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.bridge import extender_setup, vkubelet_setup
 from armada_bridge.dev.names import FRONT
 from armada_bridge.kube import NODES, Kube, load_config
 from bench.pods import (
@@ -40,23 +39,12 @@ from bench.pods import (
     create_namespace,
     free_slots,
     memory_kib,
+    processes,
     run_cli,
 )
 
 MB = 1e6
 GOALS_MB = {"extender": 400, "vkubelet": 300}  # issue 28 (issue 12: extender 500)
-
-
-def processes(env: Environment) -> dict[str, int]:
-    """Component name -> pid: every extender replica, and the vkubelet."""
-    names = [*extender_setup.replica_names(env.extender_replicas()), vkubelet_setup.COMPONENT]
-    out = {}
-    for name in names:
-        pid = env.supervisor.pid(name)
-        if pid is None:
-            raise SystemExit(f"{name} is not running: `armada-bridge dev up` first")
-        out[name] = pid
-    return out
 
 
 def sample(pids: dict[str, int]) -> dict[str, float]:

@@ -16,6 +16,8 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.capacity import open_to_all
+from armada_bridge.dev.binary.environment import Environment
+from armada_bridge.dev.bridge import extender_setup, vkubelet_setup
 from armada_bridge.kube import NAMESPACES, NODES, PODS, SERVICEACCOUNTS, Kube
 
 CONCURRENCY = 16
@@ -302,6 +304,18 @@ async def free_slots(remotes: Iterable[Kube]) -> int:
             if p["status"].get("phase") in ("Pending", "Running") and p["spec"].get("nodeName") in open_nodes
         )
     return total
+
+
+def processes(env: Environment) -> dict[str, int]:
+    """Component name -> pid: every extender replica, and the vkubelet."""
+    names = [*extender_setup.replica_names(env.extender_replicas()), vkubelet_setup.COMPONENT]
+    out = {}
+    for name in names:
+        pid = env.supervisor.pid(name)
+        if pid is None:
+            raise SystemExit(f"{name} is not running: `armada-bridge dev up` first")
+        out[name] = pid
+    return out
 
 
 def cpu_seconds(pid: int) -> float:
