@@ -549,27 +549,40 @@ class Controller:
 
     # ------------------------------------------------------------------ status
     async def touch_unbound(self, older_than: float = 5.0, limit: int = 200) -> None:
-        """Admitted pods the front scheduler has not bound yet (it set them aside after an earlier
-        rejection): touched so it retries now, not after its 5-minute flush."""
+        """Admitted pods the front scheduler refused and has not bound since (it set them aside):
+        touched so it retries now, not after its 5-minute flush, or bound by the bridge once
+        refused for BIND_REFUSED_AFTER. An admitted pod it has not refused is still in its queue
+        and is tried without a nudge (a write, and a requeue, for nothing under load)."""
         now = time.monotonic()
         due = [
             i
             for i in self.managed.values()
             if i.placed is not None and i.placed_at and now - i.placed_at > older_than and not i.bound
         ]
-        for info in due[:limit]:
+        for info in due:
+            refusal = self._refusal(info)
+            if refusal is None:
+                self._refused.pop(info.uid, None)
+                continue
             info.placed_at = now
-            if not await self._bind_refused(info, now):
+            if not await self._bind_refused(info, refusal, now):
                 await self.actions.touch(info)
+            limit -= 1
+            if limit == 0:
+                break
 
-    async def _bind_refused(self, info: PodInfo, now: float) -> bool:
-        """An admitted pod the front scheduler has refused for BIND_REFUSED_AFTER seconds is bound
-        to its virtual node by the bridge (:meth:`Actions.bind`). True when bound."""
+    def _refusal(self, info: PodInfo) -> tuple[Obj, str] | None:
+        """The front pod and kube-scheduler's refusal of it, if it refused it last."""
         ns, _, name = info.key.partition("/")
         pod = self.inputs.pods.get(name, ns)
         refusal = pods.scheduler_refusal(pod) if pod is not None else None
-        if pod is None or refusal is None or info.placed is None:
-            self._refused.pop(info.uid, None)
+        return None if pod is None or refusal is None else (pod, refusal)
+
+    async def _bind_refused(self, info: PodInfo, refused: tuple[Obj, str], now: float) -> bool:
+        """An admitted pod the front scheduler has refused for BIND_REFUSED_AFTER seconds is bound
+        to its virtual node by the bridge (:meth:`Actions.bind`). True when bound."""
+        pod, refusal = refused
+        if info.placed is None:
             return False
         since = self._refused.setdefault(info.uid, now)
         node = self._virtual_node(info.placed[0])

@@ -36,19 +36,19 @@ def test_the_policy_names_the_keys_of_keys_py() -> None:
 
 def test_the_permissions_checked_are_the_ones_rbac_grants() -> None:
     docs = _docs()
-    checks = {
-        name: doc["spec"]["matchConditions"][0]["expression"]
-        for name, doc in docs.items()
-        if doc["kind"] == "ValidatingAdmissionPolicy"
-    }
     wanted = {
-        "ValidatingAdmissionPolicy/armada-bridge-decisions": keys.DECISIONS_WRITE,
-        "ValidatingAdmissionPolicy/armada-bridge-virtual-nodes": keys.DECISIONS_BIND,
+        "ValidatingAdmissionPolicy/armada-bridge-decisions": ("mayDecide", keys.DECISIONS_WRITE),
+        "ValidatingAdmissionPolicy/armada-bridge-virtual-nodes": ("mayBind", keys.DECISIONS_BIND),
     }
-    for name, verb in wanted.items():
-        assert checks[name].strip() == (
-            f"!authorizer.group('{keys.GROUP}').resource('{keys.DECISIONS_RESOURCE}').check('{verb}').allowed()"
+    for name, (variable, verb) in wanted.items():
+        policy = docs[name]
+        assert "matchConditions" not in policy["spec"]  # every caller is matched; the check is in each rule
+        assert _variable(policy, variable).strip() == (
+            f"authorizer.group('{keys.GROUP}').resource('{keys.DECISIONS_RESOURCE}').check('{verb}').allowed()"
         )
+        # Each rule holds for whoever has the permission, asked last (only when the rule fails).
+        for rule in policy["spec"]["validations"]:
+            assert rule["expression"].endswith(f" || variables.{variable}"), rule["expression"]
     # Every policy is bound, and denies (not only warns or audits).
     for doc in docs.values():
         if doc["kind"] == "ValidatingAdmissionPolicy":

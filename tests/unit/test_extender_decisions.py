@@ -231,12 +231,48 @@ def test_a_failed_round_loses_none_of_the_pods_it_had_to_look_at() -> None:
     _run(scenario())
 
 
+def _refused(pod: Obj) -> Obj:
+    """`pod` as kube-scheduler leaves one it found no node for."""
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}
+    pod["status"]["conditions"] = [condition]
+    return pod
+
+
+def test_only_admitted_pods_kube_scheduler_refused_are_nudged() -> None:
+    """A pod admitted a while ago and not bound yet is still in kube-scheduler's queue unless it
+    refused the pod: only a refused one is touched (a write per pod and a requeue otherwise)."""
+
+    async def scenario() -> None:
+        c = _controller([_node("n0")])
+        for name in ("queued", "refused"):
+            placed = KEY.annotations(f"uid-{name}", CLUSTER, "n0")
+            _feed(c.inputs.pods, _pod(name, annotations=placed))
+        await c.round()
+        assert {"uid-queued", "uid-refused"} <= set(c.managed)
+        touched: list[str] = []
+
+        async def touch(info: Any) -> None:
+            touched.append(info.uid)
+
+        c.actions.touch = touch  # type: ignore[method-assign]
+        placed = KEY.annotations("uid-refused", CLUSTER, "n0")
+        _feed(c.inputs.pods, _refused(_pod("refused", annotations=placed)), "MODIFIED")
+        for info in c.managed.values():
+            info.placed_at = time.monotonic() - 60
+        await c.touch_unbound()
+        assert touched == ["uid-refused"]
+        await c.front.close()
+
+    _run(scenario())
+
+
 def test_a_failing_status_step_stops_none_of_the_others() -> None:
     async def scenario() -> None:
         c = _controller([_node("n0")])
         placed = KEY.annotations("uid-admitted", CLUSTER, "n0")
         _feed(c.inputs.pods, _pod("admitted", annotations=placed))  # admitted, not bound yet
         await c.round()
+        _feed(c.inputs.pods, _refused(_pod("admitted", annotations=placed)), "MODIFIED")  # and refused
         c.managed["uid-admitted"].placed_at = time.monotonic() - 60
         # Its nudge cannot be written (nothing answers): the queue status step runs all the same.
         await c.write_statuses()
