@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import time
 from pathlib import Path
@@ -34,6 +35,27 @@ def certificate_kubeconfig(path: Path, server: str, ca: tuple[Path, Path], subje
     text = yaml.safe_dump(body, sort_keys=False)
     if not path.is_file() or path.read_text() != text:
         path.write_text(text)
+    return path
+
+
+def token_kubeconfig(kubeconfig: Path, token: str, path: Path) -> Path:
+    """A kubeconfig at `path` for the cluster of `kubeconfig` (its server; its CA, inlined) whose
+    user is the bearer `token` alone (no client certificate): what a ServiceAccount sees."""
+    admin = yaml.safe_load(kubeconfig.read_text())
+    cluster = dict(admin["clusters"][0]["cluster"])
+    ca = cluster.pop("certificate-authority", None)
+    if ca:
+        ca_path = Path(ca) if Path(ca).is_absolute() else kubeconfig.parent / ca
+        cluster["certificate-authority-data"] = base64.b64encode(ca_path.read_bytes()).decode()
+    body = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "cluster", "cluster": cluster}],
+        "users": [{"name": "token", "user": {"token": token}}],
+        "contexts": [{"name": "token", "context": {"cluster": "cluster", "user": "token"}}],
+        "current-context": "token",
+    }
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
     return path
 
 

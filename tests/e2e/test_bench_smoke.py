@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from kubernetes import client as k8s
+
 from armada_bridge.dev.binary.environment import Environment
-from bench import memory, pipeline
+from bench import admission_policies, memory, pipeline
+from tests.e2e.bridge import Api
 
 
 def test_pipeline_benchmark_runs_small(dev_env: Environment) -> None:
@@ -56,3 +59,13 @@ def test_memory_benchmark_runs_small(dev_env: Environment) -> None:
         assert all(0 < row[n] <= r["peak_mb"][n] + 1 for n in names), row
     assert set(r["cpu_seconds_per_1000_pods"]) == names
     assert all(v > 0 for v in r["cpu_seconds_per_1000_pods"].values()), r["cpu_seconds_per_1000_pods"]
+
+
+def test_admission_policies_benchmark_runs_small_and_puts_the_policies_back(cluster_api: Api) -> None:
+    front = k8s.AdmissionregistrationV1Api(cluster_api("front"))
+    r = asyncio.run(admission_policies.main_async(argparse.Namespace(writes=40, rounds=2)))
+    assert len(r["cpu_ms_per_write"]["with policies"]) == len(r["cpu_ms_per_write"]["without"]) == 2
+    assert r["median_with_policies_ms"] > 0 and r["median_without_ms"] > 0, r
+    # The tenant's writes went through in both cases, and the policies hold again afterwards.
+    names = {p.metadata.name for p in front.list_validating_admission_policy().items}
+    assert {"armada-bridge-decisions", "armada-bridge-virtual-nodes"} <= names, names

@@ -5,7 +5,6 @@ which passes attach and port-forward on to KWOK."""
 
 from __future__ import annotations
 
-import base64
 import fcntl
 import os
 import pty
@@ -23,12 +22,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes import client as k8s
 
 from armada_bridge.dev import binaries
 from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.bridge import vkubelet_setup
+from armada_bridge.dev.clients import token_kubeconfig
 from armada_bridge.dev.ports import free_ports
 from tests.integration.test_vkubelet_pods import (  # noqa: F401  (fixtures)
     bound_pod,
@@ -236,25 +235,6 @@ def test_attach_sees_output(vkubelet: Environment, namespace: str, running: str)
         proc.wait(10)
 
 
-def _token_kubeconfig(env: Environment, token: str, path: Path) -> Path:
-    admin = yaml.safe_load(env.kubeconfig("front").read_text())
-    cluster = dict(admin["clusters"][0]["cluster"])
-    ca = cluster.pop("certificate-authority", None)
-    if ca:
-        p = Path(ca) if Path(ca).is_absolute() else env.kubeconfig("front").parent / ca
-        cluster["certificate-authority-data"] = base64.b64encode(p.read_bytes()).decode()
-    cfg = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "front", "cluster": cluster}],
-        "users": [{"name": "sa", "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "front", "user": "sa"}}],
-        "current-context": "sa",
-    }
-    path.write_text(yaml.safe_dump(cfg))
-    return path
-
-
 def _kubelet_post(env: Environment, path: str, headers: dict[str, str]) -> int:
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
@@ -308,7 +288,7 @@ def test_exec_refused_without_rights(
     token = front.create_namespaced_service_account_token(
         "reader", namespace, {"spec": {"audiences": [], "expirationSeconds": 600}}
     ).status.token
-    cfg = _token_kubeconfig(vkubelet, token, tmp_path / "reader.kubeconfig")
+    cfg = token_kubeconfig(vkubelet.kubeconfig("front"), token, tmp_path / "reader.kubeconfig")
 
     def forbidden() -> bool:
         r = kubectl(vkubelet, "exec", "-n", namespace, running, "--", "id", kubeconfig=cfg)
