@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,14 +27,14 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from armada_bridge.dev import binaries, clients
 from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.clients import token_kubeconfig
+from armada_bridge.dev.bridge import bridge
 from armada_bridge.dev.procs import pids_under
 from armada_bridge.kube import PODS, Kube, load_config
-from armada_bridge.versions import REPO_ROOT
 from bench.pods import cpu_seconds, run_cli, wait_for_earlier_runs
 
-POLICIES = REPO_ROOT / "manifests" / "extender" / "admission-policy.yaml"
+POLICIES = bridge.ADMISSION_POLICY
 NAMESPACE = "bench-admission-policies"
 PODS_WRITTEN = 20  # pods the writes go round
 CONCURRENCY = 8
@@ -62,11 +61,8 @@ subjects: [{{kind: ServiceAccount, name: writer, namespace: {NAMESPACE}}}]
 
 
 def kubectl(env: Environment, *args: str, stdin: str | None = None) -> str:
-    argv = ["kubectl", "--kubeconfig", str(env.kubeconfig("front")), *args]
-    r = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False)
-    if r.returncode != 0:
-        raise SystemExit(f"kubectl {' '.join(args)}: {r.stderr.strip()}")
-    return r.stdout
+    """kubectl (the environment's own) on the front cluster."""
+    return clients.kubectl(binaries.expected(), env.kubeconfig("front"), *args, stdin=stdin)
 
 
 def front_apiserver(env: Environment) -> int:
@@ -80,7 +76,7 @@ def front_apiserver(env: Environment) -> int:
 def tenant_kubeconfig(env: Environment, directory: Path) -> Path:
     """A kubeconfig for the ServiceAccount (a bound token, the front's CA, no client certificate)."""
     token = kubectl(env, "-n", NAMESPACE, "create", "token", "writer", "--duration", "1h").strip()
-    return token_kubeconfig(env.kubeconfig("front"), token, directory / "tenant.kubeconfig")
+    return clients.token_kubeconfig(env.kubeconfig("front"), token, directory / "tenant.kubeconfig")
 
 
 async def write(kube: Kube, writes: int) -> None:
