@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from armada_bridge.dev import binaries, clients
 from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.bridge import bridge
-from armada_bridge.dev.procs import pids_under
+from armada_bridge.dev.names import FRONT
 from armada_bridge.kube import PODS, Kube, load_config
 from bench.pods import cpu_seconds, run_cli, wait_for_earlier_runs
 
@@ -62,21 +62,20 @@ subjects: [{{kind: ServiceAccount, name: writer, namespace: {NAMESPACE}}}]
 
 def kubectl(env: Environment, *args: str, stdin: str | None = None) -> str:
     """kubectl (the environment's own) on the front cluster."""
-    return clients.kubectl(binaries.expected(), env.kubeconfig("front"), *args, stdin=stdin)
+    return clients.kubectl(binaries.expected(), env.kubeconfig(FRONT), *args, stdin=stdin)
 
 
 def front_apiserver(env: Environment) -> int:
-    for pid in pids_under(env.kwok_workdir / "clusters" / "front"):
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            if Path(f.read().split(b"\0")[0].decode()).name == "kube-apiserver":
-                return pid
-    raise SystemExit("the front kube-apiserver is not running: `armada-bridge dev up` first")
+    pid = env.cluster(FRONT).component_pids().get("kube-apiserver")
+    if pid is None:
+        raise SystemExit("the front kube-apiserver is not running: `armada-bridge dev up` first")
+    return pid
 
 
 def tenant_kubeconfig(env: Environment, directory: Path) -> Path:
     """A kubeconfig for the ServiceAccount (a bound token, the front's CA, no client certificate)."""
     token = kubectl(env, "-n", NAMESPACE, "create", "token", "writer", "--duration", "1h").strip()
-    return clients.token_kubeconfig(env.kubeconfig("front"), token, directory / "tenant.kubeconfig")
+    return clients.token_kubeconfig(env.kubeconfig(FRONT), token, directory / "tenant.kubeconfig")
 
 
 async def write(kube: Kube, writes: int) -> None:
@@ -98,7 +97,7 @@ async def write(kube: Kube, writes: int) -> None:
 
 def set_policies(env: Environment, present: bool) -> None:
     if present:
-        kubectl(env, "apply", "--server-side", "--force-conflicts", "-f", str(POLICIES))
+        bridge.apply(binaries.expected(), env.kubeconfig(FRONT), POLICIES)  # as `dev up` does
     else:
         kubectl(env, "delete", "--ignore-not-found", "-f", str(POLICIES))
     time.sleep(3)  # the API server's policy informer catches up
@@ -106,11 +105,11 @@ def set_policies(env: Environment, present: bool) -> None:
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     env = Environment()
-    async with Kube(load_config(env.kubeconfig("front"))) as admin:
+    async with Kube(load_config(env.kubeconfig(FRONT))) as admin:
         await wait_for_earlier_runs([admin])  # this benchmark's own namespace among them
-    kubectl(env, "apply", "-f", "-", stdin=TENANT)
-    for i in range(PODS_WRITTEN):  # unmanaged (no queue), and they fit no node: they stay Pending
-        pod = {
+    # The pods are unmanaged (no queue) and fit no node: they stay Pending.
+    pods = [
+        {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": f"p{i}", "namespace": NAMESPACE},
@@ -119,7 +118,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 "containers": [{"name": "c", "image": "none"}],
             },
         }
-        kubectl(env, "apply", "-f", "-", stdin=yaml.safe_dump(pod))
+        for i in range(PODS_WRITTEN)
+    ]
+    kubectl(env, "apply", "-f", "-", stdin=TENANT + "---\n" + yaml.safe_dump_all(pods))
     pid = front_apiserver(env)
     per_write: dict[str, list[float]] = {"with policies": [], "without": []}
     try:

@@ -559,17 +559,17 @@ class Controller:
             for i in self.managed.values()
             if i.placed is not None and i.placed_at and now - i.placed_at > older_than and not i.bound
         ]
+        refused = []
         for info in due:
             refusal = self._refusal(info)
             if refusal is None:
                 self._refused.pop(info.uid, None)
-                continue
+            else:
+                refused.append((info, refusal))
+        for info, refusal in refused[:limit]:
             info.placed_at = now
             if not await self._bind_refused(info, refusal, now):
                 await self.actions.touch(info)
-            limit -= 1
-            if limit == 0:
-                break
 
     def _refusal(self, info: PodInfo) -> tuple[Obj, str] | None:
         """The front pod and kube-scheduler's refusal of it, if it refused it last."""

@@ -21,9 +21,15 @@ PRIORITY_CLASSES = versions.REPO_ROOT / "manifests" / "extender" / "priorityclas
 ADMISSION_POLICY = versions.REPO_ROOT / "manifests" / "extender" / "admission-policy.yaml"
 
 
+def apply(bins: Binaries, kubeconfig: Path, path: Path) -> None:
+    """Server-side apply of the bridge's own manifests (a file, or a directory's), taking their
+    fields back from whoever changed them."""
+    kubectl(bins, kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(path))
+
+
 def apply_dir(bins: Binaries, kubeconfig: Path, directory: Path) -> None:
     if any(directory.glob("*.yaml")):
-        kubectl(bins, kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(directory))
+        apply(bins, kubeconfig, directory)
 
 
 def install_crds(bins: Binaries, kubeconfig: Path, timeout: float = 60) -> None:
@@ -39,7 +45,7 @@ def install(env: BaseEnvironment, bins: Binaries) -> None:
     front = env.kubeconfig(FRONT)
     install_crds(bins, front)
     apply_dir(bins, front, DEV_MANIFESTS_DIR)
-    kubectl(bins, front, "apply", "--server-side", "--force-conflicts", "-f", str(ADMISSION_POLICY))
+    apply(bins, front, ADMISSION_POLICY)
     vkubelet_setup.setup(env, bins)
-    kubectl(bins, front, "apply", "--server-side", "--force-conflicts", "-f", str(PRIORITY_CLASSES))
+    apply(bins, front, PRIORITY_CLASSES)
     extender_setup.setup(env, bins)
