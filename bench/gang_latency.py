@@ -3,12 +3,14 @@
     .venv/bin/python bench/gang_latency.py [--queued 1000] [--arriving 40] [--steps 6] [--json]
 
 Two measurements through the whole front path (admission webhook, core round, the front
-kube-scheduler and the extender, vkubelet), against a baseline measured in the same run (the
-same gang's pods created directly in a remote cluster: create -> all Running):
+kube-scheduler and the extender, vkubelet), both with `--queued` gangs waiting, against a baseline
+measured in the same run (the same gang's pods created directly in a remote cluster: create -> all
+Running):
 - **arrival**: gangs of `--size` whose members are created one after another (`--gap` seconds
-  apart, so the first members are refused by the extender and set aside by kube-scheduler while
-  the gang is incomplete), with room for them: from the last member created to all Running;
-- **freeing**: `--queued` gangs wait behind blockers that hold the remotes' CPU; one blocker is
+  apart, so the gang is incomplete for a while), with room for them that the queued gangs cannot
+  take (each blocker leaves a queued pod's CPU less 1m free on its node): from the last member
+  created to all Running;
+- **freeing**: the `--queued` gangs wait behind blockers that hold the remotes' CPU; one blocker is
   deleted per step (`--steps`): from the deletion to all members Running, for each gang that the
   freed room admits.
 Front kube-scheduler backoff (it retries a pod it set aside only after 1-10 s, or on an event) and
@@ -53,6 +55,7 @@ from bench.pods import (
     print_stages,
     run_cli,
     stage_table,
+    wait_for_earlier_runs,
     watch_stages,
 )
 
@@ -161,6 +164,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     tag = uuid.uuid4().hex[:6]
     ns_direct, ns_arrive, ns_free = f"bench-gl-direct-{tag}", f"bench-gl-arrive-{tag}", f"bench-gl-free-{tag}"
     try:
+        await wait_for_earlier_runs(kubes.values())  # their pods would hold the room measured here
         await create_namespace(remote, ns_direct)
         for ns in (ns_arrive, ns_free):
             await create_namespace(front, ns)
@@ -171,28 +175,30 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             CREATED, RUNNING
         )
         await w.close()
+        await delete_namespace({REMOTES[0]: remote}, ns_direct)  # its pods' room to the backlog's blockers
 
-        print("arrival: the same gangs, managed, in the front cluster ...", file=sys.stderr)
-        w = Watch([front], ns_arrive, bridge_stages(front, [kubes[c] for c in REMOTES]))
-        arrived = await arrive(front, ns_arrive, arriving, args.size, args.gap, args.cpu, True, w)
-        arrival = arrived.between(CREATED, RUNNING)
-        await w.close()
-        await delete_namespace(kubes, ns_arrive)
-
-        # Freeing: blockers hold the remote nodes that are free (one each), `queued` gangs wait
+        # The backlog: blockers hold the remote nodes that are free (one each) but for `room`, too
+        # little for a queued gang's pod and enough for the arriving gangs' pods; `queued` gangs wait
         # behind them (those that fit in room other work leaves on the remaining nodes run first and
         # are not counted).
         free = await free_cpu(kubes)
         whole = [n for n, m in free.items() if m >= PER_NODE * 1000]
+        gang_cpu = PER_NODE * 1000 // (args.size * args.gangs_per_step)
+        room = gang_cpu - 1
+        need = args.arriving * args.size * parse_quantity(args.cpu)
+        if need > room * len(whole):
+            raise SystemExit(
+                f"the arriving gangs need {need}m CPU; {len(whole)} free remote nodes leave {room}m each "
+                f"beside the backlog: fewer --arriving or a smaller --cpu"
+            )
         w = Watch([front], ns_free)
         blockers = [f"blocker-{i}" for i in range(len(whole))]
         for b in blockers:
-            await front.create(PODS, pod(b, str(PER_NODE), None, True), ns_free)
+            await front.create(PODS, pod(b, f"{PER_NODE * 1000 - room}m", None, True), ns_free)
         await w.until(blockers, 300)
-        gang_cpu = f"{PER_NODE * 1000 // (args.size * args.gangs_per_step)}m"
         print(
-            f"freeing: {args.queued} gangs of {args.size} x {gang_cpu} CPU queued behind {len(blockers)} "
-            f"blockers of {PER_NODE} CPU ...",
+            f"backlog: {args.queued} gangs of {args.size} x {gang_cpu}m CPU queued behind {len(blockers)} "
+            f"blockers of {PER_NODE * 1000 - room}m CPU ...",
             file=sys.stderr,
         )
         queued = [f"q{i}" for i in range(args.queued)]
@@ -200,12 +206,21 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
         async def make(name: str, g: str) -> None:
             async with sem:
-                await front.create(PODS, pod(name, gang_cpu, (g, args.size), True), ns_free)
+                await front.create(PODS, pod(name, f"{gang_cpu}m", (g, args.size), True), ns_free)
 
         await asyncio.gather(*(make(n, g) for g in queued for n in members(g, args.size)))
-        await asyncio.sleep(args.settle)  # every pod filtered and set aside at least once
-        freeing: list[float] = []
+        await asyncio.sleep(args.settle)  # every pod through a round at least once
         started = {g for g in queued if w.all_running(members(g, args.size))}
+        waiting = len(queued) - len(started)
+
+        print(f"arrival: the same gangs, managed, with {waiting} gangs queued ...", file=sys.stderr)
+        wa = Watch([front], ns_arrive, bridge_stages(front, [kubes[c] for c in REMOTES]))
+        arrived = await arrive(front, ns_arrive, arriving, args.size, args.gap, args.cpu, True, wa)
+        arrival = arrived.between(CREATED, RUNNING)
+        await wa.close()
+        await delete_namespace(kubes, ns_arrive)
+
+        freeing: list[float] = []
         for step in range(min(args.steps, len(blockers))):
             t0 = time.monotonic()
             await front.delete(PODS, blockers[step], ns_free, body={"gracePeriodSeconds": 0})
@@ -227,6 +242,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {
         "size": args.size,
         "queued": args.queued,
+        "waiting": waiting,
         "direct_p50_s": pct(direct, 0.5),
         "direct_p99_s": pct(direct, 0.99),
         "arrival_p50_s": pct(arrival, 0.5),
@@ -255,7 +271,7 @@ def main() -> None:
     p.add_argument("--arriving", type=int, default=40, help="gangs created member by member")
     p.add_argument("--size", type=int, default=4, help="members of each gang")
     p.add_argument("--gap", type=float, default=0.5, help="seconds between a gang's members")
-    p.add_argument("--cpu", default="100m", help="CPU of an arriving gang's pod")
+    p.add_argument("--cpu", default="50m", help="CPU of an arriving gang's pod")
     p.add_argument("--steps", type=int, default=6, help="blockers deleted, one at a time")
     p.add_argument("--gangs-per-step", type=int, default=4, help="gangs one blocker's room admits")
     p.add_argument("--settle", type=float, default=20, help="seconds the queued gangs wait before the steps")
@@ -263,7 +279,8 @@ def main() -> None:
     if r is None:
         return
     print(
-        f"gangs of {r['size']}, {r['queued']} queued ({r['cores']} cores, load average {r['load_average_1m']:.1f})"
+        f"gangs of {r['size']}, {r['queued']} queued, {r['waiting']} of them waiting through the arrival "
+        f"({r['cores']} cores, load average {r['load_average_1m']:.1f})"
     )
     print(
         f"  direct in a remote (create last member -> all Running): p50 {r['direct_p50_s']:.2f}s p99 {r['direct_p99_s']:.2f}s"

@@ -33,7 +33,7 @@ from armada_bridge.kube.resources import VOLCANO_PODGROUPS
 from extender import translate
 from extender.actions import Actions, Written
 from extender.describe import Describer
-from extender.events import WAITING, EventRecorder
+from extender.events import WAITING, EventRecorder, gist
 from extender.inputs import Inputs
 from extender.metrics import Metrics
 from extender.owners import OwnerResolver
@@ -107,9 +107,9 @@ class Settings:
     #: A gang one member short for this long, whose PodGroup's minResources covers the missing one,
     #: is admitted with what is present (see Controller.relax_stalled_gangs).
     gang_stall_seconds: float = 30.0
-    #: A waiting reason becomes an Event once its pod has waited this long: most pods of a gang
-    #: arriving member by member, or of a burst, wait less, and an Event each was a third of the
-    #: front writes for them (kubectl describe says why a pod waits a round later).
+    #: A waiting reason becomes an Event once its pod has been seen waiting this long (by the
+    #: status pass, every status_interval): most pods of a gang arriving member by member, or of
+    #: a burst, wait less, and an Event each was a third of the front writes for them.
     explain_after_seconds: float = 2.0
     scheduling: model.SchedulingConfig = field(default_factory=model.SchedulingConfig)
     #: the kube-scheduler managed pods are pointed at (managed Kubernetes), if not their own
@@ -132,7 +132,7 @@ class Controller:
         self.managed: dict[str, PodInfo] = {}
         self._uid_by_key: dict[str, str] = {}
         self.shell_reasons: dict[str, str] = {}
-        self._posted: dict[str, str] = {}  # uid -> waiting reason last posted as an Event
+        self._posted: dict[str, str] = {}  # uid -> gist of the waiting reason last posted as an Event
         self._waiting_since: dict[str, float] = {}  # uid -> first seen waiting (monotonic)
         self._post_again_at: dict[str, float] = {}  # uid -> not before (monotonic): its Event was lost
         self._synced_rv: dict[str, str] = {}  # pod key -> its resourceVersion when last synced
@@ -219,6 +219,11 @@ class Controller:
     async def round(self) -> RoundResult:
         t0 = time.perf_counter()
         await self._sync()
+        if self.core.settled and not self._unwritten and self.last_result is not None:
+            # Woken by changes that did not reach the core (statuses, bindings, heartbeats) after
+            # a round that decided nothing: another would decide nothing, at a cost that grows
+            # with the backlog.
+            return self.last_result
         result = self.core.schedule_round(time.time())
         self.metrics.round_seconds.observe(time.perf_counter() - t0)
         self.rounds += 1
@@ -467,18 +472,30 @@ class Controller:
         self.unwritten = len(kept_nodes) + len(blocked) + reverted + len(self._unwritten)
         if self.unwritten:
             self.changes.wake.set()
-        work = []
-        posted = 0
-        now = time.monotonic()
-        for uid, reason in [*result.waiting.items(), *self.shell_reasons.items()]:
-            if now - self._waiting_since.setdefault(uid, now) < self.settings.explain_after_seconds:
-                continue  # said in a round once it has waited that long (one runs every status_interval)
-            if self._posted.get(uid) != reason and posted < 200 and self._post_again_at.get(uid, 0) <= now:
-                posted += 1
-                self._posted[uid] = reason
-                work.append(bounded(self._explain(uid, reason)))
-        await asyncio.gather(*work)
         self.metrics.observe_round(result)
+
+    async def explain_waiting(self, limit: int = 200) -> None:
+        """Why pods wait, as Events, from the status pass (not each round: the backlog is looked
+        through once per status interval): a pod that has waited explain_after_seconds is told its
+        reason, and told again when the reason changes in more than its figures (:func:`gist`); at
+        most `limit` Events a pass, the rest in the next."""
+        result = self.last_result
+        waiting = [*(result.waiting.items() if result is not None else ()), *self.shell_reasons.items()]
+        work = []
+        now = time.monotonic()
+        gists: dict[str, str] = {}  # the waiting share a few reasons
+        for uid, reason in waiting:
+            if now - self._waiting_since.setdefault(uid, now) < self.settings.explain_after_seconds:
+                continue
+            said = gists.get(reason)
+            if said is None:
+                said = gists[reason] = gist(reason)
+            if self._posted.get(uid) != said and self._post_again_at.get(uid, 0) <= now:
+                self._posted[uid] = said
+                work.append(self._explain(uid, reason))
+                if len(work) == limit:
+                    break
+        await asyncio.gather(*work)
 
     def _blocked_by(self, result: RoundResult, kept_nodes: set[str]) -> set[str]:
         """Jobs scheduled this round that must not be admitted: placed on a node whose victim
@@ -520,7 +537,7 @@ class Controller:
 
     def _event_lost(self, uid: str, reason: str, message: str) -> None:
         """An Event the recorder could not write: a waiting reason is posted again next round."""
-        if reason == WAITING and self._posted.get(uid) == message:
+        if reason == WAITING and self._posted.get(uid) == gist(message):
             del self._posted[uid]
             # Not at once: what refused it (a namespace being deleted, an API server in trouble)
             # would refuse it again in every round until then.
@@ -638,6 +655,7 @@ class Controller:
         steps: dict[str, Callable[[], Awaitable[None]]] = {
             "stalled gangs": relax,
             "unbound pods": self.touch_unbound,
+            "waiting reasons": self.explain_waiting,
             "queue status": lambda: write_queue_statuses(self),
             "podgroup status": lambda: write_podgroup_statuses(self),
         }

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,15 @@ log = logging.getLogger(__name__)
 COMPONENT = "armada-bridge-extender"
 #: the reason of the Event that says why a pod waits
 WAITING = "ArmadaWaiting"
+_FIGURES = re.compile(r"\d+(?:\.\d+)?")
+
+
+def gist(reason: str) -> str:
+    """A waiting reason without its figures (shares, free room, members present): a pod whose
+    reason changes in its figures alone is not told again. With thousands of pods waiting, each
+    admission changed every waiting pod's figures, and each change was an Event;
+    ``armada-bridge why`` and the dashboard give the figures of the moment."""
+    return _FIGURES.sub("#", reason)
 
 
 @dataclass

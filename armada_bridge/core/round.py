@@ -251,6 +251,10 @@ class PoolRound:
         #: the next job of the key fits there best too, if it fits at all: every node that did
         #: not fit still does not, and that node's free resources only went down.
         self._last_fit: dict[int, tuple[NodeEntry, int]] = {}
+        #: gang shape (:meth:`_gang_shape`) -> (node database version, why): gangs of that shape
+        #: fit nowhere while the node database is unchanged (a backlog of identical gangs costs one
+        #: plan per round, not one each).
+        self._gang_misses: dict[tuple[object, ...], tuple[int, str]] = {}
         self._whole_pool: list[Domain] = [(pool, None, None, None)]
 
     # ------------------------------------------------------------ context
@@ -444,16 +448,26 @@ class PoolRound:
         if last is not None and last[1] == s.nodedb.version and rs.fits(head.requests, last[0].free):
             assignments, victims = [(head, last[0])], _NO_VICTIMS
         else:
+            # A verdict on a whole gang holds exactly while no node changed and no preemption is
+            # looked at (the plan is then a function of the nodes and the shape alone).
+            gang = None if single or self._may_preempt(head.pc.priority) else self._gang_shape(members)
             if single:
                 cached = self.unfeasible.get(head.skey)
                 if cached is not None and cached[0] == self.epochs:
                     self._wait(members, self.reason_for(queue, cached[1]))
+                    return
+            elif gang is not None:
+                missed = self._gang_misses.get(gang)
+                if missed is not None and missed[0] == s.nodedb.version:
+                    self._wait(members, self.reason_for(queue, missed[1]))
                     return
             plan, why, cacheable = self._plan(queue, members)
             if plan is None:
                 self._wait(members, self.reason_for(queue, why))
                 if single and cacheable:
                     self.unfeasible[head.skey] = (self.epochs, why)
+                elif gang is not None and cacheable:
+                    self._gang_misses[gang] = (s.nodedb.version, why)
                 return
             assignments, victims = plan.assignments, plan.victims
         self._commit(queue, assignments, victims)
@@ -637,9 +651,7 @@ class PoolRound:
             plan = plan_without_preemption(s.nodedb, members, d)
             if plan is not None:
                 return plan, "", True
-        priority = members[0].pc.priority
-        urgency = self.config.enable_urgency_preemption and s.nodedb.has_bound_below(self.pool, priority)
-        if urgency or self.evicted:
+        if self._may_preempt(members[0].pc.priority):
             # Placement without preemption in any pool comes before preemption in this one.
             elsewhere = self._fits_elsewhere(members)
             if elsewhere:
@@ -659,6 +671,25 @@ class PoolRound:
         if not domains:
             return None, why, True
         return None, self._no_fit_reason(members), True
+
+    def _may_preempt(self, priority: int) -> bool:
+        """Whether a job of ``priority`` that fits nowhere as things stand may take room from
+        others: jobs evicted this round and not rescheduled yet, or (urgency preemption) jobs of
+        lower priorities bound in the pool."""
+        if self.evicted:
+            return True
+        return self.config.enable_urgency_preemption and self.s.nodedb.has_bound_below(self.pool, priority)
+
+    def _gang_shape(self, members: list[JobRecord]) -> tuple[object, ...] | None:
+        """What placing a whole gang depends on besides the nodes: its members' scheduling keys in
+        order, its uniformity label and minimum resources. None for a member joining its admitted
+        gang and for colocated members (their fit depends on where others run)."""
+        head = members[0]
+        g = self.s.gangs.get(head.gang_key) if head.is_gang else None
+        if g is None or g.domain is not None or any(m.colocation is not None for m in members):
+            return None
+        least = tuple(sorted(g.min_resources.items())) if g.min_resources else ()
+        return (tuple(m.skey for m in members), g.uniformity_label, least)
 
     def _fits_elsewhere(self, members: list[JobRecord]) -> str:
         """Another pool where ``members`` fit now without preempting anything, or "".

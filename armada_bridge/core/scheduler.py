@@ -70,6 +70,10 @@ class Scheduler:
         self._bind_seq = 0
         #: bumped whenever capacity may have grown (node added/changed, job left a node).
         self.capacity_epoch = 0
+        #: bumped by every change made from outside a round (nodes, queues, jobs, placements).
+        self.mutations = 0
+        #: ``mutations`` after the last round, when that round decided nothing (see ``settled``).
+        self._settled_at = -1
         #: bumped whenever a job that a higher priority class could displace is bound.
         self.low_bind_epoch = 0
         self._max_priority = max((pc.priority for pc in self.config.priority_classes.values()), default=0)
@@ -119,6 +123,7 @@ class Scheduler:
 
     # ================================================================ nodes
     def upsert_node(self, node: Node) -> None:
+        self.mutations += 1
         self.nodedb.upsert(node)
         self.capacity_epoch += 1
 
@@ -127,6 +132,7 @@ class Scheduler:
         entry = self.nodedb.entries.get(name)
         if entry is None:
             return []
+        self.mutations += 1
         lost = sorted(entry.bound)
         for job_id in lost:
             rec = self.jobs.get(job_id)
@@ -138,9 +144,11 @@ class Scheduler:
 
     # =============================================================== queues
     def upsert_queue(self, queue: Queue) -> None:
+        self.mutations += 1
         self.queues[queue.name] = queue
 
     def remove_queue(self, name: str) -> None:
+        self.mutations += 1
         self.queues.pop(name, None)
 
     # ================================================================= jobs
@@ -149,6 +157,7 @@ class Scheduler:
             raise SchedulerError(f"job {job.id} already exists")
         if job.gang_cardinality < 1:
             raise SchedulerError(f"job {job.id}: gang cardinality must be >= 1")
+        self.mutations += 1
         rec = make_record(job, self.config.priority_class_of(job), self.shapes)
         self.jobs[job.id] = rec
         if job.is_gang:
@@ -172,6 +181,7 @@ class Scheduler:
     def update_job(self, job: Job) -> None:
         """Replace a queued job's spec (a running job keeps its binding and only changes metadata)."""
         rec = self._get(job.id)
+        self.mutations += 1
         if rec.state is JobState.QUEUED:
             self.remove_job(job.id)
             self.add_job(job)
@@ -185,6 +195,7 @@ class Scheduler:
         rec = self.jobs.get(job_id)
         if rec is None:
             return
+        self.mutations += 1
         self._drop(rec)
 
     def mark_finished(self, job_id: str) -> None:
@@ -202,6 +213,7 @@ class Scheduler:
                 return
             self._unbind(rec)
             self._enqueue(rec)
+        self.mutations += 1
         self.bind(rec, node, self.clock if bound_at is None else bound_at)
 
     def revert(self, job_id: str) -> None:
@@ -209,6 +221,7 @@ class Scheduler:
         rec = self.jobs.get(job_id)
         if rec is None or rec.state is not JobState.RUNNING:
             return
+        self.mutations += 1
         self._unbind(rec)
         self._enqueue(rec)
 
@@ -258,7 +271,19 @@ class Scheduler:
         # until the reasons next change.
         result.waiting = Waiting(self.reasons)
         self._shared = weakref.ref(result.waiting)
+        decided = result.scheduled or result.preempted
+        self._settled_at = -1 if decided or self._rate_limited() else self.mutations
         return result
+
+    @property
+    def settled(self) -> bool:
+        """A round now would decide nothing: the last one decided nothing and nothing has changed
+        since (no rate limit refills with time either). A caller woken by changes that did not
+        reach the scheduler (a pod's status, a node's heartbeat) may skip the round."""
+        return self._settled_at == self.mutations
+
+    def _rate_limited(self) -> bool:
+        return not self.global_bucket.unlimited or self.config.maximum_per_queue_scheduling_burst > 0
 
     def _unshare(self) -> None:
         """The reasons are about to change: the last round's result, if anyone still holds it,

@@ -211,3 +211,32 @@ def test_queue_runs_survive_prefix_compaction_and_interleaving() -> None:
     assert all(qj.run_end(i) > i for i in range(len(qj.items)))
     fresh = Scheduler.from_snapshot(None, *s.snapshot())
     assert comparable(s.schedule_round(2)) == comparable(fresh.schedule_round(2))
+
+
+def test_a_round_is_settled_only_while_nothing_has_changed_since_one_that_decided_nothing() -> None:
+    s = Scheduler()
+    s.upsert_node(node("n0", resources={"cpu": "4", "memory": "16Gi"}))
+    s.upsert_queue(Queue("A"))
+    s.add_job(job("big", "A", {"cpu": "8"}))
+    assert not s.settled  # changes since the last round (there was none)
+    assert not s.schedule_round(0).scheduled
+    assert s.settled
+    s.add_job(job("small", "A", {"cpu": "1"}))
+    assert not s.settled
+    assert list(s.schedule_round(1).scheduled) == ["small"]
+    assert not s.settled  # the round decided something: the next one may too
+    assert not s.schedule_round(2).scheduled
+    assert s.settled
+    s.mark_running("small", "n0")  # already there: no change
+    assert s.settled
+    s.revert("small")
+    assert not s.settled
+
+
+def test_a_rate_limited_scheduler_is_never_settled() -> None:
+    """A token bucket refills with time alone: a round later may admit what this one held back."""
+    s = Scheduler(SchedulingConfig(maximum_scheduling_rate=1.0, maximum_scheduling_burst=1))
+    s.upsert_node(node("n0"))
+    s.upsert_queue(Queue("A"))
+    s.schedule_round(0)
+    assert not s.settled

@@ -290,12 +290,13 @@ def test_a_waiting_reason_whose_event_was_not_written_is_posted_again(cause: str
         if cause == "dropped":
             c.events.max_queued = 0  # too many Events wait already
         _feed(c.inputs.pods, _pod("a"))
+        await c.round()
         for attempt in (1, 2):
-            await c.round()
+            await c.explain_waiting()
             await c.events._queue.join()  # written, or not (nothing answers)
             assert "uid-a" not in c._posted  # not marked posted: it is posted again, ...
             assert _count(c, "armada_bridge_extender_events_lost_total", cause=cause) == attempt
-            await c.round()  # ... not at once (what refused it would refuse it again) ...
+            await c.explain_waiting()  # ... not at once (what refused it would refuse it again) ...
             await c.events._queue.join()
             assert _count(c, "armada_bridge_extender_events_lost_total", cause=cause) == attempt
             c._post_again_at["uid-a"] = 0.0  # ... but once EVENT_RETRY_SECONDS have passed
@@ -318,10 +319,38 @@ def test_a_waiting_reason_is_said_once_the_pod_has_waited_explain_after_seconds(
         _feed(c.inputs.pods, _pod("a", annotations=KEY.annotations("uid-a", CLUSTER, "n0")))  # takes the node
         _feed(c.inputs.pods, _pod("b"))
         await c.round()
+        await c.explain_waiting()
         assert emitted == []
         await asyncio.sleep(0.3)
-        await c.round()
+        await c.explain_waiting()
         assert [name for name, _ in emitted] == ["b"]
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_a_waiting_pod_is_told_again_when_its_reason_changes_not_its_figures() -> None:
+    """A waiting reason's figures (members present, free room, shares) change with every arrival
+    and admission: with thousands of pods waiting, an Event for each of them each time."""
+
+    async def scenario() -> None:
+        c = _controller([_node("n0", cpu="1")])
+        told: list[tuple[str, str]] = []
+
+        async def explain(pod: Obj, reason: str) -> None:
+            told.append((pod["metadata"]["name"], reason))
+
+        c.actions.explain = explain  # type: ignore[method-assign]
+        gang = {keys.GANG_ID: "g", keys.GANG_CARDINALITY: "3"}
+        reasons: list[str] = []
+        for i in range(3):
+            _feed(c.inputs.pods, _pod(f"g-{i}", annotations=gang))
+            await c.round()
+            await c.explain_waiting()
+            reasons.append(c.core.waiting_reasons()["uid-g-0"])
+        assert reasons[0] != reasons[1]  # "gang 1/3 present", "gang 2/3 present": figures alone
+        assert told[:3] == [("g-0", reasons[0]), ("g-1", reasons[1]), ("g-0", reasons[2])]
+        assert [name for name, _ in told[3:]] == ["g-1", "g-2"]  # the gang's new reason, to each
         await c.front.close()
 
     _run(scenario())
@@ -400,6 +429,28 @@ def test_a_resync_with_nothing_changed_keeps_the_round_incremental() -> None:
         assert not c.changes.pods  # every pod is as it was last synced
         await c.round()
         assert c.core.epochs() == epochs  # nor did any node change for the core
+        await c.front.close()
+
+    _run(scenario())
+
+
+def test_a_round_woken_by_what_did_not_reach_the_core_looks_at_no_backlog() -> None:
+    """A pod's status, a binding, a node heartbeat wake the loop; after a round that decided
+    nothing, another would decide nothing too, at a cost that grows with the backlog."""
+
+    async def scenario() -> None:
+        c = _controller([_node("n0", cpu="1")])
+        _feed(c.inputs.pods, _pod("big", cpu="2"))  # waits
+        await c.round()
+        rounds = c.core.round_no
+        waiting = _pod("big", cpu="2")
+        waiting["status"]["conditions"] = [{"type": "PodScheduled", "status": "False"}]
+        _feed(c.inputs.pods, waiting, "MODIFIED")  # the same job for the core
+        await c.round()
+        assert c.core.round_no == rounds
+        _feed(c.inputs.pods, _pod("small", cpu="1"))  # a new job: a round
+        await c.round()
+        assert c.core.round_no == rounds + 1
         await c.front.close()
 
     _run(scenario())
