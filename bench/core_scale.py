@@ -3,10 +3,11 @@ scale (not a test).
 
     .venv/bin/python bench/core_scale.py [--jobs 1000,10000,100000] [--nodes 1000,10000]
                                          [--queues 200] [--plot docs/img/core-scale.png]
-                                         [--against COMMIT [--repeat 3]]
+                                         [--gang-size 1] [--against COMMIT [--repeat 3]]
 
 For every (jobs, nodes) pair: a fresh scheduler with `nodes` nodes of 32 cpu / 256Gi (in clusters
-of 1,000 nodes) and `queues` queues gets `jobs` queued 1-cpu / 4Gi jobs, then
+of 1,000 nodes) and `queues` queues gets `jobs` queued 1-cpu / 4Gi jobs (with `--gang-size N`, in
+gangs of N: what does not fit is then a backlog of gangs, each a candidate of its own), then
 * full round: one round places what fits (the rest waits, its reasons recorded);
 * incremental round: 100 new jobs arrive on that state; one round.
 The baseline, measured in the same run for each pair, is sorting the queued jobs by Armada's queue
@@ -51,10 +52,28 @@ NEW = 100
 T = TypeVar("T")
 
 
-def make_jobs(prefix: str, count: int, queues: int, start: float = 0.0) -> list[Job]:
+def make_jobs(prefix: str, count: int, queues: int, start: float = 0.0, gang_size: int = 1) -> list[Job]:
+    """`count` jobs, alone or in gangs of `gang_size` (each gang in one queue)."""
+    if gang_size == 1:
+        return [
+            job(
+                f"{prefix}{i}",
+                f"queue-{i % queues:03d}",
+                {"cpu": "1", "memory": "4Gi"},
+                submit_time=start + i,
+            )
+            for i in range(count)
+        ]
     return [
-        job(f"{prefix}{i}", f"queue-{i % queues:03d}", {"cpu": "1", "memory": "4Gi"}, submit_time=start + i)
-        for i in range(count)
+        job(
+            f"{prefix}{i}",
+            f"queue-{i // gang_size % queues:03d}",
+            {"cpu": "1", "memory": "4Gi"},
+            submit_time=start + i,
+            gang_id=f"{prefix}g{i // gang_size}",
+            gang_cardinality=gang_size,
+        )
+        for i in range(count - count % gang_size)
     ]
 
 
@@ -79,13 +98,13 @@ def timed(fn: Callable[[], T]) -> tuple[float, float, T]:
         gc.enable()
 
 
-def measure(jobs: int, nodes: int, queues: int) -> dict[str, float]:
-    queued = make_jobs("job-", jobs, queues)
+def measure(jobs: int, nodes: int, queues: int, gang_size: int = 1) -> dict[str, float]:
+    queued = make_jobs("job-", jobs, queues, gang_size=gang_size)
     sort_wall, _, _ = timed(lambda: sorted(queued, key=lambda j: (0, j.priority, j.submit_time, j.id)))
     s = make_scheduler(nodes, queues)
     s.add_jobs(queued)
     full_wall, full_cpu, full = timed(lambda: s.schedule_round(0.0))
-    s.add_jobs(make_jobs("late-", NEW, queues, start=1e7))
+    s.add_jobs(make_jobs("late-", NEW, queues, start=1e7, gang_size=gang_size))
     inc_wall, inc_cpu, _ = timed(lambda: s.schedule_round(1.0))
     return {
         "jobs": jobs,
@@ -100,20 +119,20 @@ def measure(jobs: int, nodes: int, queues: int) -> dict[str, float]:
 
 
 def worker(spec: str) -> int:
-    """One measurement in this process, as JSON on stdout (``--worker JOBS,NODES,QUEUES``)."""
+    """One measurement in this process, as JSON on stdout (``--worker JOBS,NODES,QUEUES,GANG``)."""
     import armada_bridge
 
-    jobs, nodes, queues = (int(x) for x in spec.split(","))
-    r = measure(jobs, nodes, queues)
+    jobs, nodes, queues, gang_size = (int(x) for x in spec.split(","))
+    r = measure(jobs, nodes, queues, gang_size)
     r["core"] = str(Path(armada_bridge.__file__).resolve().parents[1])
     print(json.dumps(r))
     return 0
 
 
-def run_worker(root: Path, jobs: int, nodes: int, queues: int) -> dict[str, float]:
+def run_worker(root: Path, jobs: int, nodes: int, queues: int, gang_size: int) -> dict[str, float]:
     env = {**os.environ, "CORE_SCALE_ROOT": str(root)}
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--worker", f"{jobs},{nodes},{queues}"],
+        [sys.executable, str(Path(__file__).resolve()), "--worker", f"{jobs},{nodes},{queues},{gang_size}"],
         env=env,
         check=True,
         capture_output=True,
@@ -149,7 +168,9 @@ def ratios(old: list[dict[str, float]], new: list[dict[str, float]], key: str) -
     return [n[key] / o[key] for o, n in zip(old, new, strict=True)]
 
 
-def against(commit: str, job_counts: list[int], node_counts: list[int], queues: int, repeat: int) -> None:
+def against(
+    commit: str, job_counts: list[int], node_counts: list[int], queues: int, repeat: int, gang_size: int
+) -> None:
     rev = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", commit], check=True, capture_output=True, text=True
     ).stdout.strip()
@@ -173,7 +194,7 @@ def against(commit: str, job_counts: list[int], node_counts: list[int], queues: 
                 for rep in range(repeat):
                     sides = [(old_root, old), (REPO, new)]
                     for root, acc in sides if rep % 2 == 0 else sides[::-1]:
-                        acc.append(run_worker(root, jobs, nodes, queues))
+                        acc.append(run_worker(root, jobs, nodes, queues, gang_size))
                 if [r["placed"] for r in old] != [r["placed"] for r in new]:
                     raise SystemExit(f"old and new placed different numbers of jobs: {old} {new}")
                 full = ratios(old, new, "full")
@@ -230,6 +251,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--jobs", default="1000,10000,100000", help="queued job counts, comma-separated")
     p.add_argument("--nodes", default="1000,10000", help="node counts, comma-separated")
     p.add_argument("--queues", type=int, default=200)
+    p.add_argument("--gang-size", type=int, default=1, help="jobs in gangs of this many members")
     p.add_argument("--plot", type=Path, help="write a PNG of the rounds against jobs here")
     p.add_argument("--against", metavar="COMMIT", help="measure that commit's core side by side")
     p.add_argument("--repeat", type=int, default=3, help="runs per pair and side with --against")
@@ -241,10 +263,11 @@ def main(argv: list[str]) -> int:
     node_counts = [int(x) for x in args.nodes.split(",")]
     print(
         f"core scale: {args.queues} queues, nodes of 32 cpu/256Gi in clusters of {NODES_PER_CLUSTER}, "
-        f"1-cpu/4Gi jobs (python {sys.version.split()[0]})"
+        f"1-cpu/4Gi jobs{f' in gangs of {args.gang_size}' if args.gang_size > 1 else ''} "
+        f"(python {sys.version.split()[0]})"
     )
     if args.against:
-        against(args.against, job_counts, node_counts, args.queues, args.repeat)
+        against(args.against, job_counts, node_counts, args.queues, args.repeat, args.gang_size)
         return 0
     print(f"  load average before: {loadavg()}")
     print(
@@ -254,7 +277,7 @@ def main(argv: list[str]) -> int:
     rows = []
     for nodes in node_counts:
         for jobs in job_counts:
-            r = measure(jobs, nodes, args.queues)
+            r = measure(jobs, nodes, args.queues, args.gang_size)
             rows.append(r)
             print(
                 f"  {jobs:>8,} {nodes:>7,} {int(r['placed']):>8,} {r['sort'] * 1000:>9.1f} ms "

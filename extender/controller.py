@@ -474,7 +474,7 @@ class Controller:
             self.changes.wake.set()
         self.metrics.observe_round(result)
 
-    async def explain_waiting(self, limit: int = 200) -> None:
+    async def explain_waiting(self, limit: int = 1000) -> None:
         """Why pods wait, as Events, from the status pass (not each round: the backlog is looked
         through once per status interval): a pod that has waited explain_after_seconds is told its
         reason, and told again when the reason changes in more than its figures (:func:`gist`); at
