@@ -536,11 +536,12 @@ class Controller:
             await self.actions.explain(pod, reason)
 
     def _event_lost(self, uid: str, reason: str, message: str) -> None:
-        """An Event the recorder could not write: a waiting reason is posted again next round."""
+        """An Event the recorder could not write: a waiting reason is posted again by a later
+        status pass."""
         if reason == WAITING and self._posted.get(uid) == gist(message):
             del self._posted[uid]
             # Not at once: what refused it (a namespace being deleted, an API server in trouble)
-            # would refuse it again in every round until then.
+            # would refuse it again in every pass until then.
             self._post_again_at[uid] = time.monotonic() + EVENT_RETRY_SECONDS
 
     async def _preempt(self, uid: str, why: str) -> str | None:
