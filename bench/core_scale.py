@@ -54,23 +54,13 @@ T = TypeVar("T")
 
 def make_jobs(prefix: str, count: int, queues: int, start: float = 0.0, gang_size: int = 1) -> list[Job]:
     """`count` jobs, alone or in gangs of `gang_size` (each gang in one queue)."""
-    if gang_size == 1:
-        return [
-            job(
-                f"{prefix}{i}",
-                f"queue-{i % queues:03d}",
-                {"cpu": "1", "memory": "4Gi"},
-                submit_time=start + i,
-            )
-            for i in range(count)
-        ]
     return [
         job(
             f"{prefix}{i}",
             f"queue-{i // gang_size % queues:03d}",
             {"cpu": "1", "memory": "4Gi"},
             submit_time=start + i,
-            gang_id=f"{prefix}g{i // gang_size}",
+            gang_id=f"{prefix}g{i // gang_size}" if gang_size > 1 else None,
             gang_cardinality=gang_size,
         )
         for i in range(count - count % gang_size)
