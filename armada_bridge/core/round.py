@@ -735,10 +735,16 @@ class PoolRound:
                 f"{node.name} in cluster {node.cluster} with {rs.format_resources(node.free, _shown(rec.requests))}"
             )
         total = rs.total(m.requests for m in members)
-        return (
+        reason = (
             f"no remote cluster fits this gang of {len(members)} ({rs.format_resources(total)} in total): "
             f"largest free is {self._largest_cluster_free()}"
         )
+        # A cluster's free room may add up to the gang's total while split over nodes none of
+        # which fits a member: the largest free node tells that apart.
+        node = nodedb.largest_free_node(self.pool)
+        if node is None:
+            return reason
+        return f"{reason}; largest free node is {node.name} with {rs.format_resources(node.free, _shown(total))}"
 
     def _commit(
         self, queue: str, assignments: list[tuple[JobRecord, NodeEntry]], displaced: Mapping[str, int]

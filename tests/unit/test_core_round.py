@@ -211,6 +211,18 @@ def test_gang_all_or_nothing_in_one_cluster() -> None:
     assert "largest free is cpu=64" in result.waiting["big-0"]
 
 
+def test_a_gang_whose_cluster_room_is_split_over_nodes_is_told_the_largest_free_node() -> None:
+    s = Scheduler()
+    for i in range(4):
+        s.upsert_node(node(f"remote-1-n{i}", "remote-1", resources={"cpu": "2", "memory": "8Gi"}))
+    s.upsert_queue(Queue("A"))
+    # 8 CPUs free in the cluster, 2 on each node: a gang of 2 x 3 CPUs fits the sum, no node.
+    s.add_jobs(gang("split", "A", 2, {"cpu": "3"}))
+    reason = s.schedule_round(0).waiting["split-0"]
+    assert "largest free is cpu=8, memory=32Gi in cluster remote-1" in reason
+    assert reason.endswith("largest free node is remote-1-n3 with cpu=2, memory=8Gi")
+
+
 def test_gang_waits_until_all_members_present() -> None:
     s = scheduler_with_nodes(4)
     s.upsert_queue(Queue("A"))
