@@ -143,6 +143,12 @@ class QueueIterator:
                     if len(members) < g.queued:
                         continue
                     del self.pending[rec.gang_key]
+                    known = pr.known_gang_miss(self.queue, members)
+                    if known is not None:
+                        # What yielding it would decide: a gang of a shape that fits nowhere,
+                        # seen at this node database version (its heap place would not change).
+                        pr._wait(members, known)
+                        continue
             else:
                 skey = rec.skey
                 known = skipped.get(skey) if skipped is not None else None
@@ -478,6 +484,21 @@ class PoolRound:
         if bucket is not None:
             bucket.take(len(members))
 
+    def known_gang_miss(self, queue: str, members: list[JobRecord]) -> str | None:
+        """The reason a whole gang waits, when considering it would only find that its shape fits
+        nowhere at this node database version, as :meth:`_consider` and :meth:`_place` would: no
+        round limit or cordon stops its queue, no preemption may be looked at, and it is under the
+        queue's limits. None: the gang is to be considered."""
+        if not self._unconstrained or self._may_preempt(members[0].pc.priority):
+            return None
+        shape = self._gang_shape(members)
+        missed = self._gang_misses.get(shape) if shape is not None else None
+        if missed is None or missed[0] != self.s.nodedb.version:
+            return None
+        if self.s.queues[queue].cordoned or self._queue_limit(queue, members):
+            return None
+        return self.reason_for(queue, missed[1])
+
     def reason_for(self, queue: str, why: str) -> str:
         """A capacity reason, prefixed with the queue's fair-share position when that explains it."""
         key = (queue, self._alloc_version.get(queue, 0), why)
@@ -744,7 +765,9 @@ class PoolRound:
         node = nodedb.largest_free_node(self.pool)
         if node is None:
             return reason
-        return f"{reason}; largest free node is {node.name} with {rs.format_resources(node.free, _shown(total))}"
+        return (
+            f"{reason}; largest free node is {node.name} with {rs.format_resources(node.free, _shown(total))}"
+        )
 
     def _commit(
         self, queue: str, assignments: list[tuple[JobRecord, NodeEntry]], displaced: Mapping[str, int]

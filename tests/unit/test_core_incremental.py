@@ -240,3 +240,83 @@ def test_a_rate_limited_scheduler_is_never_settled() -> None:
     s.upsert_queue(Queue("A"))
     s.schedule_round(0)
     assert not s.settled
+
+
+def backlog_of_gangs(seed: int, skip: bool, monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, ...]]:
+    """Rounds over batches of identical gangs (backlogs the round passes over when their shape
+    fits nowhere) amid single jobs, departures and preemption; with the pass-over turned off when
+    not ``skip``."""
+    from armada_bridge.core.round import PoolRound
+
+    with monkeypatch.context() as m:
+        if not skip:
+            m.setattr(PoolRound, "known_gang_miss", lambda *_: None)
+        rng = random.Random(seed)
+        s = Scheduler(CONFIG)
+        for c in ("r1", "r2"):
+            for i in range(3):
+                s.upsert_node(
+                    node(f"{c}-{i}", c, {"cpu": "8", "memory": "64Gi"}, labels={"rack": f"k{i % 2}"})
+                )
+        for q in "AB":
+            s.upsert_queue(Queue(q))
+        out = []
+        for step in range(10):
+            now = float(step)
+            for b in range(rng.randint(1, 3)):
+                q, pc = rng.choice("AB"), rng.choice(["low", "mid", "high"])
+                size, cpu = rng.randint(2, 4), str(rng.randint(2, 6))
+                label = rng.choice([None, "rack"])
+                for k in range(rng.randint(3, 12)):
+                    s.add_jobs(
+                        gang(
+                            f"g{step}-{b}-{k}",
+                            q,
+                            size,
+                            {"cpu": cpu},
+                            priority_class=pc,
+                            gang_node_uniformity_label=label,
+                            submit_time=now,
+                        )
+                    )
+            for k in range(rng.randint(0, 4)):
+                s.add_job(job(f"j{step}-{k}", rng.choice("AB"), {"cpu": "1"}, submit_time=now))
+            for rec in sorted(s.running_jobs(), key=lambda r: r.id):
+                if rng.random() < 0.15:
+                    s.mark_finished(rec.id)
+            out.append(comparable(s.schedule_round(now)))
+        return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_passing_over_gangs_of_a_shape_that_fits_nowhere_decides_what_considering_each_does(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert backlog_of_gangs(seed, True, monkeypatch) == backlog_of_gangs(seed, False, monkeypatch)
+
+
+def test_a_backlog_of_identical_gangs_that_fit_nowhere_is_considered_once_a_round(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from armada_bridge.core.round import PoolRound
+
+    s = Scheduler()
+    for c in ("r1", "r2"):  # 8 CPUs in all, 4 in each cluster: a gang of 2 x 3 CPUs fits neither
+        s.upsert_node(node(f"{c}-n", c, {"cpu": "4", "memory": "16Gi"}))
+    s.upsert_queue(Queue("A"))
+    for i in range(50):
+        s.add_jobs(gang(f"big-{i}", "A", 2, {"cpu": "3"}, submit_time=i))
+    s.add_jobs(gang("small", "A", 2, {"cpu": "1"}, submit_time=99))
+    considered: list[str] = []
+    original = PoolRound._consider
+
+    def counting(self: PoolRound, it: object, cand: tuple[list[object], bool]) -> None:
+        considered.append(cand[0][0].id)  # type: ignore[attr-defined]
+        original(self, it, cand)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PoolRound, "_consider", counting)
+    result = s.schedule_round(0)
+    assert set(result.scheduled) == {"small-0", "small-1"}
+    assert considered == ["big-0-0", "small-0"]
+    assert result.waiting["big-49-1"] == result.waiting["big-0-0"]
+    assert result.waiting["big-0-0"].startswith("no remote cluster fits this gang of 2")
