@@ -261,6 +261,9 @@ class PoolRound:
         #: fit nowhere while the node database is unchanged (a backlog of identical gangs costs one
         #: plan per round, not one each).
         self._gang_misses: dict[tuple[object, ...], tuple[int, str]] = {}
+        #: (queue, priority class, gang shape) -> (node database version, reason): gangs passed
+        #: over without being considered (:meth:`known_gang_miss`).
+        self._passed_over: dict[tuple[str, str, tuple[object, ...]], tuple[int, str]] = {}
         self._whole_pool: list[Domain] = [(pool, None, None, None)]
 
     # ------------------------------------------------------------ context
@@ -489,15 +492,27 @@ class PoolRound:
         nowhere at this node database version, as :meth:`_consider` and :meth:`_place` would: no
         round limit or cordon stops its queue, no preemption may be looked at, and it is under the
         queue's limits. None: the gang is to be considered."""
-        if not self._unconstrained or self._may_preempt(members[0].pc.priority):
+        if not self._unconstrained:
             return None
         shape = self._gang_shape(members)
-        missed = self._gang_misses.get(shape) if shape is not None else None
-        if missed is None or missed[0] != self.s.nodedb.version:
+        if shape is None:
+            return None
+        head = members[0]
+        version = self.s.nodedb.version
+        # All of it holds for the next gang of the queue, shape and class while no node changes
+        # (the queue's allocation and what may be preempted change only with the nodes).
+        key = (queue, head.pc.name, shape)
+        passed = self._passed_over.get(key)
+        if passed is not None and passed[0] == version:
+            return passed[1]
+        missed = self._gang_misses.get(shape)
+        if missed is None or missed[0] != version or self._may_preempt(head.pc.priority):
             return None
         if self.s.queues[queue].cordoned or self._queue_limit(queue, members):
             return None
-        return self.reason_for(queue, missed[1])
+        reason = self.reason_for(queue, missed[1])
+        self._passed_over[key] = (version, reason)
+        return reason
 
     def reason_for(self, queue: str, why: str) -> str:
         """A capacity reason, prefixed with the queue's fair-share position when that explains it."""
