@@ -329,6 +329,30 @@ def test_a_waiting_reason_is_said_once_the_pod_has_waited_explain_after_seconds(
     _run(scenario())
 
 
+def test_a_pod_placed_on_a_node_not_known_yet_is_not_told_it_waits() -> None:
+    """After a restart, pods run on nodes the extender learns of only once their remote cluster's
+    pods are listed: they are being caught up with, not waiting for room."""
+
+    async def scenario() -> None:
+        c = _controller([_node("n0", cpu="1")])
+        told: list[str] = []
+
+        async def explain(pod: Obj, reason: str) -> None:
+            told.append(pod["metadata"]["name"])
+
+        c.actions.explain = explain  # type: ignore[method-assign]
+        _feed(c.inputs.pods, _pod("a", annotations=KEY.annotations("uid-a", CLUSTER, "n9")))
+        _feed(c.inputs.pods, _pod("b", cpu="2"))
+        await c.round()
+        assert "not known yet" in c.shell_reasons["uid-a"]
+        await c.explain_waiting()
+        assert told == ["b"]
+        assert set(c._waiting_since) == {"uid-b"}
+        await c.front.close()
+
+    _run(scenario())
+
+
 def test_a_waiting_pod_is_told_again_when_its_reason_changes_not_its_figures() -> None:
     """A waiting reason's figures (members present, free room, shares) change with every arrival
     and admission: with thousands of pods waiting, an Event for each of them each time."""
