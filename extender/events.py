@@ -96,7 +96,11 @@ class EventRecorder:
             )
             return
         self._queued.add(key)
-        self._queue.put_nowait((obj, reason, message, warning))
+        # What the Event names, not the object: a decision's patch answers with the whole pod
+        # (managed fields and all), and thousands of Events may wait behind a slow API server.
+        md = obj["metadata"]
+        brief = {"metadata": {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in md}}
+        self._queue.put_nowait((brief, reason, message, warning))
         if not self._tasks:
             self._tasks = [asyncio.create_task(self._work(), name="events") for _ in range(self.workers)]
 

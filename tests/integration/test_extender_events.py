@@ -1,5 +1,6 @@
 """The extender's Event recorder (extender/events.py) on the real front API server: an Event it
-refuses is not lost silently, and posted again it is written."""
+refuses is not lost silently, and posted again it is written; what waits to be written is what the
+Event names, not the object."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import uuid
 import pytest
 
 from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.kube import NAMESPACES, Kube, load_config
+from armada_bridge.kube import NAMESPACES, PODS, Kube, load_config
 from armada_bridge.kube.resources import CORE_EVENTS
 from extender.events import WAITING, EventRecorder
 from extender.metrics import Metrics
@@ -44,5 +45,36 @@ def test_an_event_the_api_server_refuses_is_counted_warned_and_handed_back(
                 assert len(lost) == 1
             finally:
                 await front.delete(NAMESPACES, absent)
+
+    asyncio.run(scenario())
+
+
+def test_an_event_waiting_to_be_written_keeps_what_it_names_not_the_object(
+    dev_env: Environment, namespace: str
+) -> None:
+    """A decision's patch answers with the whole pod; thousands of Events can wait behind a slow
+    API server, and each held its pod (managed fields and all) until written."""
+
+    async def scenario() -> None:
+        async with Kube(load_config(dev_env.kubeconfig("front"))) as front:
+            spec = {"schedulingGates": [{"name": "test/hold"}], "containers": [{"name": "c", "image": "x"}]}
+            pod = await front.create(PODS, {"metadata": {"name": "p"}, "spec": spec}, namespace)
+            assert pod["metadata"].get("managedFields")
+            recorder = EventRecorder(front, Metrics())
+            await recorder.emit(pod, "Tested", "what waits is small")
+            waiting = recorder._queue._queue[0][0]  # type: ignore[attr-defined]
+            md = pod["metadata"]
+            assert waiting == {
+                "metadata": {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion")}
+            }
+            await recorder._queue.join()
+            events = (await front.list(CORE_EVENTS, namespace))["items"]
+            [ref] = [e["involvedObject"] for e in events if e["reason"] == "Tested"]
+            assert (ref["kind"], ref["name"], ref["uid"], ref["resourceVersion"]) == (
+                "Pod",
+                "p",
+                md["uid"],
+                md["resourceVersion"],
+            )
 
     asyncio.run(scenario())
