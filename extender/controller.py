@@ -480,12 +480,16 @@ class Controller:
         reason, and told again when the reason changes in more than its figures (:func:`gist`); at
         most `limit` Events a pass, the rest in the next."""
         result = self.last_result
-        waiting = [*(result.waiting.items() if result is not None else ()), *self.shell_reasons.items()]
         managed = self.managed
         # A pod placed already does not wait for room: one placed on a node the core does not know
         # yet (a restart, before its remote cluster's pods are listed) is only being caught up with.
         waiting = [
-            (uid, r) for uid, r in waiting if (info := managed.get(uid)) is None or info.placed is None
+            (uid, r)
+            for uid, r in (
+                *(result.waiting.items() if result is not None else ()),
+                *self.shell_reasons.items(),
+            )
+            if (info := managed.get(uid)) is None or info.placed is None
         ]
         for uid in self._waiting_since.keys() - {uid for uid, _ in waiting}:
             del self._waiting_since[uid]  # waits no longer

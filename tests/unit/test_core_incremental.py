@@ -33,14 +33,18 @@ def comparable(result: RoundResult) -> tuple[object, ...]:
     return (result.scheduled, result.preempted, result.waiting, shares)
 
 
+def racked(config: SchedulingConfig, per_cluster: int, cpu: str) -> Scheduler:
+    """A scheduler with ``per_cluster`` nodes of ``cpu`` in each of clusters r1 and r2, on two racks."""
+    s = Scheduler(config)
+    for c in ("r1", "r2"):
+        for i in range(per_cluster):
+            s.upsert_node(node(f"{c}-{i}", c, {"cpu": cpu, "memory": "64Gi"}, labels={"rack": f"k{i % 2}"}))
+    return s
+
+
 def random_workload(seed: int, config: SchedulingConfig = CONFIG, pools: int = 1) -> None:
     rng = random.Random(seed)
-    live = Scheduler(config)
-    for c in ("r1", "r2"):
-        for i in range(4):
-            live.upsert_node(
-                node(f"{c}-{i}", c, {"cpu": "16", "memory": "64Gi"}, labels={"rack": f"k{i % 2}"})
-            )
+    live = racked(config, 4, "16")
     for q, pf in (("A", 1.0), ("B", 2.0), ("C", 1.0)):
         live.upsert_queue(Queue(q, priority_factor=pf))
     serial = 0
@@ -252,12 +256,7 @@ def backlog_of_gangs(seed: int, skip: bool, monkeypatch: pytest.MonkeyPatch) -> 
         if not skip:
             m.setattr(PoolRound, "known_gang_miss", lambda *_: None)
         rng = random.Random(seed)
-        s = Scheduler(CONFIG)
-        for c in ("r1", "r2"):
-            for i in range(3):
-                s.upsert_node(
-                    node(f"{c}-{i}", c, {"cpu": "8", "memory": "64Gi"}, labels={"rack": f"k{i % 2}"})
-                )
+        s = racked(CONFIG, 3, "8")
         for q in "AB":
             s.upsert_queue(Queue(q))
         out = []
