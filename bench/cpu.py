@@ -23,6 +23,9 @@ from bench.pods import cpu_seconds, processes
 
 TICK = os.sysconf("SC_CLK_TCK")
 MACHINE, OTHER = "machine", "other"
+FRONT = "front"
+#: the bridge's own processes; with the front cluster's control plane, what the front side runs
+BRIDGE_GROUPS = ("extender", "vkubelet")
 
 
 def machine_busy_seconds() -> float:
@@ -93,6 +96,32 @@ async def idle_rates(env: Environment, seconds: float) -> dict[str, float]:
 
 def per_pod_ms(seconds: dict[str, float], pods: int) -> dict[str, float]:
     return {group: 1000 * s / pods for group, s in seconds.items()}
+
+
+def ceilings(
+    direct: dict[str, float], bridge: dict[str, float], remotes: tuple[str, ...]
+) -> dict[str, float]:
+    """Where the bridge's throughput is bounded, from CPU per pod (ms by group) of the same pods
+    created directly and through the bridge:
+
+    - `shared_machine`: direct / bridge over the whole machine: the most the bridge passes while
+      every cluster shares these cores (the throughput ratio, when both sides keep them busy);
+    - `remotes_ratio`: what the remote clusters spend per pod through the bridge over what they
+      spend per direct pod; `remotes_alone` its inverse: the most the bridge passes were the front
+      and the bridge on machines of their own and the remotes on these;
+    - `front_side_ratio`: what the front side (its control plane, the extender, the vkubelet)
+      spends per pod over a direct pod's whole cost: how much more CPU than the remotes the front
+      needs to keep pace with them."""
+    remote_direct = sum(direct.get(r, 0.0) for r in remotes)
+    remote_bridge = sum(bridge.get(r, 0.0) for r in remotes)
+    front_side = bridge.get(FRONT, 0.0) + sum(bridge.get(g, 0.0) for g in BRIDGE_GROUPS)
+    remotes_ratio = remote_bridge / remote_direct
+    return {
+        "shared_machine": direct[MACHINE] / bridge[MACHINE],
+        "remotes_ratio": remotes_ratio,
+        "remotes_alone": 1 / remotes_ratio,
+        "front_side_ratio": front_side / direct[MACHINE],
+    }
 
 
 def cpu_line(ms: dict[str, float]) -> str:

@@ -10,7 +10,9 @@ mirrored back. The pods are a seeded mix of single pods and gangs of `--gang-min
 (Armada's gang annotations); the baseline creates the very same pods (a gang's in one cluster)
 without the bridge. Reported, for both: throughput (pods over the wall time from the first create
 to the last Running), per-pod latency (create -> Running) and per-gang latency (the gang's last
-member created -> all members Running), p50 and p99, and the ratios bridge/direct.
+member created -> all members Running), p50 and p99, and the ratios bridge/direct; the CPU each
+part of the environment spent per pod on each side (`bench/cpu.py`), and the ceilings it sets
+(`cpu.ceilings`: on these cores, and were the front side on machines of its own).
 
 Uses the running `armada-bridge dev up` environment; its remote pod slots must hold `--pods` (110
 per KWOK node: `dev up --nodes 25` holds 5,000). `--pods 600 --gang-share 0` is the small-pods
@@ -181,6 +183,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     b["cpu_ms_per_pod"] = cpu.per_pod_ms(cpu_bridge, args.pods)
     ratios = {f"{k}_ratio": b[k] / d[k] for k in d if k in b and isinstance(d[k], float) and d[k] > 0}
     ratios["cpu_per_pod_ratio"] = b["cpu_ms_per_pod"][cpu.MACHINE] / d["cpu_ms_per_pod"][cpu.MACHINE]
+    ceilings = cpu.ceilings(d["cpu_ms_per_pod"], b["cpu_ms_per_pod"], REMOTES)
     return {
         "pods": args.pods,
         "gangs": gangs,
@@ -189,6 +192,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "direct": d,
         "bridge": b,
         **ratios,
+        "ceilings": ceilings,
         "by_cluster": dict(sorted(spread.items())),
         "idle_cores": idle.get(cpu.MACHINE),  # None: not measured, nothing subtracted
         "load_average_1m": os.getloadavg()[0],
@@ -239,6 +243,12 @@ def main() -> None:
     print(f"  CPU per pod, ms ({less}):")
     print(f"    directly in the remotes : {cpu.cpu_line(r['direct']['cpu_ms_per_pod'])}")
     print(f"    through the bridge      : {cpu.cpu_line(r['bridge']['cpu_ms_per_pod'])}")
+    c = r["ceilings"]
+    print(
+        f"  ceilings from CPU       : all clusters on these cores {c['shared_machine']:.2f}x direct; "
+        f"the remotes spend {c['remotes_ratio']:.2f}x per pod (were the front on machines of its own: "
+        f"{c['remotes_alone']:.2f}x); the front side spends {c['front_side_ratio']:.2f}x a direct pod's whole cost"
+    )
     print_stages({side: r[side]["stages"] for side in ("direct", "bridge")})
 
 
