@@ -9,7 +9,7 @@ Best effort, as Events are: beyond `max_queued` waiting to be written, new ones 
 Event dropped or whose write failed is never lost silently: it is counted
 (`armada_bridge_extender_events_lost_total{cause}`), logged at warning (at most every
 `warn_interval` seconds, with how many since), and handed to `on_lost`, so that the loop posts a
-waiting reason again.
+waiting reason again. How many wait to be written is a gauge (`armada_bridge_extender_events_queued`).
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ class EventRecorder:
         self._queue: asyncio.Queue[_Queued] = asyncio.Queue()
         self._queued: set[tuple[str, str, str]] = set()  # (uid, reason, message) waiting or in flight
         self._tasks: list[asyncio.Task[None]] = []
+        metrics.events_queued.set_function(self._queue.qsize)
 
     async def emit(self, obj: Obj, reason: str, message: str, *, warning: bool = False) -> None:
         """Queue the Event; the recorder's workers (started on first use) write it."""

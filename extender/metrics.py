@@ -87,6 +87,12 @@ class Metrics:
             ["cause"],
             registry=r,
         )
+        self.events_queued = Gauge(
+            "armada_bridge_extender_events_queued",
+            "Events on pods waiting to be written: they are written in the background, behind the pods' "
+            "own writes, so under a burst on a loaded front API server they reach kubectl describe late",
+            registry=r,
+        )
         self.informer_handler_errors = Counter(
             "armada_bridge_extender_informer_handler_errors_total",
             "Informer events a handler failed on (what they changed is picked up by the periodic resync)",

@@ -1,6 +1,6 @@
 """The extender's Event recorder (extender/events.py) on the real front API server: an Event it
 refuses is not lost silently, and posted again it is written; what waits to be written is what the
-Event names, not the object."""
+Event names, not the object, and how many wait is a gauge."""
 
 from __future__ import annotations
 
@@ -60,14 +60,17 @@ def test_an_event_waiting_to_be_written_keeps_what_it_names_not_the_object(
             spec = {"schedulingGates": [{"name": "test/hold"}], "containers": [{"name": "c", "image": "x"}]}
             pod = await front.create(PODS, {"metadata": {"name": "p"}, "spec": spec}, namespace)
             assert pod["metadata"].get("managedFields")
-            recorder = EventRecorder(front, Metrics())
+            metrics = Metrics()
+            recorder = EventRecorder(front, metrics)
             await recorder.emit(pod, "Tested", "what waits is small")
+            assert metrics.registry.get_sample_value("armada_bridge_extender_events_queued") == 1
             waiting = recorder._queue._queue[0][0]  # type: ignore[attr-defined]
             md = pod["metadata"]
             assert waiting == {
                 "metadata": {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion")}
             }
             await recorder._queue.join()
+            assert metrics.registry.get_sample_value("armada_bridge_extender_events_queued") == 0
             events = (await front.list(CORE_EVENTS, namespace))["items"]
             [ref] = [e["involvedObject"] for e in events if e["reason"] == "Tested"]
             assert (ref["kind"], ref["name"], ref["uid"], ref["resourceVersion"]) == (
