@@ -54,6 +54,8 @@ MIRROR_RESYNC_SECONDS = 30.0
 MIRROR_SETTLE_SECONDS = 0.2
 FULL_RESYNC_SECONDS = 300.0
 EVENT_WORKERS = 2
+#: the reason of the remote scheduler's Event that a pod is bound (not reflected to the front)
+REMOTE_SCHEDULED = "Scheduled"
 
 
 @dataclass(frozen=True)
@@ -173,10 +175,12 @@ class ClusterAgent:
         )
         nodes = Informer(remote, NODES, name=f"{self.name}/nodes")
         namespaces = Informer(remote, NAMESPACES, name=f"{self.name}/namespaces")
+        # Not the remote scheduler's `Scheduled`: the remote pod is pinned to the node the decision
+        # named, which the front pod's ArmadaAdmitted Event already names (a front write per pod).
         events = Informer(
             remote,
             CORE_EVENTS,
-            field_selector="involvedObject.kind=Pod",
+            field_selector=f"involvedObject.kind=Pod,reason!={REMOTE_SCHEDULED}",
             keep=IDENTITY,  # each Event is reflected as it comes; the cache only tells a relist what is new
             name=f"{self.name}/events",
         )

@@ -169,15 +169,43 @@ def test_pod_runs_remotely_with_constraints_restored(
     assert fp.status.host_ip == remote.status.host_ip
     assert fp.status.container_statuses[0].ready is True
     assert fp.status.qos_class == remote.status.qos_class
-    # The remote pod's Events show on the front pod.
+    # The remote pod's Events show on the front pod (one made here, as a remote kubelet would),
+    # but for the remote scheduler's Scheduled, made before it: the pod was pinned to the node the
+    # decision named, which the front pod's ArmadaAdmitted names.
+    remote1.create_namespaced_event(
+        namespace,
+        {
+            "metadata": {"generateName": "pinned."},
+            "involvedObject": {
+                "kind": "Pod",
+                "name": "pinned",
+                "namespace": namespace,
+                "uid": remote.metadata.uid,
+            },
+            "reason": "Pulled",
+            "message": "image already present on the remote node",
+            "type": "Normal",
+            "source": {"component": "kubelet", "host": "remote-1-node-1"},
+        },
+    )
+
+    def front_events() -> list[k8s.CoreV1Event]:
+        return front.list_namespaced_event(namespace, field_selector="involvedObject.name=pinned").items
+
     wait_for(
-        "remote Scheduled event on the front pod",
+        "the remote Event on the front pod",
         lambda: any(
-            e.reason == "Scheduled" and "remote-1-node-1" in e.message
-            for e in front.list_namespaced_event(namespace, field_selector="involvedObject.name=pinned").items
+            e.reason == "Pulled" and "(remote cluster remote-1)" in e.message for e in front_events()
         ),
         timeout=15,
     )
+    assert any(e.reason == "Scheduled" for e in remote1.list_namespaced_event(namespace).items)
+    time.sleep(
+        2
+    )  # two Event writers per cluster: the earlier Scheduled, were it reflected, is written by now
+    assert not [
+        e.message for e in front_events() if e.reason == "Scheduled" and "remote cluster" in e.message
+    ]
     assert remote1.read_namespace(namespace).metadata.name == namespace
 
 
