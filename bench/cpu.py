@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import time
 from dataclasses import dataclass
@@ -86,12 +87,19 @@ def spent(before: Sample, after: Sample, idle: dict[str, float] | None = None) -
     return out
 
 
-async def idle_rates(env: Environment, seconds: float) -> dict[str, float]:
-    """Group -> CPU seconds per second while nothing is asked of the environment."""
-    before = sample(env)
-    await asyncio.sleep(seconds)
-    after = sample(env)
-    return {group: s / (after.at - before.at) for group, s in spent(before, after).items()}
+async def idle_rates(env: Environment, seconds: float, windows: int = 5) -> dict[str, float]:
+    """Group -> CPU seconds per second while nothing is asked of the environment: the least of
+    `windows` windows over `seconds`, so that a moment of work in one (an earlier run's pods torn
+    down, a component's first sync) is not subtracted from the whole benchmark."""
+    samples = [sample(env)]
+    for _ in range(windows):
+        await asyncio.sleep(seconds / windows)
+        samples.append(sample(env))
+    rates = [
+        {group: s / (after.at - before.at) for group, s in spent(before, after).items()}
+        for before, after in itertools.pairwise(samples)
+    ]
+    return {group: min(r.get(group, 0.0) for r in rates) for group in rates[-1]}
 
 
 def per_pod_ms(seconds: dict[str, float], pods: int) -> dict[str, float]:
