@@ -200,9 +200,8 @@ def test_pod_runs_remotely_with_constraints_restored(
         timeout=15,
     )
     assert any(e.reason == "Scheduled" for e in remote1.list_namespaced_event(namespace).items)
-    time.sleep(
-        2
-    )  # two Event writers per cluster: the earlier Scheduled, were it reflected, is written by now
+    # Two Event writers per cluster: the earlier Scheduled, were it reflected, is written by now.
+    time.sleep(2)
     assert not [
         e.message for e in front_events() if e.reason == "Scheduled" and "remote cluster" in e.message
     ]
