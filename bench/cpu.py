@@ -19,14 +19,13 @@ from dataclasses import dataclass
 
 from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.bridge import vkubelet_setup
+from armada_bridge.dev.names import FRONT
 from armada_bridge.dev.procs import pids_under
 from bench.pods import cpu_seconds, processes
 
 TICK = os.sysconf("SC_CLK_TCK")
 MACHINE, OTHER = "machine", "other"
-FRONT = "front"
-#: the bridge's own processes; with the front cluster's control plane, what the front side runs
-BRIDGE_GROUPS = ("extender", "vkubelet")
+EXTENDER, VKUBELET, BENCHMARK = "extender", "vkubelet", "benchmark"
 
 
 def machine_busy_seconds() -> float:
@@ -42,9 +41,9 @@ def groups(env: Environment) -> dict[str, list[int]]:
     directory (its control plane, KWOK; the bridge's processes name the front's too)."""
     bridge = processes(env)
     named = {
-        "extender": [pid for name, pid in bridge.items() if name != vkubelet_setup.COMPONENT],
-        "vkubelet": [bridge[vkubelet_setup.COMPONENT]],
-        "benchmark": [os.getpid()],
+        EXTENDER: [pid for name, pid in bridge.items() if name != vkubelet_setup.COMPONENT],
+        VKUBELET: [bridge[vkubelet_setup.COMPONENT]],
+        BENCHMARK: [os.getpid()],
     }
     taken = {pid for pids in named.values() for pid in pids}
     clusters = {
@@ -122,7 +121,7 @@ def ceilings(
       needs to keep pace with them."""
     remote_direct = sum(direct.get(r, 0.0) for r in remotes)
     remote_bridge = sum(bridge.get(r, 0.0) for r in remotes)
-    front_side = bridge.get(FRONT, 0.0) + sum(bridge.get(g, 0.0) for g in BRIDGE_GROUPS)
+    front_side = sum(bridge.get(g, 0.0) for g in (FRONT, EXTENDER, VKUBELET))
     remotes_ratio = remote_bridge / remote_direct
     return {
         "shared_machine": direct[MACHINE] / bridge[MACHINE],
