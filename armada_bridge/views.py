@@ -162,7 +162,7 @@ def why_text(s: overview.Story) -> str:
             "  not managed by armada-bridge: no queue (label armadaproject.io/queue on the pod or namespace, a Volcano PodGroup queue, or kueue.x-k8s.io/queue-name)"
         )
         return "\n".join(lines)
-    lines.append(f"  queue: {v.queue}")
+    lines.append(f"  queue: {v.queue} (from {v.queue_source.explains})")
     if v.error:
         lines.append(f"  gang: cannot be read: {v.error}")
     elif v.gang is not None:

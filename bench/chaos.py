@@ -1005,7 +1005,7 @@ def run(
                     "apiVersion": keys.API_VERSION,
                     "kind": "Queue",
                     "metadata": {"name": q},
-                    "spec": {"namespaceSelector": {}},
+                    "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}},
                 },
             )
         except ApiException as e:

@@ -42,6 +42,7 @@ from armada_bridge.kube import NODES, PODS, Kube, load_config
 from bench.pods import (
     BRIDGE_STAGES,
     CREATED,
+    QUEUE,
     RUNNING,
     Predicate,
     Times,
@@ -68,7 +69,7 @@ def pod(name: str, cpu: str, gang: tuple[str, int] | None, managed: bool) -> Pod
     labels = {"bench": "gang-latency"}
     annotations = {}
     if managed:
-        labels[keys.QUEUE_LABEL] = "default"
+        labels[keys.QUEUE_LABEL] = QUEUE
         if gang:
             annotations = {keys.GANG_ID: gang[0], keys.GANG_CARDINALITY: str(gang[1])}
     return bench_pod(name, cpu=cpu, memory="64Mi", labels=labels, annotations=annotations)
@@ -167,7 +168,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         await wait_for_earlier_runs(kubes.values())  # their pods would hold the room measured here
         await create_namespace(remote, ns_direct)
         for ns in (ns_arrive, ns_free):
-            await create_namespace(front, ns)
+            await create_namespace(front, ns, queue=QUEUE)
         arriving = [f"a{i}" for i in range(args.arriving)]
         print(f"baseline: {len(arriving)} gangs of {args.size} directly in {REMOTES[0]} ...", file=sys.stderr)
         w = Watch([remote], ns_direct)

@@ -32,6 +32,7 @@ from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.names import FRONT
 from armada_bridge.kube import NODES, Kube, load_config
 from bench.pods import (
+    QUEUE,
     batch_times,
     bench_pod,
     cleanup,
@@ -52,8 +53,8 @@ def sample(pids: dict[str, int]) -> dict[str, float]:
     return {name: memory_kib(pid)["VmRSS"] * 1024 / MB for name, pid in pids.items()}
 
 
-def pod(name: str, cpu: str, token: bool) -> dict[str, Any]:
-    labels = {"bench": "memory", keys.QUEUE_LABEL: "default"}
+def pod(name: str, cpu: str, token: bool, queue: str) -> dict[str, Any]:
+    labels = {"bench": "memory", keys.QUEUE_LABEL: queue}
     return bench_pod(name, cpu=cpu, memory="16Mi", labels=labels, automountServiceAccountToken=token)
 
 
@@ -83,10 +84,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         while made < args.pods:
             n = min(args.step, args.pods - made)
             ns = f"bench-mem-{run_id}-{len(namespaces)}"
-            await create_namespace(front, ns)
+            await create_namespace(front, ns, queue=args.queue)
             namespaces.append(ns)
             start = time.monotonic()
-            targets = [(front, "", pod(f"m-{made + i}", args.cpu, args.token)) for i in range(n)]
+            targets = [(front, "", pod(f"m-{made + i}", args.cpu, args.token, args.queue)) for i in range(n)]
             await batch_times(targets, [front], ns, timeout=args.timeout)
             made += n
             if processes(env) != pids:
@@ -154,6 +155,7 @@ def main() -> None:
     p.add_argument("--step", type=int, default=2000, help="pods per step (RSS is read after each)")
     p.add_argument("--cpu", default="10m", help="each pod's CPU request")
     p.add_argument("--token", action="store_true", help="pods that mount a ServiceAccount token")
+    p.add_argument("--queue", default=QUEUE, help=f"the pods' queue (label {keys.QUEUE_LABEL})")
     p.add_argument("--timeout", type=float, default=1800, help="seconds for a step's pods to run")
     p.add_argument("--plot", type=Path, help="write a PNG of RSS against pods here")
     p.add_argument(

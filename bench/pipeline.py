@@ -41,6 +41,7 @@ from bench.pods import (
     BOUND,
     BRIDGE_STAGES,
     CREATED,
+    QUEUE,
     RUNNING,
     Times,
     batch_times,
@@ -156,7 +157,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         )
         cpu_direct = cpu.spent(c0, cpu.sample(env), idle)
         await delete_namespace(kubes, ns_direct)
-        await create_namespace(kubes["front"], ns_bridge)
+        await create_namespace(kubes["front"], ns_bridge, queue=args.queue)
         print(f"bridge: the same {args.pods} pods, managed, in the front cluster ...", file=sys.stderr)
         front = kubes["front"]
         c0 = cpu.sample(env)
@@ -207,7 +208,7 @@ def main() -> None:
     p.add_argument("--gang-min", type=int, default=4)
     p.add_argument("--gang-max", type=int, default=16)
     p.add_argument("--cpu", default="50m", help="each pod's CPU request")
-    p.add_argument("--queue", default="default", help=f"the pods' queue (label {keys.QUEUE_LABEL})")
+    p.add_argument("--queue", default=QUEUE, help=f"the pods' queue (label {keys.QUEUE_LABEL})")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument(
         "--no-token",

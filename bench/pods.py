@@ -21,6 +21,8 @@ from armada_bridge.dev.bridge import extender_setup, vkubelet_setup
 from armada_bridge.kube import NAMESPACES, NODES, PODS, SERVICEACCOUNTS, Kube
 
 CONCURRENCY = 16
+#: the dev environment's queue: the benchmarks label their front namespaces for it.
+QUEUE = "default"
 
 
 def bench_pod(
@@ -264,9 +266,11 @@ async def wait_for_earlier_runs(kubes: Iterable[Kube], timeout: float = 600) -> 
         await asyncio.sleep(1)
 
 
-async def create_namespace(kube: Kube, ns: str, timeout: float = 60) -> None:
-    """Create `ns` and wait for its `default` ServiceAccount (pods are refused until it exists)."""
-    await kube.create(NAMESPACES, {"metadata": {"name": ns}})
+async def create_namespace(kube: Kube, ns: str, timeout: float = 60, *, queue: str | None = None) -> None:
+    """Create `ns` (labelled for `queue`, which then takes its pods) and wait for its `default`
+    ServiceAccount (pods are refused until it exists)."""
+    labels = {keys.QUEUE_LABEL: queue} if queue else {}
+    await kube.create(NAMESPACES, {"metadata": {"name": ns, "labels": labels}})
     deadline = time.monotonic() + timeout
     while await kube.get_or_none(SERVICEACCOUNTS, "default", ns) is None:
         if time.monotonic() > deadline:

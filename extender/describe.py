@@ -92,7 +92,8 @@ class Describer:
         if ref is None or not all(isinstance(ref.get(f), str) for f in ("apiVersion", "kind", "name", "uid")):
             return {}, {}  # no owner, or a reference that names nothing
         pgs = podgroups if podgroups is not None else self.inputs.podgroups_of(pod)
-        own, _source = intent.queue_of(pod, volcano_podgroup=pgs.get(volcano.NAME), namespace_labels={})
+        named, source = intent.queue_of(pod, volcano_podgroup=pgs.get(volcano.NAME), namespace_labels={})
+        own = named if source in intent.OWN_SOURCES else None
         root = await self.owners.queued_root(dict(pod))
         md = (root or {}).get("metadata") or {}
         queue = (md.get("labels") or {}).get(keys.QUEUE_LABEL)

@@ -80,6 +80,8 @@ class PodView:
     node: str | None
     bound_to: str | None
     requests: dict[str, int] = field(default_factory=dict)
+    #: which protocol named the queue (extender.intent's precedence)
+    queue_source: intent.QueueSource = intent.QueueSource.NONE
 
     @property
     def running(self) -> bool:
@@ -90,7 +92,7 @@ def read_pod(pod: Obj, podgroups: Mapping[str, Obj | None], namespace_labels: Ma
     """`podgroups`: protocol name -> the PodGroup the pod names under it (None: not found)."""
     md, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
     ann = md.get("annotations") or {}
-    queue, _ = intent.queue_of(
+    queue, source = intent.queue_of(
         pod, volcano_podgroup=podgroups.get(volcano.NAME), namespace_labels=namespace_labels
     )
     gang, error = None, ""
@@ -109,6 +111,7 @@ def read_pod(pod: Obj, podgroups: Mapping[str, Obj | None], namespace_labels: Ma
         phase=status.get("phase") or "Pending",
         created=md.get("creationTimestamp") or "",
         queue=queue,
+        queue_source=source,
         gang=gang,
         error=error,
         cluster=ann.get(keys.ASSIGNED_CLUSTER) or None,

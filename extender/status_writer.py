@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from armada_bridge import keys
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.result import RoundResult
 from armada_bridge.core.scheduler import Scheduler
@@ -176,6 +177,7 @@ async def write_podgroup_statuses(controller: StatusSource) -> None:
         gang_state=lambda m: _gang_state(controller, m),
         capacity_by_cluster=capacity_by_cluster(controller),
         queue=lambda name: _queue(controller, name),
+        namespace_queue=lambda ns: controller.inputs.namespace_labels(ns).get(keys.QUEUE_LABEL),
     )
     for p in protocols.WITH_PODGROUPS:
         if p.status is None:

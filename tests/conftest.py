@@ -6,6 +6,7 @@ import os
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -94,31 +95,54 @@ def cluster_api(dev_env: object) -> Iterator[Callable[[str], k8s.ApiClient]]:
         c.close()
 
 
-@pytest.fixture
-def queues(cluster_api: Callable[[str], k8s.ApiClient]) -> Iterator[list[str]]:
-    """Two fresh Queues with equal priority factors, deleted after the test."""
+def _queue(name: str, namespace: str, **spec: object) -> dict[str, object]:
+    """A Queue that takes pods of `namespace` only (by its name, so the namespace keeps no queue
+    label: its pods are managed only where they name a queue)."""
     from armada_bridge import keys
 
-    crd = k8s.CustomObjectsApi(cluster_api("front"))
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    return {
+        "apiVersion": keys.API_VERSION,
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"priorityFactor": 1, "namespaceSelector": selector, **spec},
+    }
+
+
+@contextmanager
+def _made_queues(api: k8s.ApiClient, namespace: str, names: list[str]) -> Iterator[list[str]]:
+    from armada_bridge import keys
+
+    crd = k8s.CustomObjectsApi(api)
+    for n in names:
+        crd.create_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", _queue(n, namespace))
+    try:
+        yield names
+    finally:
+        for n in names:
+            try:
+                crd.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", n)
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+
+
+@pytest.fixture
+def queues(cluster_api: Callable[[str], k8s.ApiClient], namespace: str) -> Iterator[list[str]]:
+    """Two more fresh Queues with equal priority factors that take pods of the test's namespace,
+    deleted after the test."""
     names = [f"q{uuid.uuid4().hex[:6]}-{x}" for x in "ab"]
-    for n in names:
-        body = {
-            "apiVersion": keys.API_VERSION,
-            "kind": "Queue",
-            "metadata": {"name": n},
-            "spec": {"priorityFactor": 1, "namespaceSelector": {}},
-        }
-        crd.create_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", body)
-    yield names
-    for n in names:
-        crd.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", n)
+    with _made_queues(cluster_api("front"), namespace, names) as made:
+        yield made
 
 
 @pytest.fixture
 def namespace(
     request: pytest.FixtureRequest, dev_env: object, cluster_api: Callable[[str], k8s.ApiClient]
 ) -> Iterator[str]:
-    """A fresh namespace of the same name in every cluster, deleted after the test."""
+    """A fresh namespace of the same name in every cluster, deleted after the test, and a Queue of
+    that name that takes its pods (no other queue does: the environment has no catch-all queue; a
+    pod is managed where it names the queue, or where the test labels the namespace for it)."""
     from armada_bridge.dev.binary.environment import Environment
 
     assert isinstance(dev_env, Environment)
@@ -127,10 +151,22 @@ def namespace(
     names = dev_env.cluster_names()
     for c in names:
         k8s.CoreV1Api(cluster_api(c)).create_namespace({"metadata": {"name": name}})
-    yield name
+    with _made_queues(cluster_api("front"), name, [name]):
+        yield name
     for c in names:
         try:
             k8s.CoreV1Api(cluster_api(c)).delete_namespace(name)
         except ApiException as e:
             if e.status != 404:
                 raise
+
+
+@pytest.fixture
+def namespace_in_its_queue(namespace: str, cluster_api: Callable[[str], k8s.ApiClient]) -> str:
+    """The test's namespace labelled `armadaproject.io/queue` with its own queue, as an admin sets a
+    team's namespace up: what an operator makes there, naming no queue, runs in that queue."""
+    from armada_bridge import keys
+
+    labels = {keys.QUEUE_LABEL: namespace}
+    k8s.CoreV1Api(cluster_api("front")).patch_namespace(namespace, {"metadata": {"labels": labels}})
+    return namespace

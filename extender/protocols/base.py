@@ -93,6 +93,8 @@ class StatusInputs:
     capacity_by_cluster: Mapping[str, Resources]
     #: queue name -> (exists, cordoned).
     queue: Callable[[str], tuple[bool, bool]]
+    #: namespace -> the queue its label ``armadaproject.io/queue`` names (None: none).
+    namespace_queue: Callable[[str], str | None]
 
 
 @dataclass(frozen=True)

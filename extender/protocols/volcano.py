@@ -66,10 +66,17 @@ def read(pod: Obj, name: str | None, podgroup: Obj | None) -> GangSpec:
     )
 
 
-def queue_of(podgroup: Obj) -> str:
-    """The queue a Volcano PodGroup names (Volcano's ``default`` when none)."""
+def named_queue(podgroup: Obj) -> str | None:
+    """The queue a Volcano PodGroup names, None where it names none or Volcano's ``default`` (the
+    CRD fills that in, and operators write it, where nobody named a queue: extender.intent)."""
     queue = spec_of(podgroup).get("queue")
-    return queue if isinstance(queue, str) and queue else DEFAULT_QUEUE
+    return queue if isinstance(queue, str) and queue and queue != DEFAULT_QUEUE else None
+
+
+def queue_of(podgroup: Obj, namespace_queue: str | None) -> str:
+    """The queue a Volcano PodGroup's gang runs in: the one it names, else its namespace's
+    (``namespace_queue``), else Volcano's ``default``."""
+    return named_queue(podgroup) or namespace_queue or DEFAULT_QUEUE
 
 
 # --------------------------------------------------------------------------- status
@@ -210,7 +217,7 @@ def status(inputs: StatusInputs, podgroup: Obj, members: Sequence[Obj]) -> Obj:
     state, reason = inputs.gang_state(members)
     previous = podgroup.get("status") or {}
     if state is GangState.WAITING and previous.get("phase") in (None, "", "Pending"):
-        queue = queue_of(podgroup)
+        queue = queue_of(podgroup, inputs.namespace_queue(str(metadata(podgroup).get("namespace") or "")))
         exists, cordoned = inputs.queue(queue)
         decision = should_enqueue(
             queue_exists=exists,

@@ -21,7 +21,7 @@ Api = Callable[[str], k8s.ApiClient]
 def pod(
     name: str,
     *,
-    queue: str | None = "default",
+    queue: str | None,
     cpu: str = "1",
     memory: str = "1Gi",
     labels: dict[str, str] | None = None,
@@ -41,6 +41,14 @@ def pod(
     if priority_class:
         spec["priorityClassName"] = priority_class
     return {"metadata": {"name": name, "labels": lab, "annotations": dict(annotations or {})}, "spec": spec}
+
+
+def label_namespace_queue(api: Api, namespace: str, queue: str | None = None) -> None:
+    """Label the front namespace `armadaproject.io/queue` (default: its own queue, the `namespace`
+    fixture's): pods that name no queue take it, as an admin sets a team's namespace up."""
+    k8s.CoreV1Api(api("front")).patch_namespace(
+        namespace, {"metadata": {"labels": {keys.QUEUE_LABEL: queue or namespace}}}
+    )
 
 
 def front_pods(api: Api, namespace: str, selector: str = "") -> list[Any]:

@@ -16,7 +16,7 @@ SAMPLES = "/home/ray/samples"
 def autoscaling_raycluster(
     namespace: str,
     *,
-    queue: str = "default",
+    queue: str | None = None,
     head_cpu: str = "200m",
     head_memory: str = "2Gi",
     worker_cpu: str = "200m",
@@ -24,7 +24,7 @@ def autoscaling_raycluster(
     autoscaler_cpu: str = "100m",
 ) -> Obj:
     """`config/samples/ray-cluster.autoscaler.yaml` (its ConfigMap of actor programs applied) on the
-    real nodes under `queue`: head and workers asking for the given sizes, each worker offering Ray
+    real nodes under `queue` (None: its namespace's): head and workers asking for the given sizes, each worker offering Ray
     one CPU (its limit), so that each of the sample's one-CPU actors needs a worker of its own; the
     autoscaler beside the head asks for `autoscaler_cpu`."""
     docs = sample(OPERATOR, "config/samples/ray-cluster.autoscaler.yaml")

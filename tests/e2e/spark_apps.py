@@ -30,7 +30,7 @@ def spark_app(
     cores: int = 1,
     executors: int | None = None,
     runtime: str | None = None,
-    queue: str = "default",
+    queue: str | None = None,
     real: bool = False,
 ) -> Obj:
     """The operator's own SparkPi sample for Volcano, with its job namespace's RBAC applied, changed
@@ -46,7 +46,8 @@ def spark_app(
     assert spec["batchScheduler"] == "volcano"
     for role in ("driver", "executor"):
         spec[role]["cores"] = cores
-        spec[role].setdefault("labels", {})[keys.QUEUE_LABEL] = queue
+        if queue is not None:
+            spec[role].setdefault("labels", {})[keys.QUEUE_LABEL] = queue
     if executors is not None:
         spec["executor"]["instances"] = executors
     if runtime is not None:
@@ -69,7 +70,7 @@ def elastic_app(
     program: str,
     *,
     arguments: list[str] | None = None,
-    queue: str = "default",
+    queue: str | None = None,
     driver_cpu: str = "200m",
     executor_cpu: str = "100m",
     max_executors: int = 4,

@@ -8,11 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from armada_bridge import keys
 from armada_bridge.dev.operators.samples import sample
 from armada_bridge.dev.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import apply, kubectl, one_remote_cluster, wait_gone_from_remotes, wait_status
+
+# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
+pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
 
 OPERATOR = "argo"
 
@@ -22,7 +27,6 @@ def workflow(path: str, namespace: str, name: str) -> dict[str, Any]:
     wf["metadata"] = {"name": name, "namespace": namespace}  # the sample uses generateName
     # Argo's own way to put labels and annotations on every pod of a Workflow.
     wf["spec"]["podMetadata"] = {
-        "labels": {keys.QUEUE_LABEL: "default"},
         "annotations": {keys.SIMULATED_RUNTIME: "2s"},
     }
     return dict(wf)

@@ -851,8 +851,6 @@ def _jobset(namespace: str, *, cpu: str = "100m") -> dict[str, Any]:
     their own: they take the queue of the JobSet, which the API labels with the job's."""
     js = dict(yaml.safe_load((ROOT / "manifests" / "samples" / "jobset.yaml").read_text()))
     adapt(js, namespace, cpu=cpu, memory="64Mi", runtime="3s")
-    for template in pod_templates(js):
-        del template["metadata"]["labels"][keys.QUEUE_LABEL]
     del js["metadata"]["name"]  # named after its job
     return js
 

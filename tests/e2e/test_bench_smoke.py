@@ -13,14 +13,14 @@ from bench import admission_policies, memory, pipeline
 from tests.e2e.bridge import Api
 
 
-def test_pipeline_benchmark_runs_small(dev_env: Environment) -> None:
+def test_pipeline_benchmark_runs_small(dev_env: Environment, namespace: str) -> None:
     args = argparse.Namespace(
         pods=60,
         gang_share=0.5,
         gang_min=4,
         gang_max=8,
         cpu="50m",
-        queue="default",
+        queue=namespace,  # the test namespace's queue: the benchmark's namespace is labelled for it
         seed=3,
         timeout=300,
         no_token=False,
@@ -48,8 +48,10 @@ def test_pipeline_benchmark_runs_small(dev_env: Environment) -> None:
     assert r["cpu_per_pod_ratio"] > 0
 
 
-def test_memory_benchmark_runs_small(dev_env: Environment) -> None:
-    args = argparse.Namespace(pods=40, step=20, cpu="10m", token=False, timeout=300, plot=None)
+def test_memory_benchmark_runs_small(dev_env: Environment, namespace: str) -> None:
+    args = argparse.Namespace(
+        pods=40, step=20, cpu="10m", token=False, queue=namespace, timeout=300, plot=None
+    )
     r = asyncio.run(memory.main_async(args))
     assert [row["pods"] for row in r["rows"]] == [0, 20, 40]
     names = set(r["peak_mb"])

@@ -55,7 +55,7 @@ def test_admitted_gang_refused_by_kube_scheduler_is_bound_by_the_extender(
     core = refusing_scheduler
     gang = {keys.GANG_ID: "refused", keys.GANG_CARDINALITY: "4"}
     for i in range(4):
-        core.create_namespaced_pod(namespace, pod(f"r-{i}", cpu="2", annotations=gang))
+        core.create_namespaced_pod(namespace, pod(f"r-{i}", queue=namespace, cpu="2", annotations=gang))
 
     def refused() -> list[str] | None:
         pods = front_pods(cluster_api, namespace)

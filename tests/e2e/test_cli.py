@@ -26,16 +26,18 @@ def test_views_tell_where_gangs_went_and_why_pods_wait(
     ok = {keys.GANG_ID: "ok", keys.GANG_CARDINALITY: "2"}
     short = {keys.GANG_ID: "short", keys.GANG_CARDINALITY: "3"}
     for i in range(2):
-        core.create_namespaced_pod(namespace, pod(f"ok-{i}", annotations=ok, labels={"g": "ok"}))
-        core.create_namespaced_pod(namespace, pod(f"short-{i}", annotations=short))
+        core.create_namespaced_pod(
+            namespace, pod(f"ok-{i}", queue=namespace, annotations=ok, labels={"g": "ok"})
+        )
+        core.create_namespaced_pod(namespace, pod(f"short-{i}", queue=namespace, annotations=short))
     running = wait_running(cluster_api, namespace, 2, "g=ok")
     cluster = running[0].metadata.annotations[keys.ASSIGNED_CLUSTER]
     gangs = _cli(dev_env, "gangs", "-n", namespace)
     assert any(
-        line.split()[1:] == ["armada/ok", "default", "2/2", cluster, "Running"] for line in gangs.splitlines()
+        line.split()[1:] == ["armada/ok", namespace, "2/2", cluster, "Running"] for line in gangs.splitlines()
     ), gangs
     assert any(
-        line.split()[1:] == ["armada/short", "default", "2/3", "-", "Waiting"] for line in gangs.splitlines()
+        line.split()[1:] == ["armada/short", namespace, "2/3", "-", "Waiting"] for line in gangs.splitlines()
     ), gangs
 
     def why_short() -> str | None:
@@ -43,9 +45,9 @@ def test_views_tell_where_gangs_went_and_why_pods_wait(
         return text if "gang 2/3 present" in text else None
 
     why = wait_for("why names the missing member", why_short, timeout=20)
-    assert "queue: default" in why and "armada/short" in why
+    assert f"queue: {namespace} (from the pod's label {keys.QUEUE_LABEL})" in why and "armada/short" in why
     assert f"admitted to remote cluster {cluster}" in _cli(dev_env, "why", "ok-0", "-n", namespace)
-    assert "default" in _cli(dev_env, "queues")
+    assert namespace in _cli(dev_env, "queues")
     clusters = _cli(dev_env, "clusters")
     assert {line.split()[0] for line in clusters.splitlines()[1:]} >= {"remote-1", "remote-2"}
     unmanaged = pod("plain", queue=None)

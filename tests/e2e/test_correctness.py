@@ -41,7 +41,8 @@ def test_hundreds_of_small_pods_all_run_across_clusters(namespace: str, cluster_
         list(
             pool.map(
                 lambda i: core.create_namespaced_pod(
-                    namespace, pod(f"small-{i}", cpu="50m", memory="64Mi", labels={"set": "small"})
+                    namespace,
+                    pod(f"small-{i}", queue=namespace, cpu="50m", memory="64Mi", labels={"set": "small"}),
                 ),
                 range(count),
             )
@@ -70,7 +71,7 @@ def test_a_pod_its_remote_cluster_refuses_is_placed_again(namespace: str, cluste
             GROUP, VERSION, "remoteclusters", c, {"spec": {"unschedulableSeconds": 3}}
         )
     try:
-        p = pod("picky", cpu="100m")
+        p = pod("picky", queue=namespace, cpu="100m")
         p["spec"]["affinity"] = {
             "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -97,13 +98,14 @@ def test_a_pod_its_remote_cluster_refuses_is_placed_again(namespace: str, cluste
             )
 
 
-def test_remote_namespaces_go_with_their_front_namespace(cluster_api: Api) -> None:
+def test_remote_namespaces_go_with_their_front_namespace(namespace: str, cluster_api: Api) -> None:
     """A namespace the vkubelet created in a remote cluster is removed once the front one is gone."""
     name = f"t-nsgc-{uuid.uuid4().hex[:6]}"
     front = k8s.CoreV1Api(cluster_api("front"))
-    front.create_namespace({"metadata": {"name": name}})
+    # opened to the queue of the test's namespace, which it then uses
+    front.create_namespace({"metadata": {"name": name, "labels": {keys.QUEUE_LABEL: namespace}}})
     try:
-        front.create_namespaced_pod(name, pod("p", cpu="100m"))
+        front.create_namespaced_pod(name, pod("p", queue=None, cpu="100m"))
         (running,) = wait_running(cluster_api, name, 1)
         remote = k8s.CoreV1Api(cluster_api(str(cluster_of(running))))
         labels = remote.read_namespace(name).metadata.labels or {}
@@ -141,7 +143,7 @@ def test_queue_status_says_what_is_allocated_now(namespace: str, cluster_api: Ap
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "Queue",
             "metadata": {"name": queue},
-            "spec": {"namespaceSelector": {}},
+            "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}},
         },
     )
     try:
@@ -171,7 +173,7 @@ def test_a_pod_pinned_to_a_cluster_by_its_virtual_node_label_runs_there(
     """nodeSelector bridge.armadaproject.io/cluster picks the cluster in the front; no remote node
     carries that label, so it must not be asked of the remote scheduler."""
     for target in REMOTES:
-        p = pod(f"pinned-{target}", cpu="100m", labels={"pinned": target})
+        p = pod(f"pinned-{target}", queue=namespace, cpu="100m", labels={"pinned": target})
         p["spec"]["nodeSelector"] = {keys.CLUSTER_LABEL: target}
         k8s.CoreV1Api(cluster_api("front")).create_namespaced_pod(namespace, p)
         (running,) = wait_running(cluster_api, namespace, 1, f"pinned={target}", timeout=60)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
@@ -17,15 +18,11 @@ from tests.e2e.bridge import Api, cluster_of, front_pods
 from tests.e2e.operators import REMOTES, apply, kubectl, wait_gone_from_remotes, wait_status
 from tests.support import wait_for
 
+# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
+pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+
 OPERATOR = "dask"
 SAMPLES = "operator/controller/tests/resources"
-
-
-def _in_queue(api: Api, namespace: str) -> None:
-    """The queue label on the namespace: the Dask objects have several pod templates of their own shape."""
-    k8s.CoreV1Api(api("front")).patch_namespace(
-        namespace, {"metadata": {"labels": {keys.QUEUE_LABEL: "default"}}}
-    )
 
 
 def _placed(api: Api, namespace: str, count: int) -> set[str | None]:
@@ -48,7 +45,6 @@ def test_daskcluster_runs_in_one_remote_cluster(
     namespace: str, cluster_api: Api, operators: Callable[..., None]
 ) -> None:
     operators(OPERATOR)
-    _in_queue(cluster_api, namespace)
     (dc,) = sample(OPERATOR, f"{SAMPLES}/simplecluster.yaml")
     dc["metadata"]["namespace"] = namespace
     _small(dc)
@@ -68,7 +64,6 @@ def test_daskjob_runs_in_one_remote_cluster_and_succeeds(
     namespace: str, cluster_api: Api, operators: Callable[..., None]
 ) -> None:
     operators(OPERATOR)
-    _in_queue(cluster_api, namespace)
     (job,) = sample(OPERATOR, f"{SAMPLES}/simplejob.yaml")
     job["metadata"]["namespace"] = namespace
     job["spec"]["job"]["metadata"] = {"annotations": {keys.SIMULATED_RUNTIME: "10s"}}
@@ -105,7 +100,6 @@ def test_daskjob_computes_on_real_nodes_and_succeeds(
     reaches the scheduler at the address the operator gives it (the scheduler Service's name, in
     the remote cluster: its DNS and kube-proxy), the sum comes back, the job ends Successful."""
     operators(OPERATOR)
-    _in_queue(cluster_api, namespace)
     (job,) = sample(OPERATOR, f"{SAMPLES}/simplejob.yaml")
     job["metadata"]["namespace"] = namespace
     (runner,) = job["spec"]["job"]["spec"]["containers"]
@@ -145,7 +139,6 @@ def test_daskcluster_scales_down_through_its_scheduler_on_real_nodes(
     the vkubelet, the remote kubelet), the scheduler retires one, its Deployment goes and its pod
     leaves the remote cluster, and the other worker runs on."""
     operators(OPERATOR)
-    _in_queue(cluster_api, namespace)
     (dc,) = sample(OPERATOR, f"{SAMPLES}/simplecluster.yaml")
     dc["metadata"]["namespace"] = namespace
     _on_real_nodes(dc)

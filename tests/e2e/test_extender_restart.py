@@ -28,7 +28,8 @@ def test_sigkill_during_admission_loses_nothing_and_duplicates_nothing(
         ann = {keys.GANG_ID: f"g{g}", keys.GANG_CARDINALITY: str(SIZE)}
         for i in range(SIZE):
             core.create_namespaced_pod(
-                namespace, pod(f"g{g}-{i}", cpu="4", annotations=ann, labels={"gang": f"g{g}"})
+                namespace,
+                pod(f"g{g}-{i}", queue=namespace, cpu="4", annotations=ann, labels={"gang": f"g{g}"}),
             )
         if g % 3 == 2:  # kill the extender while it is admitting what was just created
             time.sleep(rng.uniform(0.05, 0.6))
@@ -68,9 +69,9 @@ def test_pods_created_while_every_replica_is_down_are_set_up_afterwards(
     try:
         ann = {keys.GANG_ID: "late", keys.GANG_CARDINALITY: "3"}
         for i in range(3):
-            core.create_namespaced_pod(namespace, pod(f"late-{i}", cpu="1", annotations=ann))
-        core.create_namespaced_pod(namespace, pod("single", cpu="1"))
-        picky = pod("picky", cpu="1")
+            core.create_namespaced_pod(namespace, pod(f"late-{i}", queue=namespace, cpu="1", annotations=ann))
+        core.create_namespaced_pod(namespace, pod("single", queue=namespace, cpu="1"))
+        picky = pod("picky", queue=namespace, cpu="1")
         picky["spec"]["nodeSelector"] = {"disk": "ssd"}
         core.create_namespaced_pod(namespace, picky)
         unset = core.read_namespaced_pod("single", namespace).metadata.annotations or {}

@@ -138,7 +138,11 @@ def test_higher_priority_gang_preempts_whole_gangs_of_an_over_share_queue(
 def test_queue_resource_limit_caps_what_it_holds(namespace: str, cluster_api: Api) -> None:
     crd = k8s.CustomObjectsApi(cluster_api("front"))
     name = f"q{uuid.uuid4().hex[:6]}-capped"
-    spec = {"priorityFactor": 1, "namespaceSelector": {}, "resourceLimits": {"cpu": {"absolute": "16"}}}
+    spec = {
+        "priorityFactor": 1,
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "resourceLimits": {"cpu": {"absolute": "16"}},
+    }
     crd.create_cluster_custom_object(
         keys.GROUP,
         "v1alpha1",

@@ -105,7 +105,9 @@ def test_a_member_whose_decision_cannot_be_written_stays_with_its_gang(
     gang = {keys.GANG_ID: "g", keys.GANG_CARDINALITY: "3"}
     for i in range(3):
         labels = {BLOCKED: "yes"} if i == 2 else {}
-        core.create_namespaced_pod(namespace, pod(f"g-{i}", cpu="2", annotations=gang, labels=labels))
+        core.create_namespaced_pod(
+            namespace, pod(f"g-{i}", queue=namespace, cpu="2", annotations=gang, labels=labels)
+        )
 
     def two_running() -> list[Any] | None:
         pods = {p.metadata.name: p for p in core.list_namespaced_pod(namespace).items}

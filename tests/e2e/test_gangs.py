@@ -18,7 +18,7 @@ def test_sixteen_pod_gang_runs_whole_in_one_cluster(namespace: str, cluster_api:
     gang = {keys.GANG_ID: "big", keys.GANG_CARDINALITY: "16"}
     for i in range(16):
         core.create_namespaced_pod(
-            namespace, pod(f"g-{i}", cpu="8", annotations=gang, labels={"gang": "big"})
+            namespace, pod(f"g-{i}", queue=namespace, cpu="8", annotations=gang, labels={"gang": "big"})
         )
     running = wait_running(cluster_api, namespace, 16, "gang=big")
     clusters = {cluster_of(p) for p in running}
@@ -37,7 +37,7 @@ def test_gang_bigger_than_any_cluster_waits_and_never_runs_partially(
     core = k8s.CoreV1Api(cluster_api("front"))
     gang = {keys.GANG_ID: "huge", keys.GANG_CARDINALITY: "17"}
     for i in range(17):
-        core.create_namespaced_pod(namespace, pod(f"h-{i}", cpu="8", annotations=gang))
+        core.create_namespaced_pod(namespace, pod(f"h-{i}", queue=namespace, cpu="8", annotations=gang))
     msg = wait_for(
         "an Event saying no cluster fits the gang",
         lambda: next((e for e in events_for(cluster_api, namespace, "h-0") if "fits" in e), None),

@@ -38,24 +38,33 @@ def _podgroup(api: Api, ns: str, group: str, version: str, name: str, spec: dict
     )
 
 
-def _hostile_pods() -> dict[str, dict[str, Any]]:
+def _hostile_pods(namespace: str) -> dict[str, dict[str, Any]]:
     """name -> a pod the API server accepts, whose intent the bridge must refuse with a reason."""
     out: dict[str, dict[str, Any]] = {}
-    p = pod("armada-bad-cardinality", annotations={keys.GANG_ID: "g", keys.GANG_CARDINALITY: "-1"})
+    p = pod(
+        "armada-bad-cardinality",
+        queue=namespace,
+        annotations={keys.GANG_ID: "g", keys.GANG_CARDINALITY: "-1"},
+    )
     out[p["metadata"]["name"]] = p
-    p = pod("armada-no-cardinality", annotations={keys.GANG_ID: "g2"})
+    p = pod("armada-no-cardinality", queue=namespace, annotations={keys.GANG_ID: "g2"})
     out[p["metadata"]["name"]] = p
     p = pod(
         "kueue-bad-count",
+        queue=namespace,
         labels={keys.KUEUE_POD_GROUP_NAME_LABEL: "k"},
         annotations={keys.KUEUE_POD_GROUP_TOTAL_COUNT_ANNOTATION: "many"},
     )
     out[p["metadata"]["name"]] = p
-    p = pod("volcano-missing-group", annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "nowhere"})
+    p = pod(
+        "volcano-missing-group", queue=namespace, annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "nowhere"}
+    )
     out[p["metadata"]["name"]] = p
-    p = pod("volcano-absurd-group", annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "absurd"})
+    p = pod(
+        "volcano-absurd-group", queue=namespace, annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "absurd"}
+    )
     out[p["metadata"]["name"]] = p
-    p = pod("cosched-absurd-group", labels={keys.COSCHEDULING_POD_GROUP_LABEL: "absurd"})
+    p = pod("cosched-absurd-group", queue=namespace, labels={keys.COSCHEDULING_POD_GROUP_LABEL: "absurd"})
     out[p["metadata"]["name"]] = p
     return out
 
@@ -91,17 +100,18 @@ def test_hostile_pods_and_podgroups_wait_with_a_reason_and_others_run(
         "absurd",
         {"minMember": 1, "minResources": {"cpu": "1e40"}},
     )
-    for body in _hostile_pods().values():
+    for body in _hostile_pods(namespace).values():
         core.create_namespaced_pod(namespace, body)
     # Unicode and a near-limit annotation (the API server caps all annotations at 256 KiB).
     big = pod(
         "big-annotations",
+        queue=namespace,
         annotations={"example.com/unicode": "ドキュメント ✓ \u202e", "example.com/blob": "x" * 200_000},
     )
     core.create_namespaced_pod(namespace, big)
     # Ten thousand containers (more than any node fits: it must wait, not run): accepted or refused
     # by the API server (its size limits), never a wedged bridge.
-    many = pod("many-containers", cpu="100000")
+    many = pod("many-containers", queue=namespace, cpu="100000")
     c0 = many["spec"]["containers"][0]
     many["spec"]["containers"] = [c0] + [
         {"name": f"c{i}", "image": c0["image"], "resources": {}} for i in range(1, 10_000)
@@ -111,7 +121,7 @@ def test_hostile_pods_and_podgroups_wait_with_a_reason_and_others_run(
         wanted_reason["many-containers"] = "cpu"  # over its queue's limit, or no node fits it
     except ApiException as e:
         assert e.status in (413, 422, 500, 504), e  # too large for etcd / the request limit
-    good = [pod(f"good-{i}") for i in range(3)]
+    good = [pod(f"good-{i}", queue=namespace) for i in range(3)]
     for body in good:
         core.create_namespaced_pod(namespace, body)
     wait_for(
@@ -195,7 +205,7 @@ def test_an_unusable_remote_cluster_says_why_and_the_others_keep_serving(
 
         wait_for("the RemoteCluster's status names the missing Secret", status_says_why, timeout=60)
         core = k8s.CoreV1Api(cluster_api(FRONT))
-        core.create_namespaced_pod(namespace, pod("still-served"))
+        core.create_namespaced_pod(namespace, pod("still-served", queue=namespace))
         wait_running(cluster_api, namespace, 1, timeout=90)
     finally:
         custom.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters", "hostile-remote")

@@ -225,7 +225,7 @@ def _queue(api: k8s.ApiClient, name: str) -> None:
             "apiVersion": keys.API_VERSION,
             "kind": "Queue",
             "metadata": {"name": name},
-            "spec": {"priorityFactor": 1, "namespaceSelector": {}},
+            "spec": {"priorityFactor": 1},  # its namespaces: those labelled for it
         },
     )
 

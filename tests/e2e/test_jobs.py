@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import yaml
 
 from armada_bridge.dev.operators.samples import adapt
@@ -20,6 +21,9 @@ from tests.e2e.operators import (
     wait_gone_from_remotes,
     wait_status,
 )
+
+# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
+pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
 
 SAMPLES = REPO_ROOT / "manifests" / "samples"
 

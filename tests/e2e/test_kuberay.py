@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import pytest
 import yaml
 
 from armada_bridge import keys
@@ -34,6 +35,9 @@ from tests.e2e.ray_clusters import (
 )
 from tests.support import wait_for
 
+# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
+pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+
 RAY_IMAGE = ray.NAME
 SAMPLE = "config/samples/ray-cluster.sample.yaml"
 
@@ -41,6 +45,7 @@ SAMPLE = "config/samples/ray-cluster.sample.yaml"
 def test_raycluster_runs_whole_in_one_remote_cluster_and_is_ready(
     namespace: str, cluster_api: Api, operators: Callable[..., None]
 ) -> None:
+
     operators(OPERATOR)
     (rc,) = sample(OPERATOR, SAMPLE)
     rc["spec"]["workerGroupSpecs"][0]["replicas"] = 2
@@ -113,7 +118,6 @@ def test_rayjob_is_submitted_to_the_remote_head_and_succeeds_on_real_nodes(
         ],
     }
     rj["spec"]["submitterPodTemplate"] = {
-        "metadata": {"labels": {keys.QUEUE_LABEL: "default"}},
         "spec": on_a_real_node(submitter),
     }
     apply(rj)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import pytest
 from kubernetes import client as k8s
 
 from armada_bridge.dev.operators.samples import adapt, sample
@@ -25,6 +26,9 @@ from tests.e2e.operators import (
 )
 from tests.support import wait_for
 
+# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
+pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+
 OPERATOR = "mpi-operator"
 SAMPLE = "examples/v2beta1/pi/pi.yaml"
 
@@ -32,6 +36,7 @@ SAMPLE = "examples/v2beta1/pi/pi.yaml"
 def test_mpijob_runs_whole_in_one_remote_cluster_and_succeeds(
     namespace: str, cluster_api: Api, operators: Callable[..., None]
 ) -> None:
+
     operators(OPERATOR)
     (job,) = sample(OPERATOR, SAMPLE)
     name = job["metadata"]["name"]

@@ -35,7 +35,7 @@ PYTORCH_JOB_LABEL = "training.kubeflow.org/job-name"
 
 
 def pytorchjob(
-    namespace: str, name: str, *, runtime: str | None = None, queue: str = "default", priority: str = ""
+    namespace: str, name: str, *, runtime: str | None = None, queue: str | None = None, priority: str = ""
 ) -> Obj:
     """training-operator's own PyTorchJob sample: 1 master + 3 workers of CPU each; a priority
     class, where given, through the operator's own gang field (`runPolicy.schedulingPolicy`)."""
@@ -102,8 +102,9 @@ def running(pods: list[Any]) -> list[Any]:
 
 
 def test_with_room_for_one_of_two_gangs_the_second_waits_whole_and_starts_when_the_first_ends(
-    namespace: str, cluster_api: Api, operators: Callable[..., None]
+    namespace_in_its_queue: str, cluster_api: Api, operators: Callable[..., None]
 ) -> None:
+    namespace = namespace_in_its_queue
     operators("training-operator")
     rooms = gang_rooms(cluster_api, MEMBERS, CPU)
     assert rooms >= 1, "no room for one gang of 4 x 20 CPUs"

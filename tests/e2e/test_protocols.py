@@ -17,7 +17,15 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from armada_bridge.dev.binary.environment import Environment
-from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, pod, wait_running
+from tests.e2e.bridge import (
+    Api,
+    cluster_of,
+    events_for,
+    front_pods,
+    label_namespace_queue,
+    pod,
+    wait_running,
+)
 from tests.support import wait_for
 
 N = 4
@@ -74,11 +82,17 @@ def _assert_waits_then_runs(
 def test_armada_annotations(namespace: str, cluster_api: Api) -> None:
     ann = {keys.GANG_ID: "g", keys.GANG_CARDINALITY: str(N)}
     _assert_waits_then_runs(
-        cluster_api, namespace, lambda i: pod(f"a-{i}", cpu="2", annotations=ann, labels={"g": "a"}), "g=a"
+        cluster_api,
+        namespace,
+        lambda i: pod(f"a-{i}", queue=namespace, cpu="2", annotations=ann, labels={"g": "a"}),
+        "g=a",
     )
 
 
 def test_volcano_podgroup(namespace: str, cluster_api: Api) -> None:
+    # Volcano's `default` (as the operators write it where nobody named a queue) yields to the
+    # namespace's queue.
+    label_namespace_queue(cluster_api, namespace)
     _create_podgroup(
         cluster_api, namespace, "scheduling.volcano.sh", "v1beta1", "vg", {"minMember": N, "queue": "default"}
     )
@@ -102,6 +116,7 @@ def test_scheduler_plugins_podgroup(namespace: str, cluster_api: Api) -> None:
     def make(i: int) -> dict[str, Any]:
         return pod(
             f"c-{i}",
+            queue=namespace,
             cpu="2",
             scheduler="scheduler-plugins-scheduler",
             labels={"g": "c", keys.COSCHEDULING_POD_GROUP_LABEL: "cg"},
@@ -112,7 +127,7 @@ def test_scheduler_plugins_podgroup(namespace: str, cluster_api: Api) -> None:
 
 def test_kueue_pod_group(namespace: str, cluster_api: Api) -> None:
     def make(i: int) -> dict[str, Any]:
-        labels = {"g": "k", keys.KUEUE_POD_GROUP_NAME_LABEL: "kg", keys.KUEUE_QUEUE_NAME_LABEL: "default"}
+        labels = {"g": "k", keys.KUEUE_POD_GROUP_NAME_LABEL: "kg", keys.KUEUE_QUEUE_NAME_LABEL: namespace}
         return pod(
             f"k-{i}",
             queue=None,
@@ -127,7 +142,7 @@ def test_kueue_pod_group(namespace: str, cluster_api: Api) -> None:
 def test_volcano_group_min_member_on_a_job(namespace: str, cluster_api: Api) -> None:
     """A plain Job annotated `scheduling.volcano.sh/group-min-member`: gets Volcano's auto PodGroup."""
     batch = k8s.BatchV1Api(cluster_api("front"))
-    template = pod("ignored", queue="default", cpu="2", scheduler="volcano", labels={"g": "j"})
+    template = pod("ignored", queue=namespace, cpu="2", scheduler="volcano", labels={"g": "j"})
     template["spec"]["restartPolicy"] = "Never"
     job = {
         "metadata": {"name": "vj", "annotations": {keys.VOLCANO_GROUP_MIN_MEMBER_ANNOTATION: str(N)}},
@@ -161,7 +176,7 @@ def test_admission_names_the_job_podgroup_and_creates_nothing(
     """The webhook only annotates (admission has no side effects: a dry run, or a request the API
     server later rejects, must change nothing); the PodGroup is made by the extender's loop."""
     batch = k8s.BatchV1Api(cluster_api("front"))
-    template = pod("ignored", queue="default", scheduler="volcano")
+    template = pod("ignored", queue=namespace, scheduler="volcano")
     template["spec"]["restartPolicy"] = "Never"
     job = batch.create_namespaced_job(
         namespace,
@@ -170,7 +185,7 @@ def test_admission_names_the_job_podgroup_and_creates_nothing(
             "spec": {"suspend": True, "template": {"metadata": {}, "spec": template["spec"]}},
         },
     )
-    member = pod("quiet-x", queue="default", scheduler="volcano")
+    member = pod("quiet-x", queue=namespace, scheduler="volcano")
     member["metadata"]["namespace"] = namespace
     member["metadata"]["ownerReferences"] = [
         {
@@ -226,6 +241,7 @@ def test_volcano_podgroup_goes_inqueue_before_pods_exist(
         "early",
         {"minMember": 2, "queue": "default", "minResources": {"cpu": "4"}},
     )
+    label_namespace_queue(cluster_api, namespace)
     crd = k8s.CustomObjectsApi(cluster_api("front"))
     from tests.support import wait_for
 
@@ -256,7 +272,7 @@ def test_native_workload_podgroup(namespace: str, cluster_api: Api) -> None:
     )
 
     def make(i: int) -> dict[str, Any]:
-        p = pod(f"n-{i}", cpu="2", labels={"g": "n"})
+        p = pod(f"n-{i}", queue=namespace, cpu="2", labels={"g": "n"})
         p["spec"]["schedulingGroup"] = {"podGroupName": "ng"}
         return p
 
@@ -267,6 +283,7 @@ def test_late_member_does_not_deadlock_its_gang(namespace: str, cluster_api: Api
     """mpi-operator#608: minMember counts the launcher, which is created only once the workers run.
     The workers (one short, with minResources covering all) are admitted after the stall time with
     room reserved; the launcher then joins them in the same cluster."""
+    label_namespace_queue(cluster_api, namespace)
     spec = {"minMember": 3, "queue": "default", "minResources": {"cpu": "6", "memory": "3Gi"}}
     _create_podgroup(cluster_api, namespace, "scheduling.volcano.sh", "v1beta1", "mpi", spec)
     core = k8s.CoreV1Api(cluster_api("front"))
@@ -285,7 +302,9 @@ def test_late_member_does_not_deadlock_its_gang(namespace: str, cluster_api: Api
     assert {cluster_of(p) for p in running} == {cluster_of(workers[0])}
 
 
-def test_pods_created_right_after_their_podgroup_and_namespace_are_managed(cluster_api: Api) -> None:
+def test_pods_created_right_after_their_podgroup_and_namespace_are_managed(
+    namespace: str, cluster_api: Api
+) -> None:
     """Operators create a PodGroup just before its pods, users a namespace with its queue label just
     before a pod in it: the webhook must see them even when its watches have not yet (it reads them
     from the API server), or the pods would be left unmanaged and the front scheduler would place
@@ -296,7 +315,7 @@ def test_pods_created_right_after_their_podgroup_and_namespace_are_managed(clust
     names = [f"t-read-through-{uuid.uuid4().hex[:6]}-{i}" for i in range(16)]
 
     def make(ns: str) -> None:
-        core.create_namespace({"metadata": {"name": ns, "labels": {keys.QUEUE_LABEL: "default"}}})
+        core.create_namespace({"metadata": {"name": ns, "labels": {keys.QUEUE_LABEL: namespace}}})
         crd.create_namespaced_custom_object(
             "scheduling.volcano.sh",
             "v1beta1",

@@ -40,13 +40,11 @@ PROGRAMS = Path(__file__).with_name("realnode_programs")
 
 
 @pytest.fixture
-def real(dev_env: Environment, cluster_api: Api, namespace: str) -> Iterator[k8s.CoreV1Api]:
-    """The front's CoreV1Api, in an environment with real nodes, `namespace` in queue `default`."""
+def real(dev_env: Environment, cluster_api: Api, namespace_in_its_queue: str) -> Iterator[k8s.CoreV1Api]:
+    """The front's CoreV1Api, in an environment with real nodes, `namespace` in its own queue."""
     if dev_env.real_nodes() is None:
         pytest.fail("the environment has no real nodes: `armada-bridge dev up --real-nodes 1`")
-    front = k8s.CoreV1Api(cluster_api("front"))
-    front.patch_namespace(namespace, {"metadata": {"labels": {keys.QUEUE_LABEL: "default"}}})
-    yield front
+    yield k8s.CoreV1Api(cluster_api("front"))
 
 
 def real_pod(
@@ -59,7 +57,7 @@ def real_pod(
         "resources": {"requests": {"cpu": "100m", "memory": "16Mi"}, "limits": {"memory": memory_limit}},
     }
     body = on_a_real_node({"restartPolicy": "Never", "containers": [container], **spec})
-    return {"metadata": {"name": name, "labels": {keys.QUEUE_LABEL: "default"}}, "spec": body}
+    return {"metadata": {"name": name}, "spec": body}
 
 
 def ended(front: k8s.CoreV1Api, namespace: str, name: str, timeout: float = 90) -> Any:

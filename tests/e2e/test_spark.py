@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
@@ -29,10 +30,14 @@ from tests.e2e.operators import (
 from tests.e2e.spark_apps import DRIVER, EXECUTOR, OPERATOR, elastic_app, spark_app, state
 from tests.support import wait_for
 
+# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
+pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+
 
 def test_sparkapplication_driver_runs_in_a_remote_cluster_and_completes(
     namespace: str, cluster_api: Api, operators: Callable[..., None]
 ) -> None:
+
     operators(OPERATOR)
     app = spark_app(namespace, runtime="5s")
     name = app["metadata"]["name"]
@@ -129,7 +134,7 @@ def test_dynamic_allocation_executors_come_and_go_under_the_applications_queue_o
     done and the executors idle past their timeout, the driver releases them down to its minimum,
     and their pods leave the front and the remote cluster while the application still runs."""
     operators(OPERATOR)
-    app = elastic_app(namespace, "spark_elastic.py")
+    app = elastic_app(namespace, "spark_elastic.py", queue=namespace)
     name = app["metadata"]["name"]
     apply(app)
 
@@ -142,7 +147,7 @@ def test_dynamic_allocation_executors_come_and_go_under_the_applications_queue_o
     cluster = cluster_of(driver)
     for e in peak:
         assert cluster_of(e) == cluster, (e.metadata.name, cluster_of(e), cluster)
-        assert e.metadata.labels.get(keys.QUEUE_LABEL) == "default", e.metadata.labels
+        assert e.metadata.labels.get(keys.QUEUE_LABEL) == namespace, e.metadata.labels
         assert (e.metadata.annotations or {}).get(keys.DECISION_SIGNATURE), e.metadata.annotations
     released = wait_for(
         "idle executors released down to the minimum",

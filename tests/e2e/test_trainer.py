@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes import client as k8s
+import pytest
 
-from armada_bridge import keys
 from armada_bridge.dev.operators.samples import sample
 from tests.e2e.bridge import Api
 from tests.e2e.operators import (
@@ -23,15 +22,14 @@ from tests.e2e.operators import (
     wait_status,
 )
 
+# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
+pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+
 OPERATOR = "trainer"
 SAMPLE = "examples/yaml/04-volcano-integration.yaml"
 
 
 def _trainjob(api: Api, namespace: str, nodes: int, cpu: str) -> dict[str, Any]:
-    # A TrainJob has no pod template of its own: the queue label goes on the namespace.
-    k8s.CoreV1Api(api("front")).patch_namespace(
-        namespace, {"metadata": {"labels": {keys.QUEUE_LABEL: "default"}}}
-    )
     runtime, job = sample(OPERATOR, SAMPLE)
     assert runtime["kind"] == "ClusterTrainingRuntime" and job["kind"] == "TrainJob"
     apply(runtime)  # cluster-scoped, shared by the tests: unchanged

@@ -32,6 +32,9 @@ from tests.e2e.operators import (
 )
 from tests.support import wait_for
 
+# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
+pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+
 OPERATOR = "training-operator"
 # MPIJob kubeflow.org/v1: the training operator v1.9.4 serving that kind alone, in place of the MPI
 # operator (the two define one CRD name: docs/operators.md).

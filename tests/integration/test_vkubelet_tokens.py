@@ -158,7 +158,7 @@ def test_remote_pod_sees_the_front_api(
     )
     as_pod = k8s.CoreV1Api(_client(vkubelet, renewed, tmp_path))
     executor = {
-        "metadata": {"name": "executor", "labels": {keys.QUEUE_LABEL: "default"}},
+        "metadata": {"name": "executor", "labels": {keys.QUEUE_LABEL: namespace}},
         "spec": {
             "containers": [
                 {

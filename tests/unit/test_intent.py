@@ -97,9 +97,45 @@ def test_queue_volcano_podgroup_without_queue_is_default() -> None:
     p = pod(annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "job-1"})
     assert intent.queue_of(p, volcano_podgroup=volcano_pg(queue=""), namespace_labels={}) == (
         "default",
-        "volcano-podgroup",
+        "volcano-default",
     )
     assert intent.queue_of(p, volcano_podgroup=volcano_pg(), namespace_labels={})[0] == "default"
+
+
+def test_queue_volcano_default_yields_to_the_namespace_queue() -> None:
+    """The CRD and the operators write Volcano's `default` where nobody named a queue: an operator's
+    job in a namespace opened to a team's queue runs in that queue."""
+    p = pod(annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "job-1"})
+    team = {keys.QUEUE_LABEL: "team-a"}
+    for pg in (volcano_pg(), volcano_pg(queue=""), volcano_pg(queue="default")):
+        assert intent.queue_of(p, volcano_podgroup=pg, namespace_labels=team) == ("team-a", "namespace-label")
+    # a queue the PodGroup names, the pod's own labels and Kueue's label still win
+    assert intent.queue_of(p, volcano_podgroup=volcano_pg(queue="research"), namespace_labels=team) == (
+        "research",
+        "volcano-podgroup",
+    )
+    kueue = pod(
+        annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "job-1"}, labels={keys.KUEUE_QUEUE_NAME_LABEL: "kq"}
+    )
+    assert intent.queue_of(kueue, volcano_podgroup=volcano_pg(), namespace_labels=team) == (
+        "kq",
+        "kueue-label",
+    )
+    own = pod(annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "job-1"}, labels={keys.QUEUE_LABEL: "gold"})
+    assert intent.queue_of(own, volcano_podgroup=volcano_pg(), namespace_labels=team) == ("gold", "pod-label")
+
+
+def test_volcano_podgroup_queue_for_its_status() -> None:
+    assert volcano.queue_of(volcano_pg(), "team-a") == "team-a"
+    assert volcano.queue_of(volcano_pg(queue="default"), "team-a") == "team-a"
+    assert volcano.queue_of(volcano_pg(queue="research"), "team-a") == "research"
+    assert volcano.queue_of(volcano_pg(), None) == "default"
+
+
+def test_every_queue_source_is_explained() -> None:
+    for source in intent.QueueSource:
+        assert source.explains
+    assert "namespace" in intent.QueueSource.NAMESPACE_LABEL.explains
 
 
 def test_queue_volcano_podgroup_ignored_when_pod_does_not_name_it() -> None:

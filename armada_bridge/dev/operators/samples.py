@@ -42,18 +42,19 @@ def adapt(
     cpu: str = "1",
     memory: str = "1Gi",
     runtime: str | None = None,
-    queue: str = "default",
+    queue: str | None = None,
     real: bool = False,
     cpu_limit: str | None = None,
 ) -> Obj:
     """The sample changed only in namespace, sizes (CPU limited to `cpu_limit` when given, else to
-    its request), the queue label and (for pods that run to completion on KWOK nodes) how long
+    its request), the pods' queue label (none by default: they take their namespace's queue) and (for pods that run to completion on KWOK nodes) how long
     KWOK lets their containers run; with `real`, its pods ask for the real nodes, where their
     containers really run (armada_bridge.dev.realnode.placement)."""
     obj["metadata"]["namespace"] = namespace
     for t in pod_templates(obj):
         md = t.setdefault("metadata", {})
-        md.setdefault("labels", {})[keys.QUEUE_LABEL] = queue
+        if queue is not None:
+            md.setdefault("labels", {})[keys.QUEUE_LABEL] = queue
         if runtime is not None:
             md.setdefault("annotations", {})[keys.SIMULATED_RUNTIME] = runtime
         for c in t["spec"]["containers"]:
