@@ -9,8 +9,10 @@ the deletion), else the job's previous event's. Deriving from the state, not rem
 transitions, keeps the state in the cluster.
 
 An event's id is ``<job created, seconds>.<job id>.<ordinal>`` (submitted 0 ... an end 5): the same
-however often, and by whichever server, it is derived. A stream resumed after an id sends the rest
-of that job's events and every other job's again (at least once; each job's in their order).
+however often, and by whichever server, it is derived, and the ids order a job set's events (by
+job submission, then each job's own order) as a stream lists them. A stream resumed after an id
+sends exactly the events whose ids sort after it, in that order: what the first listing gave after
+that event, whichever server answers.
 """
 
 from __future__ import annotations
@@ -232,12 +234,12 @@ _MESSAGES = {
 
 
 def resumes(event: JobEvent, after: str) -> bool:
-    """Whether a stream resumed after the id `after` sends `event`: all but that job's events up to
-    that one ("": every event)."""
+    """Whether a stream resumed after the id `after` sends `event`: those that sort after it ("", or
+    not one of our ids: every event)."""
     parts = after.split(".")
-    if len(parts) != 3 or not parts[2].isdigit():
+    if len(parts) != 3 or not parts[0].isdigit() or not parts[2].isdigit():
         return True
-    return not (event.job_id == parts[1] and event.ordinal <= int(parts[2]))
+    return event.id > after
 
 
 def job_set_events(pods: Iterable[Obj], after: str = "") -> list[JobEvent]:

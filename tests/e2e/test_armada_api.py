@@ -459,7 +459,7 @@ def test_a_job_sets_events_follow_its_pods_and_resume_after_an_id(
         collector.close()
 
     # From the pods as they are now (once the cancelled one is gone): the same ids, and a stream
-    # resumed after one sends what follows it.
+    # resumed after one sends exactly what follows it, whichever job's it is.
     wait_for("the cancelled job's pod gone", lambda: len(_pods(cluster_api, namespace)) == 2, timeout=60)
 
     def listed(after: str = "") -> list[str]:
@@ -468,11 +468,16 @@ def test_a_job_sets_events_follow_its_pods_and_resume_after_an_id(
 
     everything = listed()
     assert everything == sorted(everything) and set(everything) <= set(ids) and len(everything) == 12
-    assert listed(after=everything[4]) == everything[5:]
-    # Another server (a restart, a replica) derives the same events with the same ids.
+    for i in (4, 8):  # the first job's running; the second job's leased
+        assert listed(after=everything[i]) == everything[i + 1 :], i
+    # Another server (a restart, a replica) derives the same events with the same ids, and resumes
+    # after one of the second job's just as exactly.
     with _serving(armada.kubeconfig) as other:
+        stub = other.client(token).event_stub
         request = event_pb2.JobSetRequest(queue=queue, id=job_set, watch=False)
-        assert [m.id for m in other.client(token).event_stub.GetJobSetEvents(request)] == everything
+        assert [m.id for m in stub.GetJobSetEvents(request)] == everything
+        request = event_pb2.JobSetRequest(queue=queue, id=job_set, from_message_id=everything[8], watch=False)
+        assert [m.id for m in stub.GetJobSetEvents(request)] == everything[9:]
 
     # Someone who may not list the namespace's pods sees no such job set.
     stranger = armada.client(_token(cluster_api, namespace, "stranger", None))

@@ -118,13 +118,16 @@ def test_ids_order_a_job_set_and_resume_after_one() -> None:
     assert [e.id for e in events] == sorted(e.id for e in events)
     assert events[0].id == event_id(1796198400, "01aaaaaaaaaaaaaaaaaaaaaaaa", 0)
     assert job_set_events([a, b]) == events  # derived again (a restart): the same events, the same ids
-    # Resumed after a's leased event: a's pending, and b's events again (at least once, in order).
+    # Resumed after a's leased event: a's pending, then b's events.
     rest = job_set_events([a, b], after=events[2].id)
     assert [(e.job_id, e.message.WhichOneof("events")) for e in rest] == [
         ("01aaaaaaaaaaaaaaaaaaaaaaaa", "pending"),
         ("01bbbbbbbbbbbbbbbbbbbbbbbb", "submitted"),
         ("01bbbbbbbbbbbbbbbbbbbbbbbb", "queued"),
     ]
+    # Resumed after any event, of whichever job: exactly those listed after it, none again.
+    for i, event in enumerate(events):
+        assert job_set_events([b, a], after=event.id) == events[i + 1 :], i
     assert job_set_events([a, b], after="not an id") == events
 
 
