@@ -4,7 +4,8 @@ every OBJECT_POLL_SECONDS).
 
 The server reads them with its own (read-only) identity and sends the caller only those of
 namespaces where the front lets the caller list pods (the caller's SelfSubjectAccessReview). Each
-event is sent once per stream; a stream resumed after an id sends what sorts after it
+event is sent once per stream; a stream resumed after a listed event's id sends exactly what
+sorts after it, after one sent while watching at least what the client may have missed
 (:mod:`armada_api.job_events`), each job's in their order.
 """
 
@@ -64,7 +65,7 @@ class JobSetEvents:
         )
         async for events in _merged(*followed):
             for event in progress.new(events):
-                yield event.stream_message()
+                yield event.stream_message(live=True)
 
     async def _objects(self, visible: Visible, selector: str, job_set: str) -> list[Found]:
         found = await self.jobs.kinds.find(selector)

@@ -10,9 +10,15 @@ transitions, keeps the state in the cluster.
 
 An event's id is ``<job created, seconds>.<job id>.<ordinal>`` (submitted 0 ... an end 5): the same
 however often, and by whichever server, it is derived, and the ids order a job set's events (by
-job submission, then each job's own order) as a stream lists them. A stream resumed after an id
-sends exactly the events whose ids sort after it, in that order: what the first listing gave after
-that event, whichever server answers.
+job submission, then each job's own order) as a stream lists them. A stream resumed after a listed
+event's id sends exactly the events whose ids sort after it, in that order: what the listing gave
+after that event, whichever server answers.
+
+A watching stream sends events as they happen, after its listing: a later-submitted job's event
+can then come before an earlier job's, whose id sorts before it. Such an event's id is marked
+(``<id>+``), and a stream resumed after a marked id sends the rest of that job's events and every
+other job's again (at least once: what happened to an earlier job while the client was away
+cannot be told from what it was sent before, so nothing is lost).
 """
 
 from __future__ import annotations
@@ -44,8 +50,13 @@ class JobEvent:
     def ordinal(self) -> int:
         return int(self.id.split(".")[2])
 
-    def stream_message(self) -> event_pb2.EventStreamMessage:
-        return event_pb2.EventStreamMessage(id=self.id, message=self.message)
+    def stream_message(self, *, live: bool = False) -> event_pb2.EventStreamMessage:
+        """The message a stream sends: `live`, one sent while watching (its id marked)."""
+        return event_pb2.EventStreamMessage(id=self.id + LIVE_MARK if live else self.id, message=self.message)
+
+
+#: marks the id of an event a stream sent while watching (:func:`resumes`).
+LIVE_MARK = "+"
 
 
 #: a job's events in their order; an end is one of the last four
@@ -234,11 +245,16 @@ _MESSAGES = {
 
 
 def resumes(event: JobEvent, after: str) -> bool:
-    """Whether a stream resumed after the id `after` sends `event`: those that sort after it ("", or
-    not one of our ids: every event)."""
+    """Whether a stream resumed after the id `after` sends `event`: after a listed event, those that
+    sort after it; after one sent while watching (marked), all but that job's events up to it;
+    ("", or not one of our ids: every event)."""
+    live = after.endswith(LIVE_MARK)
+    after = after.removesuffix(LIVE_MARK)
     parts = after.split(".")
     if len(parts) != 3 or not parts[0].isdigit() or not parts[2].isdigit():
         return True
+    if live:
+        return not (event.job_id == parts[1] and event.ordinal <= int(parts[2]))
     return event.id > after
 
 

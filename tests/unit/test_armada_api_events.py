@@ -129,6 +129,12 @@ def test_ids_order_a_job_set_and_resume_after_one() -> None:
     for i, event in enumerate(events):
         assert job_set_events([b, a], after=event.id) == events[i + 1 :], i
     assert job_set_events([a, b], after="not an id") == events
+    # After an event sent while watching (its id marked), whatever happened to the other jobs meanwhile
+    # may be missing: the rest of that job's events, and every other job's again (at least once).
+    live = events[-1].stream_message(live=True).id
+    assert live != events[-1].id and job_set_events([a, b], after=live) == [
+        e for e in events if e.job_id != events[-1].job_id
+    ]
 
 
 def test_a_stream_sends_each_jobs_events_once_and_never_back() -> None:
