@@ -1,4 +1,9 @@
-"""`armada-bridge` (also installed as the kubectl plugin `kubectl-armada`)."""
+"""`armada-bridge` (its read-only commands also as the kubectl plugin `kubectl armada`).
+
+Exit status: 0 done; 1 an error (bad input, a command that failed); 2 usage; 3 no usable kubeconfig;
+4 the API server cannot be reached; 5 unauthorized or forbidden; 6 not found. Errors are one line on
+stderr.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +42,10 @@ def _dev(args: argparse.Namespace) -> int:
         )
         _print_status(statuses)
         _print_operators(env)
-        return 0 if all(s.healthy for s in statuses) else 1
+        healthy = all(s.healthy for s in statuses)
+        if healthy:
+            _print_next_steps()
+        return 0 if healthy else 1
     env = open_environment()
     if args.dev_command == "down":
         env.down()
@@ -54,6 +62,19 @@ def _dev(args: argparse.Namespace) -> int:
         print(env.kubeconfig(args.name))
         return 0
     raise AssertionError(args.dev_command)
+
+
+def _print_next_steps() -> None:
+    print(
+        "\nNext:\n"
+        '  export KUBECONFIG="$(armada-bridge dev kubeconfig front)"\n'
+        "  armada-bridge demo                  # a gang, a PyTorchJob and a RayCluster placed remotely\n"
+        "  armada-bridge queues; armada-bridge clusters\n"
+        "  kubectl create ns team-a && kubectl label ns team-a armadaproject.io/queue=default\n"
+        "  kubectl -n team-a apply -f manifests/samples/indexed-job.yaml\n"
+        "  armada-bridge gangs -n team-a; armada-bridge why POD -n team-a\n"
+        "  armada-bridge dev down              # when done"
+    )
 
 
 def _print_status(statuses: Sequence[ClusterStatus]) -> None:
@@ -98,6 +119,37 @@ def _demo(args: argparse.Namespace) -> int:
     from armada_bridge.demo import clean_demo, run_demo
 
     return clean_demo() if args.clean else run_demo()
+
+
+VIEWS = (
+    ("queues", "queues with fair, adjusted and actual shares"),
+    ("clusters", "remote clusters: readiness, nodes, free capacity"),
+    ("gangs", "gangs: members present of their size, cluster, state"),
+    ("why", "why a pod waits, or where it went"),
+)
+
+
+def _add_views(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The read-only commands, as both `armada-bridge` and `kubectl armada` offer them."""
+    for name, text in VIEWS:
+        c = sub.add_parser(name, help=text)
+        c.add_argument(
+            "--kubeconfig", help="front cluster (default: $KUBECONFIG, else the dev environment's front)"
+        )
+        c.add_argument("--context", help="the kubeconfig context to use (default: its current one)")
+        if name in ("gangs", "why"):
+            c.add_argument("-n", "--namespace", help="default: the kubeconfig context's namespace")
+        if name == "gangs":
+            c.add_argument("-A", "--all-namespaces", action="store_true", help="gangs of every namespace")
+        if name == "why":
+            c.add_argument("pod")
+
+
+def build_plugin_parser() -> argparse.ArgumentParser:
+    """`kubectl armada`: the read-only commands."""
+    p = argparse.ArgumentParser(prog="kubectl armada", description="What armada-bridge decided, and why.")
+    _add_views(p.add_subparsers(dest="command", required=True))
+    return p
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -151,20 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--clean", action="store_true", help="remove what the demos created, and wait until it is gone"
     )
-    for name, text in (
-        ("queues", "queues with fair, adjusted and actual shares"),
-        ("clusters", "remote clusters: readiness, nodes, free capacity"),
-        ("gangs", "gangs: members present of their size, cluster, state"),
-        ("why", "why a pod waits, or where it went"),
-    ):
-        c = sub.add_parser(name, help=text)
-        c.add_argument(
-            "--kubeconfig", help="front cluster (default: $KUBECONFIG, else the dev environment's front)"
-        )
-        if name in ("gangs", "why"):
-            c.add_argument("-n", "--namespace", default=None if name == "gangs" else "default")
-        if name == "why":
-            c.add_argument("pod")
+    _add_views(sub)
     rm = sub.add_parser(
         "remove-clusters",
         help="delete remote clusters and wait until the vkubelet has cleaned each up (its remote pods "
@@ -211,38 +250,58 @@ def _front_kubeconfig(given: str | None) -> str | None:
 def _view(args: argparse.Namespace) -> int:
     from armada_bridge import views
 
-    with views.front_client(_front_kubeconfig(args.kubeconfig)) as api:
+    kubeconfig = _front_kubeconfig(args.kubeconfig)
+    namespace = getattr(args, "namespace", None)
+    if args.command in ("gangs", "why") and namespace is None and not getattr(args, "all_namespaces", False):
+        namespace = views.context_namespace(kubeconfig, args.context)
+    with views.front_client(kubeconfig, args.context) as api:
         if args.command == "queues":
             print(views.queues(api))
         elif args.command == "clusters":
             print(views.clusters(api))
         elif args.command == "gangs":
-            print(views.gangs(api, args.namespace))
+            print(views.gangs(api, namespace))
         else:
-            print(views.why(api, args.pod, args.namespace))
+            assert namespace is not None  # why takes no --all-namespaces
+            print(views.why(api, args.pod, namespace))
     return 0
+
+
+def _run(prog: str, args: argparse.Namespace) -> int:
+    """The command, its errors one line on stderr with their exit status (the module's docstring)."""
+    from armada_bridge import cli_errors
+
+    try:
+        if args.command == "dev":
+            return _dev(args)
+        if args.command == "demo":
+            return _demo(args)
+        if args.command in [name for name, _ in VIEWS]:
+            return _view(args)
+        if args.command == "remove-clusters":
+            return _remove_clusters(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        failure = cli_errors.failure(e, getattr(args, "kubeconfig", None))
+        if failure is None:
+            raise
+        print(f"{prog}: error: {failure.message}", file=sys.stderr)
+        return failure.status
+    raise AssertionError(args.command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "simulate":
         return _simulate(argv[1:])
-    args = build_parser().parse_args(argv)
-    try:
-        if args.command == "dev":
-            return _dev(args)
-        if args.command == "demo":
-            return _demo(args)
-        if args.command in ("queues", "clusters", "gangs", "why"):
-            return _view(args)
-        if args.command == "remove-clusters":
-            return _remove_clusters(args)
-    except (ValueError, RuntimeError) as e:  # dev.kwok_cluster.ClusterError among them
-        print(f"armada-bridge: error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    raise AssertionError(args.command)
+    return _run("armada-bridge", build_parser().parse_args(argv))
+
+
+def kubectl_main(argv: Sequence[str] | None = None) -> int:
+    """`kubectl armada ...` (the executable `kubectl-armada` on PATH): the read-only commands."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return _run("kubectl armada", build_plugin_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

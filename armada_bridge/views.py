@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
+from armada_bridge.cli_errors import NotFound
 from extender import overview, protocols
 
 Row = Sequence[str]
@@ -27,19 +29,50 @@ def table(rows: list[Row]) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
 
 
-def front_client(kubeconfig: str | None) -> k8s.ApiClient:
-    """The front cluster's client: `kubeconfig`, else $KUBECONFIG, else ~/.kube/config, else (in a
-    pod) its ServiceAccount's."""
-    path = kubeconfig or os.environ.get("KUBECONFIG")
-    if path:
-        return k8s_config.new_client_from_config(config_file=path)
-    if not Path(k8s_config.KUBE_CONFIG_DEFAULT_LOCATION).expanduser().exists() and os.environ.get(
-        "KUBERNETES_SERVICE_HOST"
-    ):
+#: the namespace of a pod's ServiceAccount, where the CLI runs in a pod
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _in_cluster(kubeconfig: str | None) -> bool:
+    return (
+        not (kubeconfig or os.environ.get("KUBECONFIG"))
+        and not Path(k8s_config.KUBE_CONFIG_DEFAULT_LOCATION).expanduser().exists()
+        and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    )
+
+
+def front_client(kubeconfig: str | None, context: str | None = None) -> k8s.ApiClient:
+    """The front cluster's client, as kubectl finds it: `kubeconfig`, else $KUBECONFIG, else
+    ~/.kube/config (its `context`, else its current one), else (in a pod) its ServiceAccount's."""
+    if _in_cluster(kubeconfig):
         configuration = k8s.Configuration()
         k8s_config.load_incluster_config(client_configuration=configuration)
         return k8s.ApiClient(configuration)
-    return k8s_config.new_client_from_config()
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    return k8s_config.new_client_from_config(config_file=path, context=context)
+
+
+def context_namespace(kubeconfig: str | None, context: str | None = None) -> str:
+    """The namespace kubectl would use: the kubeconfig context's, else (in a pod) its own, else
+    `default`."""
+    if _in_cluster(kubeconfig):
+        found = SERVICE_ACCOUNT_NAMESPACE.read_text().strip() if SERVICE_ACCOUNT_NAMESPACE.exists() else ""
+        return found or "default"
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    contexts, current = k8s_config.list_kube_config_contexts(config_file=path)
+    chosen = next((c for c in contexts if c.get("name") == context), None) if context else current
+    return str(((chosen or {}).get("context") or {}).get("namespace") or "default")
+
+
+def _namespace_labels(core: k8s.CoreV1Api, namespace: str) -> dict[str, str] | None:
+    """A namespace's labels; None where these credentials may not read the namespace (a tenant
+    with rights in the namespace only)."""
+    try:
+        return dict(core.read_namespace(namespace).metadata.labels or {})
+    except ApiException as e:
+        if e.status == 403:
+            return None
+        raise
 
 
 def _custom(
@@ -118,19 +151,32 @@ def _podgroups(api: k8s.ApiClient, namespace: str | None) -> dict[str, dict[tupl
     return out
 
 
-def _pods(
-    api: k8s.ApiClient, namespace: str | None
-) -> tuple[list[dict[str, Any]], dict[str, dict[str, str]]]:
+#: the queue shown for a pod whose queue only its namespace's label could name, which cannot be read
+UNKNOWN_QUEUE = "?"
+
+
+def _pod_views(api: k8s.ApiClient, namespace: str | None) -> list[overview.PodView]:
+    """The pods of `namespace` (None: all) as the extender reads them. Where the namespace cannot
+    be read (a tenant's rights end at its namespace), a pod that names no queue itself shows
+    UNKNOWN_QUEUE: its namespace's label may name one."""
     core = k8s.CoreV1Api(api)
     raw = core.list_namespaced_pod(namespace) if namespace else core.list_pod_for_all_namespaces()
     pods = [api.sanitize_for_serialization(p) for p in raw.items]
-    ns_labels = {n.metadata.name: dict(n.metadata.labels or {}) for n in core.list_namespace().items}
-    return pods, ns_labels
+    if namespace is None:
+        ns_labels = {n.metadata.name: dict(n.metadata.labels or {}) for n in core.list_namespace().items}
+        unreadable = False
+    else:
+        labels = _namespace_labels(core, namespace)
+        ns_labels, unreadable = {namespace: labels or {}}, labels is None
+    views = overview.read_pods(pods, _podgroups(api, namespace), ns_labels)
+    if unreadable:
+        views = [replace(v, queue=UNKNOWN_QUEUE) if v.queue is None else v for v in views]
+    return views
 
 
 def gangs(api: k8s.ApiClient, namespace: str | None) -> str:
-    pods, ns_labels = _pods(api, namespace)
-    views = overview.read_pods(pods, _podgroups(api, namespace), ns_labels)
+    """The gangs of `namespace` (None: every namespace)."""
+    views = _pod_views(api, namespace)
     rows: list[Row] = [("NAMESPACE", "GANG", "QUEUE", "PRESENT", "CLUSTER", "STATE")]
     for u in overview.units(views):
         if u.kind != "gang":
@@ -146,10 +192,12 @@ def why(api: k8s.ApiClient, name: str, namespace: str) -> str:
         p = api.sanitize_for_serialization(core.read_namespaced_pod(name, namespace))
     except ApiException as e:
         if e.status == 404:
-            raise ValueError(f"no pod {namespace}/{name}") from None
+            raise NotFound(f"no pod {namespace}/{name}") from None
         raise
-    ns_labels = {namespace: dict(core.read_namespace(namespace).metadata.labels or {})}
-    view = overview.read_pods([p], _podgroups(api, namespace), ns_labels)[0]
+    labels = _namespace_labels(core, namespace)
+    view = overview.read_pods([p], _podgroups(api, namespace), {namespace: labels or {}})[0]
+    if view.queue is None and labels is None:
+        view = replace(view, queue=UNKNOWN_QUEUE)
     raw = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
     return why_text(overview.story(p, view, [api.sanitize_for_serialization(e) for e in raw]))
 
@@ -162,7 +210,13 @@ def why_text(s: overview.Story) -> str:
             "  not managed by armada-bridge: no queue (label armadaproject.io/queue on the pod or namespace, a Volcano PodGroup queue, or kueue.x-k8s.io/queue-name)"
         )
         return "\n".join(lines)
-    lines.append(f"  queue: {v.queue} (from {v.queue_source.explains})")
+    if v.queue == UNKNOWN_QUEUE:
+        lines.append(
+            f"  queue: unknown: the pod names none, and its namespace's label {keys.QUEUE_LABEL}, which may, "
+            "cannot be read with these credentials"
+        )
+    else:
+        lines.append(f"  queue: {v.queue} (from {v.queue_source.explains})")
     if v.error:
         lines.append(f"  gang: cannot be read: {v.error}")
     elif v.gang is not None:

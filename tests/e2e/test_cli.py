@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
+import yaml
 from kubernetes import client as k8s
 
 from armada_bridge import keys
+from armada_bridge.dev import binaries
 from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.dev.names import FRONT
 from tests.e2e.bridge import Api, pod, wait_running
@@ -73,3 +77,92 @@ def test_demo_runs_and_cleans_up_after_itself(dev_env: Environment, cluster_api:
             ),
             timeout=90,
         )
+
+
+def _tenant_kubeconfig(cluster_api: Api, namespace: str, path: Path) -> Path:
+    """A kubeconfig of a ServiceAccount with `edit` in `namespace` only, its context's namespace."""
+    admin = cluster_api(FRONT)
+    core, rbac = k8s.CoreV1Api(admin), k8s.RbacAuthorizationV1Api(admin)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "team"}})
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": "team-edit"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [{"kind": "ServiceAccount", "name": "team", "namespace": namespace}],
+        },
+    )
+    token = core.create_namespaced_service_account_token(
+        "team", namespace, {"spec": {"expirationSeconds": 1800}}
+    )
+    cluster = {"server": admin.configuration.host, "certificate-authority": admin.configuration.ssl_ca_cert}
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "front", "cluster": cluster}],
+                "users": [{"name": "team", "user": {"token": token.status.token}}],
+                "contexts": [
+                    {"name": "team", "context": {"cluster": "front", "user": "team", "namespace": namespace}}
+                ],
+                "current-context": "team",
+            }
+        )
+    )
+    return path
+
+
+def _commands() -> list[list[str]]:
+    """`armada-bridge` and `kubectl armada` (the pinned kubectl finding the plugin on PATH)."""
+    kubectl = str(binaries.expected().kubectl)
+    return [[sys.executable, "-m", "armada_bridge.cli"], [kubectl, "armada"]]
+
+
+def _run(command: list[str], *args: str) -> subprocess.CompletedProcess[str]:
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = {**os.environ, "PATH": path}
+    env.pop("KUBECONFIG", None)
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, timeout=120, env=env, check=False
+    )
+
+
+def test_a_tenant_reads_its_namespace_and_every_failure_is_one_line_with_its_status(
+    namespace: str, cluster_api: Api, dev_env: Environment, tmp_path: Path
+) -> None:
+    core = k8s.CoreV1Api(cluster_api(FRONT))
+    gang = {keys.GANG_ID: "t", keys.GANG_CARDINALITY: "2"}
+    for i in range(2):
+        core.create_namespaced_pod(namespace, pod(f"t-{i}", queue=namespace, annotations=gang))
+    wait_running(cluster_api, namespace, 2)
+    tenant = str(_tenant_kubeconfig(cluster_api, namespace, tmp_path / "tenant.yaml"))
+    unreachable = tmp_path / "unreachable.yaml"
+    config = yaml.safe_load(Path(tenant).read_text())
+    config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"  # nothing listens there
+    unreachable.write_text(yaml.safe_dump(config))
+    for command in _commands():
+        # With rights in its namespace only, every read-only command works, in the context's namespace.
+        for args in (("queues",), ("clusters",), ("gangs",), ("why", "t-0")):
+            r = _run(command, *args, "--kubeconfig", tenant)
+            assert r.returncode == 0, (command, args, r.stderr)
+        r = _run(command, "gangs", "--kubeconfig", tenant)
+        assert any(
+            line.split()[:3] == [namespace, "armada/t", namespace] for line in r.stdout.splitlines()
+        ), r.stdout
+        r = _run(command, "why", "t-0", "--kubeconfig", tenant)
+        assert f"queue: {namespace} (from the pod's label {keys.QUEUE_LABEL})" in r.stdout, r.stdout
+        # Each failure: one line on stderr, its own exit status.
+        for args, status, says in (
+            (("queues", "--kubeconfig", str(tmp_path / "missing.yaml")), 3, "no such file"),
+            (("gangs", "--kubeconfig", str(unreachable)), 4, "cannot reach the API server"),
+            (("why", "x", "-n", "kube-system", "--kubeconfig", tenant), 5, "forbidden"),
+            (("why", "nope", "--kubeconfig", tenant), 6, f"no pod {namespace}/nope"),
+        ):
+            r = _run(command, *args)
+            assert r.returncode == status, (command, args, r.returncode, r.stderr)
+            assert len(r.stderr.strip().splitlines()) == 1 and says in r.stderr, (command, args, r.stderr)
+            assert r.stdout == "", r.stdout
+    # The plugin offers only the read-only commands.
+    r = _run(_commands()[1], "dev", "down")
+    assert r.returncode == 2 and "invalid choice" in r.stderr, r.stderr

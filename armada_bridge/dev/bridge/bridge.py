@@ -19,6 +19,8 @@ DEV_MANIFESTS_DIR = versions.REPO_ROOT / "manifests" / "dev"
 PRIORITY_CLASSES = versions.REPO_ROOT / "manifests" / "extender" / "priorityclasses.yaml"
 # Only the core's decisions run: the API server refuses the rest (docs/security.md).
 ADMISSION_POLICY = versions.REPO_ROOT / "manifests" / "extender" / "admission-policy.yaml"
+# What users of `armada-bridge queues|clusters|gangs|why` may read with rights in a namespace only.
+VIEWER_RBAC = versions.REPO_ROOT / "manifests" / "extender" / "viewer-rbac.yaml"
 
 
 def apply(bins: Binaries, kubeconfig: Path, path: Path) -> None:
@@ -46,6 +48,7 @@ def install(env: BaseEnvironment, bins: Binaries) -> None:
     install_crds(bins, front)
     apply_dir(bins, front, DEV_MANIFESTS_DIR)
     apply(bins, front, ADMISSION_POLICY)
+    apply(bins, front, VIEWER_RBAC)
     vkubelet_setup.setup(env, bins)
     apply(bins, front, PRIORITY_CLASSES)
     extender_setup.setup(env, bins)
