@@ -8,10 +8,12 @@ stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from armada_bridge.dev.base import BaseEnvironment, ClusterStatus
@@ -129,8 +131,11 @@ VIEWS = (
 )
 
 
-def _add_views(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_views(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> dict[str, argparse.ArgumentParser]:
     """The read-only commands, as both `armada-bridge` and `kubectl armada` offer them."""
+    parsers = {}
     for name, text in VIEWS:
         c = sub.add_parser(name, help=text)
         c.add_argument(
@@ -143,6 +148,50 @@ def _add_views(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             c.add_argument("-A", "--all-namespaces", action="store_true", help="gangs of every namespace")
         if name == "why":
             c.add_argument("pod")
+        parsers[name] = c
+    return parsers
+
+
+def _add_join(clusters: argparse.ArgumentParser) -> None:
+    """`clusters join NAME` and `clusters leave NAME` (`clusters` alone lists them)."""
+    sub = clusters.add_subparsers(dest="cluster_command")
+    join = sub.add_parser(
+        "join",
+        help="make a remote cluster one of the bridge's: its identity there, its kubeconfig Secret and "
+        "RemoteCluster in the front; waits until its virtual node is Ready, or says what is wrong",
+    )
+    leave = sub.add_parser(
+        "leave",
+        help="undo a join: the RemoteCluster removed (its remote pods first), the Secret, and with "
+        "--remote-kubeconfig the bridge's identity in the remote cluster",
+    )
+    for c in (join, leave):
+        c.add_argument("name", help="the remote cluster's name in the front (its virtual node's)")
+        c.add_argument(
+            "--kubeconfig", default=argparse.SUPPRESS, help="the front cluster's, as for `clusters`"
+        )
+        c.add_argument("--context", default=argparse.SUPPRESS, help="its context")
+        c.add_argument(
+            "--remote-kubeconfig", required=c is join, help="an admin's kubeconfig of the remote cluster"
+        )
+        c.add_argument("--remote-context", help="its context (default: its current one)")
+        c.add_argument(
+            "--bridge-namespace",
+            default="armada-bridge-system",
+            help="the bridge's namespace in the front, where the kubeconfig Secret goes",
+        )
+    join.add_argument(
+        "--server",
+        help="the remote API server's address as the vkubelet in the front reaches it (default: the "
+        "remote kubeconfig's)",
+    )
+    join.add_argument(
+        "--front-api",
+        metavar="HOST:PORT",
+        help="the front API server as the remote cluster's pods reach it (default: the vkubelet's own)",
+    )
+    join.add_argument("--timeout", type=float, default=120, help="seconds to wait for the virtual node (120)")
+    leave.add_argument("--timeout", type=float, default=600, help="seconds to wait for the cleanup (600)")
 
 
 def build_plugin_parser() -> argparse.ArgumentParser:
@@ -203,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--clean", action="store_true", help="remove what the demos created, and wait until it is gone"
     )
-    _add_views(sub)
+    _add_join(_add_views(sub)["clusters"])
     rm = sub.add_parser(
         "remove-clusters",
         help="delete remote clusters and wait until the vkubelet has cleaned each up (its remote pods "
@@ -255,6 +304,8 @@ def _view(args: argparse.Namespace) -> int:
     if args.command in ("gangs", "why") and namespace is None and not getattr(args, "all_namespaces", False):
         namespace = views.context_namespace(kubeconfig, args.context)
     with views.front_client(kubeconfig, args.context) as api:
+        if getattr(args, "cluster_command", None):
+            return _join_or_leave(args, api)
         if args.command == "queues":
             print(views.queues(api))
         elif args.command == "clusters":
@@ -264,6 +315,38 @@ def _view(args: argparse.Namespace) -> int:
         else:
             assert namespace is not None  # why takes no --all-namespaces
             print(views.why(api, args.pod, namespace))
+    return 0
+
+
+def _join_or_leave(args: argparse.Namespace, front: Any) -> int:
+    from armada_bridge import cluster_join, views
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    if args.remote_kubeconfig and not os.path.exists(args.remote_kubeconfig):
+        raise FileNotFoundError(errno.ENOENT, "no such file", args.remote_kubeconfig)
+    remote = (
+        views.front_client(args.remote_kubeconfig, args.remote_context)
+        if args.remote_kubeconfig
+        else contextlib.nullcontext(None)
+    )
+    with remote as r:
+        if args.cluster_command == "join":
+            cluster_join.join(
+                front,
+                r,
+                args.name,
+                server=args.server,
+                front_api=args.front_api,
+                namespace=args.bridge_namespace,
+                timeout=args.timeout,
+                say=say,
+            )
+        else:
+            cluster_join.leave(
+                front, args.name, r, namespace=args.bridge_namespace, timeout=args.timeout, say=say
+            )
     return 0
 
 

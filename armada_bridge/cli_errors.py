@@ -57,7 +57,8 @@ def _unreachable(e: urllib3.exceptions.HTTPError) -> str:
 def failure(e: BaseException, kubeconfig: str | None = None) -> Failure | None:
     """The failure `e` is for the user, or None: a bug (the traceback is for us)."""
     if isinstance(e, ConfigException | FileNotFoundError):
-        path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        named = e.filename if isinstance(e, FileNotFoundError) else None
+        path = named or kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         first = os.path.expanduser(path.split(os.pathsep)[0])
         why = "no such file" if not os.path.exists(first) else str(e)
         return Failure(Status.KUBECONFIG, f"kubeconfig {path}: {why}")
