@@ -38,9 +38,10 @@ def certificate_kubeconfig(path: Path, server: str, ca: tuple[Path, Path], subje
     return path
 
 
-def token_kubeconfig(kubeconfig: Path, token: str, path: Path) -> Path:
+def token_kubeconfig(kubeconfig: Path, token: str, path: Path, namespace: str | None = None) -> Path:
     """A kubeconfig at `path` for the cluster of `kubeconfig` (its server; its CA, inlined) whose
-    user is the bearer `token` alone (no client certificate): what a ServiceAccount sees."""
+    user is the bearer `token` alone (no client certificate): what a ServiceAccount sees; its
+    context's `namespace` where given."""
     admin = yaml.safe_load(kubeconfig.read_text())
     cluster = dict(admin["clusters"][0]["cluster"])
     ca = cluster.pop("certificate-authority", None)
@@ -52,7 +53,16 @@ def token_kubeconfig(kubeconfig: Path, token: str, path: Path) -> Path:
         "kind": "Config",
         "clusters": [{"name": "cluster", "cluster": cluster}],
         "users": [{"name": "token", "user": {"token": token}}],
-        "contexts": [{"name": "token", "context": {"cluster": "cluster", "user": "token"}}],
+        "contexts": [
+            {
+                "name": "token",
+                "context": {
+                    "cluster": "cluster",
+                    "user": "token",
+                    **({"namespace": namespace} if namespace else {}),
+                },
+            }
+        ],
         "current-context": "token",
     }
     path.write_text(yaml.safe_dump(body, sort_keys=False))

@@ -161,3 +161,28 @@ def wait_settled(api: Api, timeout: float = 300) -> None:
     wait_for(
         "namespaces of earlier tests deleted", lambda: not terminating() or None, timeout=timeout, interval=1
     )
+
+
+def service_account_token(api: Api, namespace: str, name: str, role: str | None) -> str:
+    """A ServiceAccount's token; with `role`, that ClusterRole in `namespace` (a RoleBinding)."""
+    admin = api("front")
+    core_api = k8s.CoreV1Api(admin)
+    core_api.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    if role:
+        bind_cluster_role(api, namespace, name, role)
+    token = core_api.create_namespaced_service_account_token(
+        name, namespace, {"spec": {"expirationSeconds": 1800}}
+    )
+    return str(token.status.token)
+
+
+def bind_cluster_role(api: Api, namespace: str, account: str, role: str) -> None:
+    """The ClusterRole `role` to the ServiceAccount `account` in `namespace` (a RoleBinding)."""
+    k8s.RbacAuthorizationV1Api(api("front")).create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": f"{account}-{role}"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+        },
+    )

@@ -33,7 +33,7 @@ from armada_bridge import certs, keys
 from armada_bridge.dev import binaries
 from armada_bridge.dev.names import FRONT
 from armada_bridge.dev.operators.samples import adapt, pod_templates
-from tests.e2e.bridge import free_in_remotes
+from tests.e2e.bridge import bind_cluster_role, free_in_remotes, service_account_token
 from tests.e2e.spark_apps import spark_app
 from tests.support import kubectl, wait_for
 
@@ -114,31 +114,6 @@ def _healthy(server: Armada) -> bool:
         return False
 
 
-def _token(api: Api, namespace: str, name: str, role: str | None) -> str:
-    """A ServiceAccount's token; with `role`, that ClusterRole in `namespace` (a RoleBinding)."""
-    admin = api(FRONT)
-    core_api = k8s.CoreV1Api(admin)
-    core_api.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
-    if role:
-        _bind(api, namespace, name, role)
-    token = core_api.create_namespaced_service_account_token(
-        name, namespace, {"spec": {"expirationSeconds": 1800}}
-    )
-    return str(token.status.token)
-
-
-def _bind(api: Api, namespace: str, account: str, role: str) -> None:
-    """The ClusterRole `role` to the ServiceAccount `account` in `namespace` (a RoleBinding)."""
-    k8s.RbacAuthorizationV1Api(api(FRONT)).create_namespaced_role_binding(
-        namespace,
-        {
-            "metadata": {"name": f"{account}-{role}"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
-        },
-    )
-
-
 def _spec(cpu: str = "100m", name: str = "main", priority_class: str | None = None) -> core.PodSpec:
     resources = {"cpu": Quantity(string=cpu), "memory": Quantity(string="64Mi")}
     return core.PodSpec(
@@ -177,7 +152,7 @@ def test_armada_client_submits_a_job_set_the_bridge_schedules(
     armada: Armada, namespace: str, queues: list[str], cluster_api: Api
 ) -> None:
     queue, job_set = queues[0], f"set-{uuid.uuid4().hex[:6]}"
-    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    client = armada.client(service_account_token(cluster_api, namespace, "submitter", "edit"))
     gang = {keys.GANG_ID: "g1", keys.GANG_CARDINALITY: "2"}
     items = [
         client.create_job_request_item(
@@ -219,7 +194,7 @@ def test_armada_client_submits_a_job_set_the_bridge_schedules(
     # Their states, as the Jobs service a client polls says them (a stranger's: unknown).
     running = submit_pb2.JobState.RUNNING
     assert dict(client.get_job_status(job_ids).job_states) == dict.fromkeys(job_ids, running)
-    stranger = armada.client(_token(cluster_api, namespace, "stranger", None))
+    stranger = armada.client(service_account_token(cluster_api, namespace, "stranger", None))
     unknown = submit_pb2.JobState.UNKNOWN
     assert dict(stranger.get_job_status(job_ids).job_states) == dict.fromkeys(job_ids, unknown)
 
@@ -262,8 +237,10 @@ def test_bad_requests_get_armadas_codes_and_change_nothing(
     armada: Armada, namespace: str, queues: list[str], cluster_api: Api
 ) -> None:
     queue = queues[0]
-    submitter = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
-    stranger = armada.client(_token(cluster_api, namespace, "stranger", None))  # no RBAC at all
+    submitter = armada.client(service_account_token(cluster_api, namespace, "submitter", "edit"))
+    stranger = armada.client(
+        service_account_token(cluster_api, namespace, "stranger", None)
+    )  # no RBAC at all
     good = submitter.create_job_request_item(namespace=namespace, pod_spec=_spec())
     closed = queues[1]  # another team's: it does not take pods of this namespace
     k8s.CustomObjectsApi(cluster_api(FRONT)).patch_cluster_custom_object(
@@ -366,11 +343,11 @@ def test_queue_calls_are_the_callers_rbac_on_queue_objects(
                 "subjects": [{"kind": "ServiceAccount", "name": "manager", "namespace": namespace}],
             }
         )
-        token = k8s.CoreV1Api(admin).create_namespaced_service_account_token(
+        token = k8s.CoreV1Api(admin).create_namespaced_service_accountservice_account_token(
             "manager", namespace, {"spec": {}}
         )
         client = armada.client(str(token.status.token))
-        tenant = armada.client(_token(cluster_api, namespace, "tenant", "edit"))
+        tenant = armada.client(service_account_token(cluster_api, namespace, "tenant", "edit"))
         name = f"aq-{uuid.uuid4().hex[:6]}"
         queue = client.create_queue_request(name=name, priority_factor=2.0)
         assert _rpc_error(lambda: tenant.create_queue(queue)).code() == grpc.StatusCode.PERMISSION_DENIED
@@ -429,7 +406,7 @@ def test_a_job_sets_events_follow_its_pods_and_resume_after_an_id(
     armada: Armada, namespace: str, queues: list[str], cluster_api: Api
 ) -> None:
     queue, job_set = queues[0], f"events-{uuid.uuid4().hex[:6]}"
-    token = _token(cluster_api, namespace, "submitter", "edit")
+    token = service_account_token(cluster_api, namespace, "submitter", "edit")
     client = armada.client(token)
     brief = {keys.SIMULATED_RUNTIME: "3s"}  # the dev remote clusters end such a pod Succeeded
     items = [
@@ -483,7 +460,7 @@ def test_a_job_sets_events_follow_its_pods_and_resume_after_an_id(
         assert [m.id for m in stub.GetJobSetEvents(request)] == everything[9:]
 
     # Someone who may not list the namespace's pods sees no such job set.
-    stranger = armada.client(_token(cluster_api, namespace, "stranger", None))
+    stranger = armada.client(service_account_token(cluster_api, namespace, "stranger", None))
     request = event_pb2.JobSetRequest(queue=queue, id=job_set, watch=False, errorIfMissing=True)
     error = _rpc_error(lambda: list(stranger.event_stub.GetJobSetEvents(request)))
     assert error.code() == grpc.StatusCode.NOT_FOUND
@@ -498,7 +475,7 @@ def test_a_job_the_bridge_preempts_is_reported_preempted_within_2_s(
     fits); an urgent job of queue b makes the bridge's core preempt one; the client following a's
     job set hears of it within 2 s of the pod being marked."""
     a, b = queues
-    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    client = armada.client(service_account_token(cluster_api, namespace, "submitter", "edit"))
     count = free_in_remotes(cluster_api) // 16 + 1
     fill = [
         client.create_job_request_item(
@@ -552,7 +529,7 @@ def test_armadactl_submits_its_example_job_files_and_watches_them_to_the_end(
     armadactl = binaries.armadactl()
     examples = armadactl.parent / "module" / "example"
     token = tmp_path / "token"
-    token.write_text(_token(cluster_api, namespace, "submitter", "edit"))
+    token.write_text(service_account_token(cluster_api, namespace, "submitter", "edit"))
     config = tmp_path / "armadactl.yaml"
     context = {
         "armadaUrl": armada.address,
@@ -599,7 +576,7 @@ def test_a_request_the_front_refuses_half_way_leaves_nothing(
         lambda: (core_api.read_namespaced_resource_quota("two", namespace).status.hard or {}).get("pods"),
         timeout=30,
     )
-    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    client = armada.client(service_account_token(cluster_api, namespace, "submitter", "edit"))
     items = [client.create_job_request_item(namespace=namespace, pod_spec=_spec()) for _ in range(3)]
     error = _rpc_error(
         lambda: client.submit_jobs(queue=queues[0], job_set_id="over", job_request_items=items)
@@ -616,7 +593,7 @@ def test_reprioritized_jobs_are_admitted_first_within_their_queue(
     """The job priority an Armada client gives (and changes) orders the core's queue: with the
     remote clusters full, of two waiting jobs the one reprioritized to 0 gets the first room."""
     queue = queues[0]
-    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    client = armada.client(service_account_token(cluster_api, namespace, "submitter", "edit"))
     count = free_in_remotes(cluster_api) // 16
     blockers = [
         client.create_job_request_item(namespace=namespace, pod_spec=_spec("16")) for _ in range(count)
@@ -658,7 +635,7 @@ def test_the_server_speaks_tls_and_refuses_plaintext_off_loopback(
     cert, key = certs.self_signed(tmp_path, "armada-api", "/CN=armada-api", ["127.0.0.1", "localhost"])
     tls = ("--tls-cert", str(cert), "--tls-key", str(key))
     with _serving(armada.kubeconfig, *tls, ca=cert.read_bytes()) as secure:
-        client = secure.client(_token(cluster_api, namespace, "submitter", "edit"))
+        client = secure.client(service_account_token(cluster_api, namespace, "submitter", "edit"))
         item = client.create_job_request_item(namespace=namespace, pod_spec=_spec())
         (job,) = client.submit_jobs(
             queue=queues[0], job_set_id="tls", job_request_items=[item]
@@ -796,7 +773,7 @@ def test_a_jobs_service_selects_its_pod_and_follows_it_to_its_remote_cluster(
 ) -> None:
     """Armada's ServiceConfig: a headless Service selecting the job's pod, owned by it; the vkubelet
     mirrors it into the remote cluster the pod runs in, so its name resolves there."""
-    client = armada.client(_token(cluster_api, namespace, "submitter", "edit"))
+    client = armada.client(service_account_token(cluster_api, namespace, "submitter", "edit"))
     spec = _spec()
     spec.containers[0].ports.append(core.ContainerPort(containerPort=8080))
     service = submit_pb2.ServiceConfig(type=submit_pb2.ServiceType.Headless, ports=[8080])
@@ -849,8 +826,8 @@ def _object_submitter(
     }
     with contextlib.suppress(k8s.ApiException):  # made by an earlier test: the same
         rbac.create_cluster_role(role)
-    token = _token(api, namespace, "submitter", "edit")
-    _bind(api, namespace, "submitter", editor)
+    token = service_account_token(api, namespace, "submitter", "edit")
+    bind_cluster_role(api, namespace, "submitter", editor)
     return token
 
 
@@ -976,7 +953,9 @@ def test_bad_objects_get_clear_codes_and_change_nothing(
     operators("jobset")
     queue = queues[0]
     submitter = armada.client(_object_submitter(cluster_api, namespace))
-    pods_only = armada.client(_token(cluster_api, namespace, "pods-only", "edit"))  # no JobSet rights
+    pods_only = armada.client(
+        service_account_token(cluster_api, namespace, "pods-only", "edit")
+    )  # no JobSet rights
     good = _jobset(namespace)
     unknown = {"apiVersion": "example.com/v1", "kind": "Nothing", "metadata": {}}
     not_accepted = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}, "data": {"a": "b"}}

@@ -13,8 +13,9 @@ from kubernetes import client as k8s
 from armada_bridge import keys
 from armada_bridge.dev import binaries
 from armada_bridge.dev.binary.environment import Environment
+from armada_bridge.dev.clients import token_kubeconfig
 from armada_bridge.dev.names import FRONT
-from tests.e2e.bridge import Api, pod, wait_running
+from tests.e2e.bridge import Api, pod, service_account_token, wait_running
 from tests.support import wait_for
 
 
@@ -79,38 +80,10 @@ def test_demo_runs_and_cleans_up_after_itself(dev_env: Environment, cluster_api:
         )
 
 
-def _tenant_kubeconfig(cluster_api: Api, namespace: str, path: Path) -> Path:
+def _tenant_kubeconfig(env: Environment, cluster_api: Api, namespace: str, path: Path) -> Path:
     """A kubeconfig of a ServiceAccount with `edit` in `namespace` only, its context's namespace."""
-    admin = cluster_api(FRONT)
-    core, rbac = k8s.CoreV1Api(admin), k8s.RbacAuthorizationV1Api(admin)
-    core.create_namespaced_service_account(namespace, {"metadata": {"name": "team"}})
-    rbac.create_namespaced_role_binding(
-        namespace,
-        {
-            "metadata": {"name": "team-edit"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
-            "subjects": [{"kind": "ServiceAccount", "name": "team", "namespace": namespace}],
-        },
-    )
-    token = core.create_namespaced_service_account_token(
-        "team", namespace, {"spec": {"expirationSeconds": 1800}}
-    )
-    cluster = {"server": admin.configuration.host, "certificate-authority": admin.configuration.ssl_ca_cert}
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "front", "cluster": cluster}],
-                "users": [{"name": "team", "user": {"token": token.status.token}}],
-                "contexts": [
-                    {"name": "team", "context": {"cluster": "front", "user": "team", "namespace": namespace}}
-                ],
-                "current-context": "team",
-            }
-        )
-    )
-    return path
+    token = service_account_token(cluster_api, namespace, "team", "edit")
+    return token_kubeconfig(env.kubeconfig(FRONT), token, path, namespace)
 
 
 def _commands() -> list[list[str]]:
@@ -136,7 +109,7 @@ def test_a_tenant_reads_its_namespace_and_every_failure_is_one_line_with_its_sta
     for i in range(2):
         core.create_namespaced_pod(namespace, pod(f"t-{i}", queue=namespace, annotations=gang))
     wait_running(cluster_api, namespace, 2)
-    tenant = str(_tenant_kubeconfig(cluster_api, namespace, tmp_path / "tenant.yaml"))
+    tenant = str(_tenant_kubeconfig(dev_env, cluster_api, namespace, tmp_path / "tenant.yaml"))
     unreachable = tmp_path / "unreachable.yaml"
     config = yaml.safe_load(Path(tenant).read_text())
     config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"  # nothing listens there
