@@ -14,8 +14,9 @@ kubectl() { "$bin/kubernetes-$KUBERNETES_VERSION/kubectl" --kubeconfig "$($ab de
 ns=armada-bridge-operators-demo
 step() { printf '\n== %s\n' "$*"; }
 
-step "a PyTorchJob (4 pods) and a RayCluster (3 pods), applied unchanged to the front cluster"
+step "a namespace of queue default (as an admin opens a queue to a team), and in it a PyTorchJob (4 pods) and a RayCluster (3 pods), applied unchanged"
 kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl label namespace "$ns" armadaproject.io/queue=default --overwrite >/dev/null
 kubectl -n "$ns" delete pytorchjob,raycluster --all --wait=true >/dev/null
 kubectl -n "$ns" apply -f manifests/samples/pytorchjob.yaml -f manifests/samples/raycluster.yaml
 step "the operators create their gangs (Volcano PodGroups); the bridge admits each whole to one remote cluster"
