@@ -65,14 +65,25 @@ def affinity_matches(terms: tuple[NodeSelectorTerm, ...], labels: Mapping[str, s
     return any(all(requirement_matches(r, labels) for r in term.match_expressions) for term in terms)
 
 
+#: the checks of :func:`static_mismatch`, in its order: a node that fails a later one passed the
+#: earlier ones, so its reason is the closer to the job's real cause (mismatch_stage).
+SELECTOR, AFFINITY, TAINT = "node selector", "required node affinity", "untolerated taint"
+STAGES = (SELECTOR, AFFINITY, TAINT)
+
+
 def static_mismatch(job: Job, labels: Mapping[str, str], taints: tuple[Taint, ...]) -> str | None:
     """Why ``job`` can never run on a node with these labels and taints (None if it can)."""
     for key, value in job.node_selector.items():
         if labels.get(key) != value:
-            return f"node selector {key}={value} not matched"
+            return f"{SELECTOR} {key}={value} not matched"
     if not affinity_matches(job.affinity, labels):
-        return "required node affinity not matched"
+        return f"{AFFINITY} not matched"
     taint = tolerates(job.tolerations, taints)
     if taint is not None:
-        return f"untolerated taint {taint.key}={taint.value}:{taint.effect}"
+        return f"{TAINT} {taint.key}={taint.value}:{taint.effect}"
     return None
+
+
+def mismatch_stage(reason: str) -> int:
+    """How far a node got in :func:`static_mismatch` before `reason` (a later stage: closer)."""
+    return next((i for i, stage in enumerate(STAGES) if reason.startswith(stage)), -1)

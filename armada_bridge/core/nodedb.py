@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from armada_bridge.core import quantities as rs
-from armada_bridge.core.matching import RequirementsKey, requirements_key, static_mismatch
+from armada_bridge.core.matching import RequirementsKey, mismatch_stage, requirements_key, static_mismatch
 from armada_bridge.core.model import Job, Node, Taint
 from armada_bridge.core.quantities import Resources
 
@@ -345,15 +345,19 @@ class NodeDb:
             return reason
 
     def compatible_anywhere(self, job: Job, pool: str) -> str | None:
-        """None if some node of the pool is statically compatible, else one mismatch reason."""
+        """None if some node of the pool is statically compatible, else the mismatch of the nodes
+        that came closest (a job asking for a node type whose nodes are all tainted is told the
+        taint, not that the other nodes are of another type)."""
         rkey = requirements_key(job)
         reason: str | None = "no nodes in pool"
+        stage = -2
         for group in self.groups.get(pool, {}).values():
             for entry in group.entries:
                 r = self.mismatch(job, rkey, entry)
                 if r is None:
                     return None
-                reason = r
+                if (s := mismatch_stage(r)) > stage:
+                    reason, stage = r, s
         return reason
 
     def first_fit(

@@ -158,6 +158,20 @@ def test_node_selector_and_required_affinity() -> None:
     assert "required node affinity not matched" in result.waiting["none"]
 
 
+def test_a_job_that_fits_nowhere_is_told_the_closest_mismatch() -> None:
+    """It asks for a node type whose only nodes carry a taint it does not tolerate: it is told the
+    taint, whatever order the nodes come in, not that the other nodes are of another type."""
+    gpu = node("m-gpu", labels={"type": "gpu"}, taints=(Taint("nvidia.com/gpu", "true", "NoSchedule"),))
+    for nodes in ([node("a-cpu", labels={"type": "cpu"}), gpu], [gpu, node("z-cpu", labels={"type": "cpu"})]):
+        s = Scheduler()
+        for n in nodes:
+            s.upsert_node(n)
+        s.upsert_queue(Queue("A"))
+        s.add_job(job("wants-gpu", "A", node_selector={"type": "gpu"}))
+        said = s.schedule_round(0).waiting["wants-gpu"]
+        assert "untolerated taint nvidia.com/gpu=true:NoSchedule" in said, said
+
+
 def test_selector_on_cluster_label_pins_cluster() -> None:
     s = Scheduler()
     s.upsert_node(node("x", "remote-1"))
