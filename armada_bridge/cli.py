@@ -142,6 +142,13 @@ def _add_views(
             "--kubeconfig", help="front cluster (default: $KUBECONFIG, else the dev environment's front)"
         )
         c.add_argument("--context", help="the kubeconfig context to use (default: its current one)")
+        c.add_argument(
+            "-o",
+            "--output",
+            choices=["wide", "json", "yaml"],
+            default="",
+            help="wide: more columns; json, yaml: the data",
+        )
         if name in ("gangs", "why"):
             c.add_argument("-n", "--namespace", help="default: the kubeconfig context's namespace")
         if name == "gangs":
@@ -307,14 +314,14 @@ def _view(args: argparse.Namespace) -> int:
         if getattr(args, "cluster_command", None):
             return _join_or_leave(args, api)
         if args.command == "queues":
-            print(views.queues(api))
+            print(views.queues(api, args.output))
         elif args.command == "clusters":
-            print(views.clusters(api))
+            print(views.clusters(api, args.output))
         elif args.command == "gangs":
-            print(views.gangs(api, namespace))
+            print(views.gangs(api, namespace, args.output))
         else:
             assert namespace is not None  # why takes no --all-namespaces
-            print(views.why(api, args.pod, namespace))
+            print(views.why(api, args.pod, namespace, args.output))
     return 0
 
 

@@ -7,12 +7,14 @@ extender/overview.py, which the dashboard shares; here it is listed with the API
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
@@ -89,7 +91,31 @@ def _custom(
         raise
 
 
-def queues(api: k8s.ApiClient) -> str:
+def data(value: Any) -> Any:
+    """Dataclasses (and their enums, tuples) as plain JSON data."""
+    return json.loads(json.dumps(value, default=_plain))
+
+
+def _plain(o: Any) -> Any:
+    return asdict(o) if is_dataclass(o) and not isinstance(o, type) else str(o)
+
+
+def rendered(value: Any, output: str, text: Callable[[], str]) -> str:
+    """`value` as `-o` asks (`json`, `yaml`), else the table `text` makes (`""`, `wide`)."""
+    if output == "json":
+        return json.dumps(data(value), indent=2)
+    if output == "yaml":
+        return yaml.safe_dump(data(value), sort_keys=False).rstrip()
+    return text()
+
+
+def queues(api: k8s.ApiClient, output: str = "") -> str:
+    """The queues (`-o wide`: every column is already shown)."""
+    found = overview.queue_rows(_custom(api, keys.GROUP, "v1alpha1", "queues"))
+    return rendered(found, output, lambda: _queues_table(found))
+
+
+def _queues_table(found: list[overview.QueueRow]) -> str:
     rows: list[Row] = [
         (
             "QUEUE",
@@ -103,7 +129,7 @@ def queues(api: k8s.ApiClient) -> str:
             "ALLOCATED",
         )
     ]
-    for q in overview.queue_rows(_custom(api, keys.GROUP, "v1alpha1", "queues")):
+    for q in found:
         rows.append(
             (
                 q.name,
@@ -120,11 +146,18 @@ def queues(api: k8s.ApiClient) -> str:
     return table(rows)
 
 
-def clusters(api: k8s.ApiClient) -> str:
+def clusters(api: k8s.ApiClient, output: str = "") -> str:
+    """The remote clusters (`-o wide`: with the Ready condition's message)."""
+    found = overview.cluster_rows(_custom(api, keys.GROUP, "v1alpha1", "remoteclusters"))
+    return rendered(found, output, lambda: _clusters_table(found, wide=output == "wide"))
+
+
+def _clusters_table(found: list[overview.ClusterRow], wide: bool) -> str:
     rows: list[Row] = [
         ("CLUSTER", "READY", "REASON", "NODES", "CPU", "MEMORY", "GPU", "PODS", "CORDONED", "LAST-SYNC")
+        + (("MESSAGE",) if wide else ())
     ]
-    for c in overview.cluster_rows(_custom(api, keys.GROUP, "v1alpha1", "remoteclusters")):
+    for c in found:
         rows.append(
             (
                 c.name,
@@ -138,6 +171,7 @@ def clusters(api: k8s.ApiClient) -> str:
                 "yes" if c.cordoned else "no",
                 c.last_heartbeat or "-",
             )
+            + ((c.message or "-",) if wide else ())
         )
     return table(rows)
 
@@ -174,19 +208,25 @@ def _pod_views(api: k8s.ApiClient, namespace: str | None) -> list[overview.PodVi
     return views
 
 
-def gangs(api: k8s.ApiClient, namespace: str | None) -> str:
-    """The gangs of `namespace` (None: every namespace)."""
-    views = _pod_views(api, namespace)
-    rows: list[Row] = [("NAMESPACE", "GANG", "QUEUE", "PRESENT", "CLUSTER", "STATE")]
-    for u in overview.units(views):
-        if u.kind != "gang":
-            continue
+def gangs(api: k8s.ApiClient, namespace: str | None, output: str = "") -> str:
+    """The gangs of `namespace` (None: every namespace; `-o wide`: with their first pod's creation
+    and their pods)."""
+    found = [u for u in overview.units(_pod_views(api, namespace)) if u.kind == "gang"]
+    return rendered(found, output, lambda: _gangs_table(found, wide=output == "wide"))
+
+
+def _gangs_table(found: list[overview.Unit], wide: bool) -> str:
+    rows: list[Row] = [
+        ("NAMESPACE", "GANG", "QUEUE", "PRESENT", "CLUSTER", "STATE") + (("CREATED", "PODS") if wide else ())
+    ]
+    for u in found:
         size = f"{u.present}/{u.size}" + (" +reservation" if u.reservation else "")
-        rows.append((u.namespace, u.name, u.queue, size, ",".join(u.clusters) or "-", u.state))
+        row = (u.namespace, u.name, u.queue, size, ",".join(u.clusters) or "-", u.state)
+        rows.append(row + ((u.created or "-", ",".join(u.pods)) if wide else ()))
     return table(rows) if len(rows) > 1 else "no gangs"
 
 
-def why(api: k8s.ApiClient, name: str, namespace: str) -> str:
+def why(api: k8s.ApiClient, name: str, namespace: str, output: str = "") -> str:
     core = k8s.CoreV1Api(api)
     try:
         p = api.sanitize_for_serialization(core.read_namespaced_pod(name, namespace))
@@ -199,7 +239,8 @@ def why(api: k8s.ApiClient, name: str, namespace: str) -> str:
     if view.queue is None and labels is None:
         view = replace(view, queue=UNKNOWN_QUEUE)
     raw = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
-    return why_text(overview.story(p, view, [api.sanitize_for_serialization(e) for e in raw]))
+    story = overview.story(p, view, [api.sanitize_for_serialization(e) for e in raw])
+    return rendered(story, output, lambda: why_text(story))
 
 
 def why_text(s: overview.Story) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -125,6 +126,11 @@ def test_a_tenant_reads_its_namespace_and_every_failure_is_one_line_with_its_sta
         ), r.stdout
         r = _run(command, "why", "t-0", "--kubeconfig", tenant)
         assert f"queue: {namespace} (from the pod's label {keys.QUEUE_LABEL})" in r.stdout, r.stdout
+        r = _run(command, "gangs", "-o", "json", "--kubeconfig", tenant)
+        (gang,) = json.loads(r.stdout)
+        assert (gang["name"], gang["queue"], gang["state"]) == ("armada/t", namespace, "Running"), gang
+        r = _run(command, "why", "t-0", "-o", "yaml", "--kubeconfig", tenant)
+        assert yaml.safe_load(r.stdout)["pod"]["cluster"] in ("remote-1", "remote-2"), r.stdout
         # Each failure: one line on stderr, its own exit status.
         for args, status, says in (
             (("queues", "--kubeconfig", str(tmp_path / "missing.yaml")), 3, "no such file"),
