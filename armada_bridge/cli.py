@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import errno
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -127,7 +128,7 @@ VIEWS = (
     ("queues", "queues with fair, adjusted and actual shares"),
     ("clusters", "remote clusters: readiness, nodes, free capacity"),
     ("gangs", "gangs: members present of their size, cluster, state"),
-    ("why", "why a pod waits, or where it went"),
+    ("why", "why a pod, or each pod of an object (rayjob/x), waits, or where it went"),
 )
 
 
@@ -154,7 +155,9 @@ def _add_views(
         if name == "gangs":
             c.add_argument("-A", "--all-namespaces", action="store_true", help="gangs of every namespace")
         if name == "why":
-            c.add_argument("pod")
+            c.add_argument(
+                "target", metavar="POD|KIND/NAME", help="a pod, or an object whose pods to explain (rayjob/x)"
+            )
         parsers[name] = c
     return parsers
 
@@ -321,7 +324,7 @@ def _view(args: argparse.Namespace) -> int:
             print(views.gangs(api, namespace, args.output))
         else:
             assert namespace is not None  # why takes no --all-namespaces
-            print(views.why(api, args.pod, namespace, args.output))
+            print(views.why(api, args.target, namespace, args.output))
     return 0
 
 
@@ -381,7 +384,13 @@ def _run(prog: str, args: argparse.Namespace) -> int:
     raise AssertionError(args.command)
 
 
+def _quiet_pipe() -> None:
+    """Output piped into `head` ends quietly, as kubectl's does."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _quiet_pipe()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "simulate":
         return _simulate(argv[1:])
@@ -390,6 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:
     """`kubectl armada ...` (the executable `kubectl-armada` on PATH): the read-only commands."""
+    _quiet_pipe()
     argv = list(sys.argv[1:] if argv is None else argv)
     return _run("kubectl armada", build_plugin_parser().parse_args(argv))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -226,7 +226,96 @@ def _gangs_table(found: list[overview.Unit], wide: bool) -> str:
     return table(rows) if len(rows) > 1 else "no gangs"
 
 
-def why(api: k8s.ApiClient, name: str, namespace: str, output: str = "") -> str:
+def why(api: k8s.ApiClient, target: str, namespace: str, output: str = "") -> str:
+    """Why a pod (`NAME`, `pod/NAME`) waits or where it went; for any other object (`KIND/NAME`,
+    as kubectl names it: `rayjob/x`, `pytorchjob.kubeflow.org/y`), the same for each of its pods
+    (those it owns, through ownerReferences)."""
+    kind, _, name = target.rpartition("/")
+    if kind.lower() in ("", "pod", "pods", "po"):
+        return _why_pod(api, name, namespace, output)
+    obj = _object(api, kind, name, namespace)
+    pods = _owned_pods(api, obj, namespace)
+    stories = _stories(api, pods, namespace)
+    what = f"{obj['kind'].lower()} {namespace}/{name}"
+    return rendered({"object": what, "pods": stories}, output, lambda: _object_text(what, stories))
+
+
+def _object_text(what: str, stories: list[overview.Story]) -> str:
+    if not stories:
+        return f"{what}: no pods (yet): its controller makes them, or waits (its own status says why)"
+    phases: dict[str, int] = {}
+    for s in stories:
+        phases[s.pod.phase] = phases.get(s.pod.phase, 0) + 1
+    counts = ", ".join(f"{n} {phase}" for phase, n in sorted(phases.items()))
+    lines = [f"{what}: {len(stories)} pod(s): {counts}"]
+    for s in stories:
+        lines += ["", why_text(s)]
+    return "\n".join(lines)
+
+
+def _object(api: k8s.ApiClient, kind: str, name: str, namespace: str) -> dict[str, Any]:
+    """The namespaced object `kind`/`name`, `kind` as kubectl takes it (kind, plural, singular or
+    short name, optionally `.group`)."""
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    want, _, group = kind.lower().partition(".")
+    found = [
+        r
+        for r in DynamicClient(api).resources.search()
+        if getattr(r, "namespaced", False)
+        and want in {r.kind.lower(), r.name, (r.singular_name or "").lower(), *(r.short_names or [])}
+        and "/" not in r.name
+        and (not group or r.group == group)
+    ]
+    if not found:
+        raise NotFound(f"no kind of object named {kind!r} is served")
+    resource = found[0]
+    try:
+        return dict(resource.get(name=name, namespace=namespace).to_dict())
+    except NotFoundError:
+        raise NotFound(f"no {resource.kind} {namespace}/{name}") from None
+
+
+def _owned_pods(api: k8s.ApiClient, obj: Mapping[str, Any], namespace: str) -> list[dict[str, Any]]:
+    """The pods of `namespace` that `obj` owns, directly or through owners of owners."""
+    pods = [
+        api.sanitize_for_serialization(p) for p in k8s.CoreV1Api(api).list_namespaced_pod(namespace).items
+    ]
+    root = obj["metadata"]["uid"]
+    owned: dict[str, bool] = {}  # uid -> whether `obj` owns it
+    objects = {p["metadata"]["uid"]: p for p in pods}
+
+    def owns(uid: str, depth: int = 0) -> bool:
+        if uid == root:
+            return True
+        if uid in owned or depth > 8:
+            return owned.get(uid, False)
+        owned[uid] = False
+        for ref in (objects.get(uid, {}).get("metadata") or {}).get("ownerReferences") or []:
+            if ref.get("uid") not in objects and ref.get("uid") != root:
+                objects[ref["uid"]] = _owner(api, ref, namespace)
+            if owns(ref["uid"], depth + 1):
+                owned[uid] = True
+                break
+        return owned[uid]
+
+    return sorted((p for p in pods if owns(p["metadata"]["uid"])), key=lambda p: p["metadata"]["name"])
+
+
+def _owner(api: k8s.ApiClient, ref: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    """An owner reference's object ({} where it cannot be read)."""
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
+
+    try:
+        resource = DynamicClient(api).resources.get(api_version=ref["apiVersion"], kind=ref["kind"])
+        return dict(resource.get(name=ref["name"], namespace=namespace).to_dict())
+    except (DynamicApiError, ResourceNotFoundError, KeyError):
+        return {}
+
+
+def _why_pod(api: k8s.ApiClient, name: str, namespace: str, output: str) -> str:
     core = k8s.CoreV1Api(api)
     try:
         p = api.sanitize_for_serialization(core.read_namespaced_pod(name, namespace))
@@ -234,13 +323,23 @@ def why(api: k8s.ApiClient, name: str, namespace: str, output: str = "") -> str:
         if e.status == 404:
             raise NotFound(f"no pod {namespace}/{name}") from None
         raise
-    labels = _namespace_labels(core, namespace)
-    view = overview.read_pods([p], _podgroups(api, namespace), {namespace: labels or {}})[0]
-    if view.queue is None and labels is None:
-        view = replace(view, queue=UNKNOWN_QUEUE)
-    raw = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
-    story = overview.story(p, view, [api.sanitize_for_serialization(e) for e in raw])
+    (story,) = _stories(api, [p], namespace)
     return rendered(story, output, lambda: why_text(story))
+
+
+def _stories(api: k8s.ApiClient, pods: list[dict[str, Any]], namespace: str) -> list[overview.Story]:
+    """Each pod's story: its view (the namespace's labels and PodGroups read once) and Events."""
+    core = k8s.CoreV1Api(api)
+    labels = _namespace_labels(core, namespace)
+    views = overview.read_pods(pods, _podgroups(api, namespace), {namespace: labels or {}})
+    out = []
+    for p, view in zip(pods, views, strict=True):
+        if view.queue is None and labels is None:
+            view = replace(view, queue=UNKNOWN_QUEUE)
+        selector = f"involvedObject.name={p['metadata']['name']}"
+        raw = core.list_namespaced_event(namespace, field_selector=selector).items
+        out.append(overview.story(p, view, [api.sanitize_for_serialization(e) for e in raw]))
+    return out
 
 
 def why_text(s: overview.Story) -> str:
@@ -258,7 +357,7 @@ def why_text(s: overview.Story) -> str:
         )
     else:
         lines.append(f"  queue: {v.queue} (from {v.queue_source.explains})")
-    if v.error:
+    if v.error and v.phase not in overview.TERMINAL_PHASES:  # an ended job's PodGroup may be gone
         lines.append(f"  gang: cannot be read: {v.error}")
     elif v.gang is not None:
         lines.append(

@@ -65,6 +65,17 @@ def test_operator_jobs_that_name_no_queue_run_in_their_namespaces_queue(
         assert keys.QUEUE_LABEL not in (p.metadata.labels or {}), p.metadata.labels
         said = why(front, p.metadata.name, namespace)
         assert f"queue: {queue} (from the namespace's label {keys.QUEUE_LABEL})" in said, said
+    # `why` of an object explains each of its pods (found through their ownerReferences).
+    workers = int(job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"])
+    for target, count in (
+        (f"pytorchjob/{job['metadata']['name']}", 1 + workers),
+        (f"raycluster/{rc['metadata']['name']}", 2),
+    ):
+        said = why(front, target, namespace)
+        assert said.startswith(
+            f"{target.split('/')[0]} {namespace}/{target.split('/')[1]}: {count} pod(s): {count} Running"
+        ), said
+        assert said.count(f"queue: {queue} (from the namespace's label") == count, said
     # The queue is charged with all of them.
     requests: dict[str, int] = {}
     for p in pods:
