@@ -13,7 +13,9 @@ import errno
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -124,6 +126,8 @@ def _demo(args: argparse.Namespace) -> int:
     return clean_demo() if args.clean else run_demo()
 
 
+#: how often `--watch` reads again
+WATCH_SECONDS = 2.0
 VIEWS = (
     ("queues", "queues with fair, adjusted and actual shares"),
     ("clusters", "remote clusters: readiness, nodes, free capacity"),
@@ -143,6 +147,12 @@ def _add_views(
             "--kubeconfig", help="front cluster (default: $KUBECONFIG, else the dev environment's front)"
         )
         c.add_argument("--context", help="the kubeconfig context to use (default: its current one)")
+        c.add_argument(
+            "-w",
+            "--watch",
+            action="store_true",
+            help=f"then print it again each time it changes (every {WATCH_SECONDS:g} s)",
+        )
         c.add_argument(
             "-o",
             "--output",
@@ -316,15 +326,25 @@ def _view(args: argparse.Namespace) -> int:
     with views.front_client(kubeconfig, args.context) as api:
         if getattr(args, "cluster_command", None):
             return _join_or_leave(args, api)
-        if args.command == "queues":
-            print(views.queues(api, args.output))
-        elif args.command == "clusters":
-            print(views.clusters(api, args.output))
-        elif args.command == "gangs":
-            print(views.gangs(api, namespace, args.output))
-        else:
+
+        def shown() -> str:
+            if args.command == "queues":
+                return views.queues(api, args.output)
+            if args.command == "clusters":
+                return views.clusters(api, args.output)
+            if args.command == "gangs":
+                return views.gangs(api, namespace, args.output)
             assert namespace is not None  # why takes no --all-namespaces
-            print(views.why(api, args.target, namespace, args.output))
+            return views.why(api, args.target, namespace, args.output)
+
+        last = shown()
+        print(last, flush=True)
+        while args.watch:  # until interrupted: each change, as it is seen
+            time.sleep(WATCH_SECONDS)
+            now = shown()
+            if now != last:
+                print(f"\n--- {datetime.now().astimezone():%H:%M:%S}\n{now}", flush=True)
+                last = now
     return 0
 
 

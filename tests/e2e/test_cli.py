@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import yaml
@@ -145,3 +149,39 @@ def test_a_tenant_reads_its_namespace_and_every_failure_is_one_line_with_its_sta
     # The plugin offers only the read-only commands.
     r = _run(_commands()[1], "dev", "down")
     assert r.returncode == 2 and "invalid choice" in r.stderr, r.stderr
+
+
+def test_watch_prints_each_change_until_interrupted(
+    namespace: str, cluster_api: Api, dev_env: Environment
+) -> None:
+    cmd = [sys.executable, "-m", "armada_bridge.cli", "gangs", "--watch", "-n", namespace]
+    proc = subprocess.Popen(
+        [*cmd, "--kubeconfig", str(dev_env.kubeconfig(FRONT))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or []], daemon=True).start()
+
+    def seen(what: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if what in lines.get(timeout=1):
+                    return
+            except queue.Empty:
+                continue
+        raise AssertionError(f"--watch did not print {what!r} in {timeout:.0f}s")
+
+    try:
+        seen("no gangs", 30)
+        gang = {keys.GANG_ID: "w", keys.GANG_CARDINALITY: "2"}
+        core = k8s.CoreV1Api(cluster_api(FRONT))
+        for i in range(2):
+            core.create_namespaced_pod(namespace, pod(f"w-{i}", queue=namespace, annotations=gang))
+        seen("Running", 90)  # the gang, once it runs: printed again as it changed
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err, err
