@@ -343,7 +343,7 @@ def test_queue_calls_are_the_callers_rbac_on_queue_objects(
                 "subjects": [{"kind": "ServiceAccount", "name": "manager", "namespace": namespace}],
             }
         )
-        token = k8s.CoreV1Api(admin).create_namespaced_service_accountservice_account_token(
+        token = k8s.CoreV1Api(admin).create_namespaced_service_account_token(
             "manager", namespace, {"spec": {}}
         )
         client = armada.client(str(token.status.token))
