@@ -57,7 +57,7 @@ def real_pod(
         "resources": {"requests": {"cpu": "100m", "memory": "16Mi"}, "limits": {"memory": memory_limit}},
     }
     body = on_a_real_node({"restartPolicy": "Never", "containers": [container], **spec})
-    return {"metadata": {"name": name}, "spec": body}
+    return {"metadata": {"name": name, "labels": {}}, "spec": body}
 
 
 def ended(front: k8s.CoreV1Api, namespace: str, name: str, timeout: float = 90) -> Any:
