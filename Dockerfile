@@ -9,9 +9,8 @@ COPY armada_bridge ./armada_bridge
 COPY extender ./extender
 COPY vkubelet ./vkubelet
 COPY armada_api ./armada_api
-# The local environment, the demo and the CLI's dev commands are tools, not the runtime.
-RUN rm -rf armada_bridge/dev armada_bridge/demo.py \
-    && pip install --no-cache-dir --prefix=/install .
+COPY cli ./cli
+RUN pip install --no-cache-dir --prefix=/install .
 # Required by armada-client, never run: grpcio-tools and the setuptools it requires.
 RUN cd /install/lib/python3.11/site-packages \
     && rm -r -f grpc_tools grpcio_tools-*.dist-info setuptools setuptools-*.dist-info pkg_resources \

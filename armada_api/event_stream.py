@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator
 
 import grpc
 from armada_client.armada import event_pb2
@@ -27,9 +26,9 @@ from armada_api.job_events import JobEvent, Progress, resumed
 from armada_api.submit import Jobs
 from armada_bridge.kube.client import ApiError
 from armada_bridge.kube.resources import PODS
+from armada_bridge.objects import ObjView
 
 log = logging.getLogger(__name__)
-Obj = Mapping[str, Any]
 WATCH_SECONDS = 240
 OBJECT_POLL_SECONDS = 2.0
 
@@ -144,7 +143,7 @@ class Visible:
         self.caller = caller
         self.answers: dict[str, bool] = {}
 
-    async def may(self, obj: Obj) -> bool:
+    async def may(self, obj: ObjView) -> bool:
         namespace = str(obj["metadata"]["namespace"])
         if namespace not in self.answers:
             self.answers[namespace] = await self.front.may(self.caller, "list", "pods", namespace)

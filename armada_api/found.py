@@ -3,9 +3,7 @@ made (:mod:`armada_api.objects`). Pure: one view of both for cancels, events and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from armada_api import states
 from armada_api.job_events import JobEvent, job_events
@@ -13,17 +11,16 @@ from armada_api.jobs import job_id_of
 from armada_api.kind_states import StateRule
 from armada_api.object_events import object_events
 from armada_bridge.kube.resources import PODS, Resource
-
-Obj = Mapping[str, Any]
+from armada_bridge.objects import ObjView
 
 
 @dataclass(frozen=True)
 class Found:
     resource: Resource
     #: the job's pod, or its object
-    obj: Obj
+    obj: ObjView
     #: an object's pods (those that took its queue: label ``bridge.armadaproject.io/queue-owner``)
-    pods: tuple[Obj, ...] = ()
+    pods: tuple[ObjView, ...] = ()
     #: where an object's kind states its state, besides its conditions (:mod:`armada_api.kind_states`)
     rules: tuple[StateRule, ...] = ()
 

@@ -23,7 +23,7 @@ cannot be told from what it was sent before, so nothing is lost).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,8 +33,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada_api import jobs
 from armada_bridge import keys
-
-Obj = Mapping[str, Any]
+from armada_bridge.objects import ObjView
 
 
 @dataclass(frozen=True)
@@ -88,14 +87,14 @@ def seconds_of(value: Any) -> int | None:
         return None
 
 
-def _condition_time(pod: Obj, kind: str) -> int | None:
+def _condition_time(pod: ObjView, kind: str) -> int | None:
     for c in (pod.get("status") or {}).get("conditions") or ():
         if c.get("type") == kind and c.get("status") == "True":
             return seconds_of(c.get("lastTransitionTime"))
     return None
 
 
-def _container_times(pod: Obj, state: str, field: str) -> list[int]:
+def _container_times(pod: ObjView, state: str, field: str) -> list[int]:
     out = []
     for cs in (pod.get("status") or {}).get("containerStatuses") or ():
         for moment in (
@@ -108,7 +107,7 @@ def _container_times(pod: Obj, state: str, field: str) -> list[int]:
     return out
 
 
-def _exit_codes(pod: Obj) -> list[event_pb2.ContainerStatus]:
+def _exit_codes(pod: ObjView) -> list[event_pb2.ContainerStatus]:
     out = []
     for cs in (pod.get("status") or {}).get("containerStatuses") or ():
         terminated = (cs.get("state") or {}).get("terminated")
@@ -127,7 +126,7 @@ def _exit_codes(pod: Obj) -> list[event_pb2.ContainerStatus]:
 Step = tuple[int | None, str, dict[str, Any]]
 
 
-def common_fields(obj: Obj) -> dict[str, str]:
+def common_fields(obj: ObjView) -> dict[str, str]:
     """The fields every event of a job has, from its pod (or object): the same keys on both."""
     md = obj.get("metadata") or {}
     return {
@@ -137,7 +136,7 @@ def common_fields(obj: Obj) -> dict[str, str]:
     }
 
 
-def submission_steps(obj: Obj) -> list[Step]:
+def submission_steps(obj: ObjView) -> list[Step]:
     """submitted (with the job as it was submitted) and queued, when the pod (or object) was created."""
     md = obj.get("metadata") or {}
     labels, annotations = md.get("labels") or {}, md.get("annotations") or {}
@@ -155,11 +154,11 @@ def submission_steps(obj: Obj) -> list[Step]:
     return [(created, "submitted", {"job": job}), (created, "queued", {})]
 
 
-def created_of(obj: Obj) -> int:
+def created_of(obj: ObjView) -> int:
     return seconds_of((obj.get("metadata") or {}).get("creationTimestamp")) or 0
 
 
-def _where(pod: Obj) -> dict[str, str]:
+def _where(pod: ObjView) -> dict[str, str]:
     md = pod.get("metadata") or {}
     return {
         "cluster_id": str((md.get("annotations") or {}).get(keys.ASSIGNED_CLUSTER) or ""),
@@ -169,11 +168,11 @@ def _where(pod: Obj) -> dict[str, str]:
     }
 
 
-def _node_name(pod: Obj) -> str:
+def _node_name(pod: ObjView) -> str:
     return str(((pod.get("metadata") or {}).get("annotations") or {}).get(keys.ASSIGNED_REMOTE_NODE) or "")
 
 
-def placement_steps(pod: Obj) -> list[Step]:
+def placement_steps(pod: ObjView) -> list[Step]:
     """leased (the bridge's decision), pending (bound to the cluster's virtual node), running."""
     where = _where(pod)
     steps: list[Step] = []
@@ -188,7 +187,7 @@ def placement_steps(pod: Obj) -> list[Step]:
     return steps
 
 
-def job_events(pod: Obj, *, deleted: bool = False) -> list[JobEvent]:
+def job_events(pod: ObjView, *, deleted: bool = False) -> list[JobEvent]:
     """The events a job's pod implies, in order (`deleted`: the pod is gone, or going)."""
     md = pod.get("metadata") or {}
     status = pod.get("status") or {}
@@ -217,7 +216,7 @@ def job_events(pod: Obj, *, deleted: bool = False) -> list[JobEvent]:
     return list(numbered(common_fields(pod), created_of(pod), steps))
 
 
-def cancelled_step(md: Obj, reason: str) -> Step:
+def cancelled_step(md: ObjView, reason: str) -> Step:
     return (seconds_of(md.get("deletionTimestamp")), "cancelled", {"reason": reason})
 
 
@@ -258,7 +257,7 @@ def resumes(event: JobEvent, after: str) -> bool:
     return event.id > after
 
 
-def job_set_events(pods: Iterable[Obj], after: str = "") -> list[JobEvent]:
+def job_set_events(pods: Iterable[ObjView], after: str = "") -> list[JobEvent]:
     """The events of a job set's pods a stream resumed after `after` sends, in order."""
     return resumed((e for p in pods for e in job_events(p)), after)
 

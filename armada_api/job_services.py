@@ -9,13 +9,10 @@ cluster it runs in, so the names resolve there as in the front.
 
 from __future__ import annotations
 
-from typing import Any
-
 from armada_client.armada import submit_pb2
 
 from armada_bridge import keys
-
-Obj = dict[str, Any]
+from armada_bridge.objects import Obj
 
 
 def _ports(spec: Obj) -> list[Obj]:

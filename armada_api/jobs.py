@@ -22,8 +22,7 @@ from armada_api.podspec import to_json
 from armada_bridge import keys
 from armada_bridge.contract.pods import job_priority_value
 from armada_bridge.kube.names import is_dns_label
-
-Obj = dict[str, Any]
+from armada_bridge.objects import Obj
 
 #: Armada v0.22's limits (internal/server/submit/validation).
 MAX_JOB_SET_ID = 1024

@@ -33,7 +33,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-Obj = Mapping[str, Any]
+from armada_bridge.objects import ObjView
+
 Outcome = Literal["succeeded", "failed", "running"]
 OUTCOMES: tuple[Outcome, ...] = ("succeeded", "failed", "running")
 
@@ -50,7 +51,7 @@ def _path(text: str) -> tuple[str, ...]:
     return keys
 
 
-def value_at(obj: Obj, path: tuple[str, ...]) -> Any:
+def value_at(obj: ObjView, path: tuple[str, ...]) -> Any:
     """The value at `path` in `obj` (None where any key along it is missing)."""
     value: Any = obj
     for key in path:
@@ -72,7 +73,7 @@ class StateRule:
     #: the field that says when it ended (RFC 3339; else the job's previous event's time)
     time: tuple[str, ...] = ()
 
-    def read(self, obj: Obj) -> tuple[Outcome, str, Any] | None:
+    def read(self, obj: ObjView) -> tuple[Outcome, str, Any] | None:
         """What the object states by this rule: (outcome, why, when), or None (no decision)."""
         value = value_at(obj, self.field)
         outcome = self.outcomes.get(value) if isinstance(value, str) else None
@@ -96,7 +97,7 @@ class ObjectKind:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-def stated(obj: Obj, rules: tuple[StateRule, ...]) -> tuple[Outcome, str, Any] | None:
+def stated(obj: ObjView, rules: tuple[StateRule, ...]) -> tuple[Outcome, str, Any] | None:
     """The first decision of the rules, in order (None: none decides)."""
     for rule in rules:
         decided = rule.read(obj)

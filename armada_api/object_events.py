@@ -17,7 +17,6 @@ its own is seen running. Ids as for a pod's job
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from armada_api.job_events import (
     JobEvent,
@@ -31,15 +30,14 @@ from armada_api.job_events import (
     submission_steps,
 )
 from armada_api.kind_states import StateRule, stated
-
-Obj = Mapping[str, Any]
+from armada_bridge.objects import ObjView
 
 #: the condition types (or phases) that end an object, for any kind
 SUCCEEDED = ("Succeeded", "Complete", "Completed")
 FAILED = ("Failed",)
 
 
-def own_state(obj: Obj, rules: tuple[StateRule, ...] = ()) -> Step | None:
+def own_state(obj: ObjView, rules: tuple[StateRule, ...] = ()) -> Step | None:
     """What the object states of itself: its end (a ``succeeded`` or ``failed`` step) or, by one of
     its kind's `rules`, that it runs (a ``running`` step); None: neither. Its kind's rules first."""
     decided = stated(obj, rules)
@@ -64,14 +62,14 @@ def own_state(obj: Obj, rules: tuple[StateRule, ...] = ()) -> Step | None:
     return None
 
 
-def _furthest(pods: Iterable[Obj]) -> list[Step]:
+def _furthest(pods: Iterable[ObjView]) -> list[Step]:
     """The placement steps of the pod that got furthest (the earliest created among equals)."""
     placements = sorted((placement_steps(p) for p in pods), key=lambda steps: -len(steps))
     return placements[0] if placements else []
 
 
 def object_events(
-    obj: Obj, pods: Iterable[Obj], *, deleted: bool = False, rules: tuple[StateRule, ...] = ()
+    obj: ObjView, pods: Iterable[ObjView], *, deleted: bool = False, rules: tuple[StateRule, ...] = ()
 ) -> list[JobEvent]:
     """The events an object and its pods imply, in order (`deleted`: the object is gone, or going;
     `rules`: where its kind states its state, besides its conditions)."""

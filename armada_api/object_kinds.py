@@ -11,8 +11,6 @@ list, or one the front does not serve, or not namespaced, is refused (INVALID_AR
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any
 
 from armada_api.found import Found
 from armada_api.jobs import RequestError
@@ -21,8 +19,7 @@ from armada_bridge import keys
 from armada_bridge.kube.client import Kube
 from armada_bridge.kube.discovery import Discovery
 from armada_bridge.kube.resources import PODS, Resource
-
-Obj = Mapping[str, Any]
+from armada_bridge.objects import ObjView
 
 
 class ObjectKinds:
@@ -46,7 +43,7 @@ class ObjectKinds:
                 return k.rules
         return ()
 
-    async def resource_of(self, obj: Obj) -> Resource:
+    async def resource_of(self, obj: ObjView) -> Resource:
         """The resource to create `obj` as; RequestError when its kind is not accepted."""
         api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
         resource = await self.discovery.resource(api_version, kind)
@@ -73,14 +70,14 @@ class ObjectKinds:
         ]
         if not found:
             return []
-        by_owner: dict[str, list[Obj]] = {}
+        by_owner: dict[str, list[ObjView]] = {}
         for p in await self.pods_of([str(o["metadata"]["uid"]) for _r, o in found]):
             by_owner.setdefault(p["metadata"]["labels"][keys.QUEUE_OWNER_LABEL], []).append(p)
         return [
             Found(r, o, tuple(by_owner.get(o["metadata"]["uid"], ())), self.rules_of(r)) for r, o in found
         ]
 
-    async def pods_of(self, uids: list[str]) -> list[Obj]:
+    async def pods_of(self, uids: list[str]) -> list[ObjView]:
         """The pods that took the queue (and priority) of the objects of `uids` (the server's own
         identity): label ``bridge.armadaproject.io/queue-owner``."""
         if not uids:

@@ -11,13 +11,11 @@ object's queue (the extender's webhook gives a pod with no queue of its own its 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import yaml
 
 from armada_bridge.kube.names import is_dns_subdomain
-
-Obj = dict[str, Any]
+from armada_bridge.objects import Obj
 
 
 class ObjectError(ValueError):

@@ -17,8 +17,7 @@ from armada_client.armada import submit_pb2
 
 from armada_api.jobs import RequestError, is_queue_name
 from armada_bridge import keys
-
-Obj = dict[str, Any]
+from armada_bridge.objects import Obj
 
 
 def queue_object(queue: submit_pb2.Queue) -> Obj:

@@ -27,9 +27,9 @@ from armada_bridge.contract import queue_access
 from armada_bridge.contract.pods import job_priority_value
 from armada_bridge.kube.client import ApiError, Kube
 from armada_bridge.kube.resources import NAMESPACES, PODS, QUEUES, SERVICES, Resource
+from armada_bridge.objects import Obj
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 T = TypeVar("T")
 DRY_RUN = {"dryRun": "All"}
 

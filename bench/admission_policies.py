@@ -27,12 +27,12 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from armada_bridge.dev import binaries, clients
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.bridge import bridge
-from armada_bridge.dev.names import FRONT
 from armada_bridge.kube import PODS, Kube, load_config
 from bench.pods import cpu_seconds, run_cli, wait_for_earlier_runs
+from devenv import binaries, clients
+from devenv.bridge import bridge
+from devenv.names import FRONT
+from devenv.processes.environment import Environment
 
 POLICIES = bridge.ADMISSION_POLICY
 NAMESPACE = "bench-admission-policies"

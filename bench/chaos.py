@@ -59,7 +59,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 from kubernetes.utils import parse_quantity
 
-from armada_bridge import keys, views
+from armada_bridge import keys
 from armada_bridge.contract.capacity import allocatable, free, open_to_all, running_on_node
 from armada_bridge.contract.pods import (
     admitted_pod_usage,
@@ -69,12 +69,13 @@ from armada_bridge.contract.pods import (
     scheduling_gates,
 )
 from armada_bridge.core.quantities import Resources, add_into
-from armada_bridge.dev import binaries
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.bridge import extender_setup, vkubelet_setup
-from armada_bridge.dev.clients import api_client
-from armada_bridge.dev.operators import operators
-from armada_bridge.dev.operators.samples import adapt, sample
+from cli import views
+from devenv import binaries
+from devenv.bridge import extender_setup, vkubelet_setup
+from devenv.clients import api_client
+from devenv.operators import operators
+from devenv.operators.samples import adapt, sample
+from devenv.processes.environment import Environment
 
 REMOTES = ("remote-1", "remote-2")
 QUEUES = ("chaos-a", "chaos-b", "chaos-c")

@@ -17,11 +17,11 @@ import os
 import time
 from dataclasses import dataclass
 
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.bridge import vkubelet_setup
-from armada_bridge.dev.names import FRONT
-from armada_bridge.dev.procs import pids_under
 from bench.pods import cpu_seconds, processes
+from devenv.bridge import vkubelet_setup
+from devenv.names import FRONT
+from devenv.processes.environment import Environment
+from devenv.procs import pids_under
 
 TICK = os.sysconf("SC_CLK_TCK")
 MACHINE, OTHER = "machine", "other"

@@ -21,10 +21,10 @@ from typing import Any
 import aiohttp
 
 from armada_bridge import keys
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.names import FRONT
 from armada_bridge.kube import NAMESPACES, NODES, PODS, Kube, load_config
 from armada_bridge.kube.resources import QUEUES
+from devenv.names import FRONT
+from devenv.processes.environment import Environment
 
 NAMESPACE = "bench-extender-filter"
 QUEUE = "bench-cordoned"

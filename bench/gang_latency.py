@@ -37,7 +37,6 @@ from armada_bridge import keys
 from armada_bridge.contract.capacity import open_to_all
 from armada_bridge.contract.pods import pod_requests
 from armada_bridge.core.quantities import parse_quantity
-from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.kube import NODES, PODS, Kube, load_config
 from bench.pods import (
     BRIDGE_STAGES,
@@ -59,6 +58,7 @@ from bench.pods import (
     wait_for_earlier_runs,
     watch_stages,
 )
+from devenv.processes.environment import Environment
 
 REMOTES = ("remote-1", "remote-2")
 PER_NODE = 32  # CPU of a dev remote node

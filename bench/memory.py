@@ -28,8 +28,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge import keys
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.names import FRONT
 from armada_bridge.kube import NODES, Kube, load_config
 from bench.pods import (
     QUEUE,
@@ -43,6 +41,8 @@ from bench.pods import (
     processes,
     run_cli,
 )
+from devenv.names import FRONT
+from devenv.processes.environment import Environment
 
 MB = 1e6
 GOALS_MB = {"extender": 400, "vkubelet": 300}  # issue 28 (issue 12: extender 500)

@@ -34,7 +34,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge import keys
-from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.kube import PODS, Kube, load_config
 from bench import cpu
 from bench.pods import (
@@ -58,6 +57,7 @@ from bench.pods import (
     stage_table,
     wait_for_earlier_runs,
 )
+from devenv.processes.environment import Environment
 
 REMOTES = ("remote-1", "remote-2")
 DIRECT_STAGES = (CREATED, BOUND, RUNNING)

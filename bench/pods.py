@@ -16,9 +16,9 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.capacity import open_to_all
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.bridge import extender_setup, vkubelet_setup
 from armada_bridge.kube import NAMESPACES, NODES, PODS, SERVICEACCOUNTS, Kube
+from devenv.bridge import extender_setup, vkubelet_setup
+from devenv.processes.environment import Environment
 
 CONCURRENCY = 16
 #: the dev environment's queue: the benchmarks label their front namespaces for it.

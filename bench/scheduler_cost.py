@@ -33,9 +33,6 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from armada_bridge.dev import binaries
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.kwok.nodes import NodeShape, node_manifest
 from armada_bridge.kube import NODES, PODS, Kube, load_config
 from bench.pods import (
     CONCURRENCY,
@@ -47,6 +44,9 @@ from bench.pods import (
     run_cli,
     watch_stages,
 )
+from devenv import binaries
+from devenv.processes.environment import Environment
+from devenv.simulated.nodes import NodeShape, node_manifest
 
 PLAIN = "bench-plain"
 BOUND = "bound"

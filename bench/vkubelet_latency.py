@@ -26,9 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey, ensure_key
-from armada_bridge.dev import binaries
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.bridge import bridge, vkubelet_setup
 from armada_bridge.kube import PODS, Kube, load_config
 from bench.pods import (
     CREATED,
@@ -44,6 +41,9 @@ from bench.pods import (
     run_cli,
     stage_table,
 )
+from devenv import binaries
+from devenv.bridge import bridge, vkubelet_setup
+from devenv.processes.environment import Environment
 
 REMOTE_CREATED, REMOTE_BOUND, REMOTE_RUNNING = "remote created", "remote bound", "remote running"
 VKUBELET_STAGES = (CREATED, REMOTE_CREATED, REMOTE_BOUND, REMOTE_RUNNING, RUNNING)

@@ -12,8 +12,8 @@ from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey
 from armada_bridge.contract.pods import PodSpecError, gates_without, is_terminal, scheduling_gates
 from armada_bridge.kube import PODS, ApiError, Kube
-from armada_bridge.kube.client import Obj
 from armada_bridge.kube.resources import VOLCANO_PODGROUPS
+from armada_bridge.objects import Obj
 from extender import admission, binding
 from extender.events import WAITING, EventRecorder
 from extender.metrics import Metrics

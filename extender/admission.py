@@ -31,8 +31,7 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.pods import PodSpecError, SchedulingConstraints, scheduling_gates
-
-Obj = Mapping[str, Any]
+from armada_bridge.objects import ObjView
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -54,7 +53,7 @@ def virtual_node_toleration() -> dict[str, Any]:
     }
 
 
-def _tolerates_default(toleration: Obj, taint_key: str) -> bool:
+def _tolerates_default(toleration: ObjView, taint_key: str) -> bool:
     """The DefaultTolerationSeconds plugin's test: key matches (or empty), effect NoExecute (or empty)."""
     key, effect = toleration.get("key") or "", toleration.get("effect") or ""
     return key in ("", taint_key) and effect in ("", "NoExecute")
@@ -74,7 +73,7 @@ def default_tolerations(own: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]
     return out
 
 
-def _is_ours(toleration: Obj) -> bool:
+def _is_ours(toleration: ObjView) -> bool:
     """A toleration this webhook puts in the spec (so not one of the pod's own on re-invocation)."""
     if dict(toleration) == virtual_node_toleration():
         return True
@@ -90,7 +89,7 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _constraints(spec: Obj, stored: SchedulingConstraints | None) -> SchedulingConstraints:
+def _constraints(spec: ObjView, stored: SchedulingConstraints | None) -> SchedulingConstraints:
     """The pod's constraints: the spec's on the first pass, merged into the stored ones after it."""
     current = SchedulingConstraints.from_mapping(spec, "spec")
     if stored is None:
@@ -105,7 +104,7 @@ def _constraints(spec: Obj, stored: SchedulingConstraints | None) -> SchedulingC
 
 
 def pod_patch(
-    pod: Obj,
+    pod: ObjView,
     *,
     scheduler_name: str | None = None,
     extra_annotations: Mapping[str, str] | None = None,
@@ -143,7 +142,7 @@ def pod_patch(
     return ops
 
 
-def _metadata_ops(metadata: Obj, field: str, wanted: Mapping[str, str]) -> list[dict[str, Any]]:
+def _metadata_ops(metadata: ObjView, field: str, wanted: Mapping[str, str]) -> list[dict[str, Any]]:
     """JSONPatch operations that set `wanted` in the pod's labels or annotations (`field`)."""
     current = metadata.get(field)
     if not wanted:
@@ -158,7 +157,7 @@ def _metadata_ops(metadata: Obj, field: str, wanted: Mapping[str, str]) -> list[
 
 
 def setup_patch(
-    pod: Obj, *, scheduler_name: str | None = None, extra_annotations: Mapping[str, str] | None = None
+    pod: ObjView, *, scheduler_name: str | None = None, extra_annotations: Mapping[str, str] | None = None
 ) -> dict[str, Any] | None:
     """A merge patch that sets up, once created, a managed pod the webhook never saw (it was down
     then): what :func:`pod_patch` does, within what the API allows on a live pod — the constraints
@@ -180,7 +179,7 @@ def setup_patch(
     return {"metadata": {"annotations": annotations}, "spec": {"tolerations": tolerations}}
 
 
-def _request(review: Any) -> Obj:
+def _request(review: Any) -> ObjView:
     if not isinstance(review, Mapping):
         raise AdmissionError(
             "the body is not a JSON object (expected an admission.k8s.io/v1 AdmissionReview)"
@@ -199,7 +198,7 @@ def _request(review: Any) -> Obj:
     return request
 
 
-def _is_pod_create(request: Obj) -> bool:
+def _is_pod_create(request: ObjView) -> bool:
     kind = request.get("kind")
     resource = request.get("resource")
     is_pod = (isinstance(kind, Mapping) and kind.get("group", "") == "" and kind.get("kind") == "Pod") or (

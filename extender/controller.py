@@ -26,10 +26,10 @@ from armada_bridge.core.result import RoundResult
 from armada_bridge.core.scheduler import Scheduler, SchedulerError
 from armada_bridge.core.stall import StallRule, Waiting
 from armada_bridge.kube import ApiError, Kube
-from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import key_of
 from armada_bridge.kube.lifecycle import wait_set
 from armada_bridge.kube.resources import VOLCANO_PODGROUPS
+from armada_bridge.objects import Obj
 from extender import translate
 from extender.actions import Actions, Written
 from extender.describe import Describer

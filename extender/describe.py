@@ -12,7 +12,7 @@ from armada_bridge import keys
 from armada_bridge.contract import pods, queue_access
 from armada_bridge.contract.decisions import Decision, DecisionKey
 from armada_bridge.core import model
-from armada_bridge.kube.client import Obj
+from armada_bridge.objects import Obj
 from armada_bridge.rejection import rejection_of, rejections_of
 from extender import intent, protocols, translate
 from extender.inputs import Inputs

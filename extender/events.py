@@ -23,10 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from armada_bridge.kube import Kube
-from armada_bridge.kube.client import ApiError, Obj
+from armada_bridge.kube.client import ApiError
 from armada_bridge.kube.events import pod_event
 from armada_bridge.kube.resources import CORE_EVENTS
 from armada_bridge.kube.times import now, rfc3339
+from armada_bridge.objects import Obj
 from extender.metrics import Metrics
 
 log = logging.getLogger(__name__)

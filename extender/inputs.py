@@ -18,11 +18,11 @@ from armada_bridge import keys
 from armada_bridge.contract.pods import admitted_pod_usage
 from armada_bridge.core import quantities as rs
 from armada_bridge.kube import NAMESPACES, NODES, PODS, Kube
-from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import HandlerErrorHook, Informer, key_of
 from armada_bridge.kube.lifecycle import run_together
 from armada_bridge.kube.resources import QUEUES, REMOTECLUSTERS
 from armada_bridge.kube.shapes import Shape
+from armada_bridge.objects import Obj
 from extender import protocols
 from extender.remotes import Remotes
 

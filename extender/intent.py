@@ -25,8 +25,9 @@ import enum
 from collections.abc import Mapping
 
 from armada_bridge import keys
+from armada_bridge.objects import ObjView
 from extender.protocols import volcano
-from extender.protocols.base import Obj, annotations_of, labels_of
+from extender.protocols.base import annotations_of, labels_of
 
 
 class QueueSource(enum.StrEnum):
@@ -61,7 +62,7 @@ _EXPLAINS = {
 
 # --------------------------------------------------------------------------- queue
 def queue_of(
-    pod: Obj, *, volcano_podgroup: Obj | None, namespace_labels: Mapping[str, str]
+    pod: ObjView, *, volcano_podgroup: ObjView | None, namespace_labels: Mapping[str, str]
 ) -> tuple[str | None, QueueSource]:
     """(queue, source) of a pod; (None, "none") when no protocol names one: the pod is not managed."""
     labels, annotations = labels_of(pod), annotations_of(pod)

@@ -1,7 +1,7 @@
 """What the bridge decided, read from the front cluster's objects: queues, remote clusters, gangs
 and lone pods (units), and one pod's story. Pure: plain-dict objects in, dataclasses out.
 
-One reading for every reader: `armada-bridge queues | clusters | gangs | why` (armada_bridge/views.py)
+One reading for every reader: `armada-bridge queues | clusters | gangs | why` (cli/views.py)
 lists the objects with the API and prints these as text; the dashboard (extender/dashboard/)
 reads them from the extender's informer caches and serves them as JSON.
 """
@@ -12,17 +12,16 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.pods import TERMINAL_PHASES, PodSpecError, pod_requests
 from armada_bridge.core import quantities as rs
+from armada_bridge.objects import ObjView
 from extender import intent, protocols
 from extender.events import WAITING
 from extender.protocols import volcano
 from extender.protocols.base import GangSpec, IntentError
 
-Obj = Mapping[str, Any]
 #: the states of a unit (a gang, or a pod of no gang), as `armada-bridge gangs` shows them.
 STATES = ("Waiting", "Admitted", "Running")
 
@@ -41,7 +40,7 @@ class QueueRow:
     allocated: dict[str, str]
 
 
-def queue_rows(queues: Iterable[Obj]) -> list[QueueRow]:
+def queue_rows(queues: Iterable[ObjView]) -> list[QueueRow]:
     """Each Queue with the shares and counts the extender's leader wrote in its status."""
     out = []
     for q in sorted(queues, key=lambda q: q["metadata"]["name"]):
@@ -88,7 +87,9 @@ class PodView:
         return self.phase == "Running"
 
 
-def read_pod(pod: Obj, podgroups: Mapping[str, Obj | None], namespace_labels: Mapping[str, str]) -> PodView:
+def read_pod(
+    pod: ObjView, podgroups: Mapping[str, ObjView | None], namespace_labels: Mapping[str, str]
+) -> PodView:
     """`podgroups`: protocol name -> the PodGroup the pod names under it (None: not found)."""
     md, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
     ann = md.get("annotations") or {}
@@ -122,8 +123,8 @@ def read_pod(pod: Obj, podgroups: Mapping[str, Obj | None], namespace_labels: Ma
 
 
 def read_pods(
-    pods: Iterable[Obj],
-    podgroups: Mapping[str, Mapping[tuple[str, str], Obj]],
+    pods: Iterable[ObjView],
+    podgroups: Mapping[str, Mapping[tuple[str, str], ObjView]],
     namespace_labels: Mapping[str, Mapping[str, str]],
 ) -> list[PodView]:
     """Every pod, with `podgroups` protocol -> (namespace, name) -> PodGroup and the namespaces'
@@ -236,7 +237,7 @@ class ClusterRow:
     allocated_by_queue: dict[str, dict[str, str]]
 
 
-def cluster_rows(clusters: Iterable[Obj], pods: Iterable[PodView] = ()) -> list[ClusterRow]:
+def cluster_rows(clusters: Iterable[ObjView], pods: Iterable[PodView] = ()) -> list[ClusterRow]:
     used: dict[str, dict[str, rs.Resources]] = defaultdict(dict)
     for p in pods:
         if p.cluster and p.queue is not None and p.phase not in TERMINAL_PHASES:
@@ -245,7 +246,7 @@ def cluster_rows(clusters: Iterable[Obj], pods: Iterable[PodView] = ()) -> list[
     for rc in sorted(clusters, key=lambda r: r["metadata"]["name"]):
         name = rc["metadata"]["name"]
         st = rc.get("status") or {}
-        ready: Obj = next((c for c in st.get("conditions") or [] if c.get("type") == "Ready"), {})
+        ready: ObjView = next((c for c in st.get("conditions") or [] if c.get("type") == "Ready"), {})
         out.append(
             ClusterRow(
                 name=name,
@@ -276,7 +277,7 @@ class EventLine:
     pod: str  # the pod it is about (a gang's story has its members')
 
 
-def event_time(e: Obj) -> str:
+def event_time(e: ObjView) -> str:
     """An Event's latest time, as core/v1 Events carry it (RFC 3339; sorts in time order)."""
     md = e.get("metadata") or {}
     return str(
@@ -288,7 +289,7 @@ def event_time(e: Obj) -> str:
     )
 
 
-def event_lines(events: Iterable[Obj]) -> list[EventLine]:
+def event_lines(events: Iterable[ObjView]) -> list[EventLine]:
     """core/v1 Events, oldest first."""
     lines = [
         EventLine(
@@ -323,7 +324,7 @@ class Story:
     events: tuple[EventLine, ...]
 
 
-def story(pod: Obj, view: PodView, events: Iterable[Obj]) -> Story:
+def story(pod: ObjView, view: PodView, events: Iterable[ObjView]) -> Story:
     """`pod` and its :func:`read_pod` view; `events`: the core/v1 Events about it."""
     lines = event_lines(events)
     waiting = [e for e in lines if e.reason == WAITING]

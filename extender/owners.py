@@ -11,9 +11,10 @@ import logging
 from dataclasses import dataclass
 
 from armada_bridge import keys
-from armada_bridge.kube.client import ApiError, Kube, Obj
+from armada_bridge.kube.client import ApiError, Kube
 from armada_bridge.kube.discovery import Discovery
 from armada_bridge.kube.resources import JOBS
+from armada_bridge.objects import Obj
 
 log = logging.getLogger(__name__)
 MAX_DEPTH = 10

@@ -22,8 +22,8 @@ from armada_bridge.contract.remotecluster import (
     remote_client_of,
 )
 from armada_bridge.kube import NODES, PODS, Kube
-from armada_bridge.kube.client import Obj
 from armada_bridge.kube.informer import HandlerErrorHook, Informer
+from armada_bridge.objects import Obj
 
 log = logging.getLogger(__name__)
 

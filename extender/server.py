@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.auth import Auth, authenticated
-from armada_bridge.kube.client import Obj
 from armada_bridge.kube.names import DNS_LABEL, DNS_LABEL_MAX, DNS_SUBDOMAIN, DNS_SUBDOMAIN_MAX
+from armada_bridge.objects import Obj
 from extender import admission, binding
 from extender.actions import job_group_annotations
 from extender.dashboard.routes import PREFIX as DASHBOARD

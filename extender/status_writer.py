@@ -12,10 +12,11 @@ from armada_bridge.core import quantities as rs
 from armada_bridge.core.result import RoundResult
 from armada_bridge.core.scheduler import Scheduler
 from armada_bridge.kube import Kube
-from armada_bridge.kube.client import ApiError, Obj
+from armada_bridge.kube.client import ApiError
 from armada_bridge.kube.resources import QUEUES
 from armada_bridge.kube.times import now as utc_now
 from armada_bridge.kube.times import rfc3339
+from armada_bridge.objects import Obj
 from extender import protocols
 from extender.describe import Describer
 from extender.inputs import Inputs

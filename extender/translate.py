@@ -31,18 +31,18 @@ from armada_bridge.core.model import (
     Taint,
     Toleration,
 )
+from armada_bridge.objects import ObjView
 
 if TYPE_CHECKING:
     from extender.protocols.base import GangSpec
 
-Obj = Mapping[str, Any]
 
 #: Pseudo-label carrying a remote node's name on core nodes, so node affinity ``matchFields`` on
 #: ``metadata.name`` (the only field Kubernetes supports there) can be checked like a label.
 NODE_NAME_FIELD = "metadata.name"
 
 
-def tolerations_to_core(tolerations: Iterable[Obj]) -> tuple[Toleration, ...]:
+def tolerations_to_core(tolerations: Iterable[ObjView]) -> tuple[Toleration, ...]:
     """Kubernetes tolerations for the core (tolerationSeconds does not matter for placement)."""
     return tuple(
         Toleration(
@@ -72,7 +72,7 @@ def _requirement(expr: Any, what: str, key: str | None = None) -> NodeSelectorRe
 _MATCHES_NOTHING = NodeSelectorRequirement(key=NODE_NAME_FIELD, operator="In", values=())
 
 
-def node_affinity_terms(affinity: Obj | None) -> tuple[NodeSelectorTerm, ...]:
+def node_affinity_terms(affinity: ObjView | None) -> tuple[NodeSelectorTerm, ...]:
     """Required node affinity terms (ORed); ``matchFields`` on metadata.name become requirements
     on :data:`NODE_NAME_FIELD`. Preferred terms, pod (anti-)affinity: not the core's concern."""
     node_affinity = (affinity or {}).get("nodeAffinity") or {}
@@ -107,7 +107,7 @@ def pinned_to_cluster(job: Job, cluster: str, *, avoid_nodes: tuple[str, ...] = 
 
 # --------------------------------------------------------------------------- core model
 def job_from_pod(
-    pod: Obj,
+    pod: ObjView,
     *,
     job_id: str,
     queue: str,
@@ -145,7 +145,7 @@ def job_from_pod(
 
 
 def node_from_remote(
-    node: Obj, cluster: str, used_by_others: Mapping[str, int], *, core_name: str | None = None
+    node: ObjView, cluster: str, used_by_others: Mapping[str, int], *, core_name: str | None = None
 ) -> Node:
     """A remote cluster's real node for the core.
 

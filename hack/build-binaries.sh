@@ -106,7 +106,7 @@ build_kubernetes() {
   touch "$out/.complete"
 }
 
-# kubelet and kube-proxy: the real nodes of the dev environment (armada_bridge/dev/realnode).
+# kubelet and kube-proxy: the real nodes of the dev environment (devenv/realnode).
 build_node() {
   local out="$bin/kubernetes-node-$KUBERNETES_VERSION"
   if have "$out"; then say "kubelet, kube-proxy $KUBERNETES_VERSION: cached in $out"; return; fi
@@ -158,7 +158,7 @@ build_kwok() {
 }
 
 # source_key DIR: a hash of the files of hack/DIR, read in name order (keep in step with
-# armada_bridge.dev.binaries.source_key).
+# devenv.binaries.source_key).
 source_key() {
   local src="$here/$1" files
   files=$(cd "$src" && LC_ALL=C ls)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the images the dev environment's real nodes run (armada_bridge/dev/images/recipes.py: the
+# Builds the images the dev environment's real nodes run (devenv/images/recipes.py: the
 # pause sandbox, busybox, Python; for the operators' pods Argo's executor (argoexec), the MPI
 # operator's pi example (mpi-pi), Spark (docker.io/apache/spark:4.0.4), Ray (rayproject/ray:2.52.0)
 # and Dask (dask-kubernetes:dev); and the bridge's own runtime image, the Dockerfile's (bridge:
@@ -13,4 +13,4 @@
 #   hack/build-images.sh [KEY ...]    build what is missing; prints key, image name, archive
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-exec .venv/bin/python -m armada_bridge.dev.images.build "$@"
+exec .venv/bin/python -m devenv.images.build "$@"

@@ -2,7 +2,7 @@
 # Builds the released operators pinned in hack/versions.env from their published Go modules (the
 # Dask operator: its PyPI package in a virtualenv of its own) into the cache, keyed by version,
 # beside the Kubernetes binaries. Each gets <cache>/bin/<name>-<version>/ holding the binary (argo:
-# also `argoexec`, the binary of the executor image armada_bridge/dev/images/argoexec.py packages) and
+# also `argoexec`, the binary of the executor image devenv/images/argoexec.py packages) and
 # `module/`, the parts of its module the dev environment reads (CRDs, webhook configs, samples).
 # A second run finds them and does nothing.
 #
@@ -236,7 +236,7 @@ build_one() {
       # Stamped as upstream's Makefile stamps a release (version, tag, commit, clean tree): the
       # version names the argoexec image the controller puts in workflow pods
       # (quay.io/argoproj/argoexec:V), and `version` prints V. argoexec is that image's binary
-      # (armada_bridge/dev/images/argoexec.py packages it), with the files upstream's image adds.
+      # (devenv/images/argoexec.py packages it), with the files upstream's image adds.
       # Its Linux build needs a symlink of the repository that the module zip leaves out.
       local argo=github.com/argoproj/argo-workflows/v3 v=$ARGO_WORKFLOWS_VERSION
       local links="workflow/executor/osspecific/signal_linux.go=signal_darwin.go"

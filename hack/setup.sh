@@ -52,7 +52,7 @@ if [ -d /run/systemd/system ] && systemctl is-enabled prometheus >/dev/null 2>&1
   $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
 command -v chromium-browser >/dev/null || apt_install chromium chromium "the dashboard's browser test (tests/e2e/test_dashboard.py)"
-real_nodes="the dev environment's real nodes (armada_bridge/dev/realnode)"
+real_nodes="the dev environment's real nodes (devenv/realnode)"
 apt_install containerd containerd "$real_nodes"
 apt_install runc runc "$real_nodes"
 apt_install ip iproute2 "$real_nodes"

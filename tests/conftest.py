@@ -46,7 +46,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def dev_env() -> Iterator[object]:
     """The environment of `armada-bridge dev up`: reused when healthy, started (and stopped) otherwise."""
-    from armada_bridge.dev.binary.environment import Environment
+    from devenv.processes.environment import Environment
 
     env = Environment()
     statuses = env.status()
@@ -62,7 +62,7 @@ def dev_env() -> Iterator[object]:
 def operators(dev_env: object) -> Callable[..., None]:
     """`operators("kuberay", ...)`: make sure those released operators run against the front
     (installed and started by the dev environment once per session, reused when already running)."""
-    from armada_bridge.dev.binary.environment import Environment
+    from devenv.processes.environment import Environment
 
     assert isinstance(dev_env, Environment)
     ready: set[str] = set()
@@ -79,8 +79,8 @@ def operators(dev_env: object) -> Callable[..., None]:
 @pytest.fixture(scope="session")
 def cluster_api(dev_env: object) -> Iterator[Callable[[str], k8s.ApiClient]]:
     """cluster name -> ApiClient (one per cluster, shared by the session)."""
-    from armada_bridge.dev.binary.environment import Environment
-    from armada_bridge.dev.clients import api_client
+    from devenv.clients import api_client
+    from devenv.processes.environment import Environment
 
     assert isinstance(dev_env, Environment)
     clients: dict[str, k8s.ApiClient] = {}
@@ -143,7 +143,7 @@ def namespace(
     """A fresh namespace of the same name in every cluster, deleted after the test, and a Queue of
     that name that takes its pods (no other queue does: the environment has no catch-all queue; a
     pod is managed where it names the queue, or where the test labels the namespace for it)."""
-    from armada_bridge.dev.binary.environment import Environment
+    from devenv.processes.environment import Environment
 
     assert isinstance(dev_env, Environment)
     base = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-")

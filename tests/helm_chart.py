@@ -6,12 +6,11 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-from armada_bridge import versions
-from armada_bridge.dev import binaries
+from armada_bridge.objects import Obj
+from devenv import binaries, versions
 
 MANIFESTS = versions.REPO_ROOT / "manifests"
 CHART = MANIFESTS / "helm" / "armada-bridge"
@@ -19,7 +18,6 @@ CHART = MANIFESTS / "helm" / "armada-bridge"
 MANAGED_VALUES = CHART / "ci" / "managed-values.yaml"
 NAMESPACE = "armada-bridge-system"
 
-Obj = dict[str, Any]
 Key = tuple[str, str, str, str]
 
 

@@ -15,8 +15,8 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey, key_of, key_secret
-from armada_bridge.dev import binaries
-from armada_bridge.dev.base import BaseEnvironment
+from devenv import binaries
+from devenv.base import BaseEnvironment
 
 T = TypeVar("T")
 

@@ -8,7 +8,6 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.capacity import Capacity, cluster_capacity
@@ -30,6 +29,7 @@ from armada_bridge.kube.informer import Informer, key_of
 from armada_bridge.kube.lifecycle import wait_set
 from armada_bridge.kube.resources import CORE_EVENTS
 from armada_bridge.kube.shapes import IDENTITY, Shape
+from armada_bridge.objects import Obj
 from vkubelet import deps
 from vkubelet.admission import PodAdmission
 from vkubelet.events import PendingEvents, Recorder
@@ -41,7 +41,6 @@ from vkubelet.tokens import FrontTokens
 from vkubelet.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 
 #: What the vkubelet keeps of its remote pods: their metadata and status, and where they run; their
 #: spec (the front pod's, copied) it reads from the front pod.

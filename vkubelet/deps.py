@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-Obj = dict[str, Any]
+from armada_bridge.objects import Obj
 
 CONFIGMAP = "ConfigMap"
 SECRET = "Secret"

@@ -4,16 +4,15 @@ RemoteClusters."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.kube import ApiError, Kube
 from armada_bridge.kube.events import event, pod_event
 from armada_bridge.kube.resources import CORE_EVENTS
 from armada_bridge.kube.times import now, rfc3339
+from armada_bridge.objects import Obj
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 
 COMPONENT = "armada-bridge-vkubelet"
 #: remote Events waiting to be reflected, at most (client-go's event broadcaster: maxQueuedEvents)

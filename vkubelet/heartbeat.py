@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from armada_bridge.contract.capacity import Capacity
 from armada_bridge.contract.remotecluster import RemoteClusterSpec
@@ -21,11 +21,11 @@ from armada_bridge.kube import ApiError, Kube
 from armada_bridge.kube.lifecycle import run_together, wait_set
 from armada_bridge.kube.resources import REMOTECLUSTERS
 from armada_bridge.kube.times import now, rfc3339
+from armada_bridge.objects import Obj
 from vkubelet.metrics import METRICS
 from vkubelet.node import NodeClient, node_status, status_differs
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 
 PING_SECONDS = 5.0
 PING_TIMEOUT = 5.0

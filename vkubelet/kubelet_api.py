@@ -15,7 +15,7 @@ import contextlib
 import logging
 import re
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 import aiohttp
 from aiohttp import web
@@ -27,7 +27,6 @@ from vkubelet import streams
 from vkubelet.metrics import METRICS
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 
 #: a namespace or pod name as Kubernetes allows them (DNS subdomain), checked before any look-up.
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")

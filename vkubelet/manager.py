@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.pods import is_terminal
@@ -38,6 +37,7 @@ from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.lifecycle import wait_set
 from armada_bridge.kube.resources import REMOTECLUSTERS
 from armada_bridge.kube.times import now, rfc3339
+from armada_bridge.objects import Obj
 from vkubelet import deps
 from vkubelet.admission import PodAdmission
 from vkubelet.agent import ClusterAgent, NodeEndpoint
@@ -48,7 +48,6 @@ from vkubelet.node import NodeClient
 from vkubelet.status import failed_patch
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 
 RECHECK_SECONDS = 15.0
 # One round of a deleted RemoteCluster's remote cleanup: deletes, then waiting for them to finish.

@@ -25,11 +25,11 @@ from armada_bridge.kube import (
     Resource,
 )
 from armada_bridge.kube.informer import Informer
+from armada_bridge.objects import Obj
 from vkubelet import deps, remote_pod
 from vkubelet.metrics import METRICS
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 
 RESOURCES: dict[str, Resource] = {
     deps.CONFIGMAP: CONFIGMAPS,

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.capacity import Capacity
 from armada_bridge.contract.remotecluster import RemoteClusterSpec
 from armada_bridge.kube import LEASES, NODES, ApiError, Kube
 from armada_bridge.kube.times import micro_time, now, rfc3339
+from armada_bridge.objects import Obj
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_SECONDS = 40

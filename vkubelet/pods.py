@@ -11,7 +11,6 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.capacity import running_on_node
@@ -20,6 +19,7 @@ from armada_bridge.contract.remotecluster import HostAccess, RemoteClusterSpec
 from armada_bridge.kube import PODS, ApiError, Kube
 from armada_bridge.kube.informer import Informer, key_of
 from armada_bridge.kube.times import now, rfc3339
+from armada_bridge.objects import Obj
 from armada_bridge.rejection import Rejection, rejection_of, rejections_of
 from vkubelet import remote_pod
 from vkubelet import status as pod_status
@@ -31,7 +31,6 @@ from vkubelet.tokens import FrontTokens, TokenUnavailable
 from vkubelet.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 
 RETRY_WAITING = 5.0  # seconds before retrying a pod whose dependencies are missing
 # A remote pod just created usually runs within a second: its Pending states (created, scheduled)

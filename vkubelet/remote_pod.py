@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.pods import PodSpecError, SchedulingConstraints
-
-Obj = dict[str, Any]
+from armada_bridge.objects import Obj
 
 # Set by the front cluster's admission for the front cluster only; the remote cluster's own
 # admission adds its equivalents (ServiceAccount token volume, priority from its PriorityClass).

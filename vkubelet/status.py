@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from armada_bridge import keys
-
-Obj = dict[str, Any]
+from armada_bridge.objects import Obj
 
 # The fields of the remote pod's status the front pod shows.
 COPIED = (

@@ -21,7 +21,7 @@ import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from armada_bridge import keys
@@ -31,10 +31,10 @@ from armada_bridge.contract.remotecluster import FrontApi
 from armada_bridge.kube import CONFIGMAPS, PODS, SECRETS, ApiError, Kube, Resource
 from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.times import now, rfc3339
+from armada_bridge.objects import Obj
 from vkubelet.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 
 TOKEN_VOLUME_PREFIX = "kube-api-access-"
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.pods import PodSpecError, admitted_pod_usage, quantities
 from armada_bridge.core.quantities import Resources, add_into, format_quantity
+from armada_bridge.objects import ObjView
 
-Obj = Mapping[str, Any]
 
-
-def node_ready(node: Obj) -> bool:
+def node_ready(node: ObjView) -> bool:
     """The Ready condition is True; a node that reports no conditions yet is left to its taints
     and spec.unschedulable (as kube-scheduler does)."""
     conditions = (node.get("status") or {}).get("conditions")
@@ -28,24 +26,24 @@ def node_ready(node: Obj) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def is_virtual(node: Obj) -> bool:
+def is_virtual(node: ObjView) -> bool:
     return (node["metadata"].get("labels") or {}).get(keys.NODE_TYPE_LABEL) == keys.NODE_TYPE_VIRTUAL
 
 
-def node_usable(node: Obj) -> bool:
+def node_usable(node: ObjView) -> bool:
     """Takes new pods: not a virtual node (of a bridge that runs in this cluster too), not
     cordoned, Ready."""
     return not is_virtual(node) and not (node.get("spec") or {}).get("unschedulable") and node_ready(node)
 
 
-def open_to_all(node: Obj) -> bool:
+def open_to_all(node: ObjView) -> bool:
     """Usable, and no taint keeps a pod that tolerates nothing off it (the dev remote clusters' real
     nodes are tainted: what measures room for ordinary pods leaves them out)."""
     taints = (node.get("spec") or {}).get("taints") or []
     return node_usable(node) and not any(t.get("effect") in ("NoSchedule", "NoExecute") for t in taints)
 
 
-def allocatable(node: Obj) -> Resources:
+def allocatable(node: ObjView) -> Resources:
     """status.allocatable in milli-units (PodSpecError names the node and the field)."""
     name = node["metadata"].get("name")
     return quantities((node.get("status") or {}).get("allocatable"), f"node {name} status.allocatable")
@@ -56,7 +54,7 @@ def free(alloc: Mapping[str, int], used: Mapping[str, int]) -> Resources:
     return {k: max(0, v - used.get(k, 0)) for k, v in alloc.items()}
 
 
-def running_on_node(pod: Obj) -> bool:
+def running_on_node(pod: ObjView) -> bool:
     """A pod that takes room on its node: admitted there and not finished."""
     return bool((pod.get("spec") or {}).get("nodeName")) and (pod.get("status") or {}).get("phase") not in (
         "Succeeded",
@@ -72,10 +70,10 @@ class Capacity:
 
 
 def cluster_capacity(
-    nodes: Iterable[Obj],
-    others: Iterable[Obj],
+    nodes: Iterable[ObjView],
+    others: Iterable[ObjView],
     ours: Iterable[tuple[str, str]] = (),
-    front_of: Callable[[str], Obj | None] = lambda _: None,
+    front_of: Callable[[str], ObjView | None] = lambda _: None,
 ) -> Capacity:
     """A cluster's usable nodes summed: capacity, and allocatable minus what `others` (pods
     admitted there) use. A node whose quantities cannot be read is left out.

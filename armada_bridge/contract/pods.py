@@ -30,18 +30,17 @@ from typing import Any
 from armada_bridge import keys
 from armada_bridge.core.quantities import MILLI, QuantityError, Resources, add_into, parse_quantity
 from armada_bridge.kube.shapes import Shape
-
-Obj = Mapping[str, Any]
+from armada_bridge.objects import ObjView
 
 #: the phases a pod never leaves once in them (nothing runs it again; the API server would allow it)
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
-def is_terminal(pod: Obj) -> bool:
+def is_terminal(pod: ObjView) -> bool:
     return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
 
 
-def scheduled_at(pod: Obj) -> str | None:
+def scheduled_at(pod: ObjView) -> str | None:
     """When the pod was bound: its PodScheduled condition's lastTransitionTime, if True."""
     for c in (pod.get("status") or {}).get("conditions") or []:
         if c.get("type") == "PodScheduled" and c.get("status") == "True" and c.get("lastTransitionTime"):
@@ -49,7 +48,7 @@ def scheduled_at(pod: Obj) -> str | None:
     return None
 
 
-def scheduling_gates(pod: Obj) -> tuple[str, ...]:
+def scheduling_gates(pod: ObjView) -> tuple[str, ...]:
     """The names of the pod's scheduling gates, in order."""
     gates = (pod.get("spec") or {}).get("schedulingGates")
     if not isinstance(gates, list):
@@ -57,7 +56,7 @@ def scheduling_gates(pod: Obj) -> tuple[str, ...]:
     return tuple(str(g.get("name", "")) for g in gates if isinstance(g, Mapping))
 
 
-def scheduler_refusal(pod: Obj) -> str | None:
+def scheduler_refusal(pod: ObjView) -> str | None:
     """kube-scheduler's message when it last found no node for the pod (its PodScheduled condition
     False for `Unschedulable`); None otherwise (not tried, bound, or a scheduler error it retries)."""
     for c in (pod.get("status") or {}).get("conditions") or []:
@@ -113,7 +112,7 @@ def _requests_defaulting_to_limits(resources: Any, what: str) -> Resources:
     return requests
 
 
-def container_requests(container: Obj, what: str = "container") -> Resources:
+def container_requests(container: ObjView, what: str = "container") -> Resources:
     return _requests_defaulting_to_limits(container.get("resources"), f"{what}.resources")
 
 
@@ -127,7 +126,7 @@ def _is_pod_level(name: str) -> bool:
     return name in _POD_LEVEL or name.startswith(_HUGEPAGES)
 
 
-def pod_requests(pod: Obj) -> Resources:
+def pod_requests(pod: ObjView) -> Resources:
     """Effective resource requests of a pod, in milli-units (zero entries dropped)."""
     spec = pod.get("spec") or {}
     result: Resources = {}
@@ -149,7 +148,7 @@ def pod_requests(pod: Obj) -> Resources:
     # Pod-level resources; an unset pod-level request defaults to the containers' aggregate when
     # they request the resource, else to the pod-level limit (defaults.go defaultPodRequests).
     raw_pod_level = spec.get("resources")
-    pod_level: Obj = raw_pod_level if isinstance(raw_pod_level, Mapping) else {}
+    pod_level: ObjView = raw_pod_level if isinstance(raw_pod_level, Mapping) else {}
     explicit = quantities(pod_level.get("requests"), "spec.resources.requests")
     for name, qty in explicit.items():
         if _is_pod_level(name):
@@ -180,7 +179,7 @@ POD_SLOTS = "pods"
 _ONE_POD = {POD_SLOTS: MILLI}
 
 
-def pod_usage(pod: Obj) -> Resources:
+def pod_usage(pod: ObjView) -> Resources:
     """What a pod takes from its node: its effective requests and one pod slot (the kubelet
     admits no more pods than allocatable ``pods``, and kube-scheduler counts them so)."""
     usage = pod_requests(pod)
@@ -188,7 +187,7 @@ def pod_usage(pod: Obj) -> Resources:
     return usage
 
 
-def admitted_pod_usage(pod: Obj) -> Resources:
+def admitted_pod_usage(pod: ObjView) -> Resources:
     """:func:`pod_usage` of a pod an API server already admitted to a node: a quantity we cannot
     read there still leaves its pod slot counted."""
     try:
@@ -197,7 +196,7 @@ def admitted_pod_usage(pod: Obj) -> Resources:
         return dict(_ONE_POD)
 
 
-def priority_class_name(pod: Obj) -> str:
+def priority_class_name(pod: ObjView) -> str:
     return str((pod.get("spec") or {}).get("priorityClassName") or "")
 
 
@@ -212,7 +211,7 @@ def job_priority_value(priority: float) -> int:
     return int(min(round(priority), MAX_JOB_PRIORITY))
 
 
-def job_priority(pod: Obj) -> int:
+def job_priority(pod: ObjView) -> int:
     """The pod's Armada job priority (its annotation; 0 when absent or not a number in range)."""
     raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(keys.JOB_PRIORITY_ANNOTATION)
     try:
@@ -239,7 +238,7 @@ class SchedulingConstraints:
         )
 
     @classmethod
-    def from_mapping(cls, value: Obj, what: str) -> SchedulingConstraints:
+    def from_mapping(cls, value: ObjView, what: str) -> SchedulingConstraints:
         """From a spec or the annotation's JSON object (absent or null keys: none set)."""
         node_selector = value.get("nodeSelector") or {}
         affinity = value.get("affinity") or None
@@ -288,7 +287,7 @@ class SchedulingConstraints:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
 
 
-def scheduling_constraints(pod: Obj) -> SchedulingConstraints:
+def scheduling_constraints(pod: ObjView) -> SchedulingConstraints:
     """The pod's original constraints: the webhook's annotation when present, else the spec's."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
     raw = annotations.get(keys.SCHEDULING_CONSTRAINTS)

@@ -15,9 +15,9 @@ from aiohttp import web
 
 from armada_bridge.kube.client import ApiError, Kube
 from armada_bridge.kube.resources import CONFIGMAPS, Resource
+from armada_bridge.objects import Obj
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 
 #: where kube-apiserver publishes its client CA for delegated authentication.
 AUTH_CONFIGMAP = ("kube-system", "extension-apiserver-authentication")

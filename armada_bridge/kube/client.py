@@ -27,8 +27,7 @@ import aiohttp
 from multidict import CIMultiDict
 
 from armada_bridge.kube.resources import Resource
-
-Obj = dict[str, Any]
+from armada_bridge.objects import Obj
 
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from armada_bridge.kube.times import now, rfc3339
-
-Obj = dict[str, Any]
+from armada_bridge.objects import Obj
 
 
 def pod_ref(pod: Obj) -> Obj:

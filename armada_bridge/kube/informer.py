@@ -10,10 +10,11 @@ from typing import Any
 
 import aiohttp
 
-from armada_bridge.kube.client import ApiError, Kube, Obj
+from armada_bridge.kube.client import ApiError, Kube
 from armada_bridge.kube.packed import PackedCache
 from armada_bridge.kube.resources import Resource
 from armada_bridge.kube.shapes import WHOLE, Shape, shaped
+from armada_bridge.objects import Obj
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,10 @@ import asyncio
 import logging
 import time
 
-from armada_bridge.kube.client import ApiError, Kube, Obj
+from armada_bridge.kube.client import ApiError, Kube
 from armada_bridge.kube.resources import LEASES
 from armada_bridge.kube.times import micro_time, now
+from armada_bridge.objects import Obj
 
 log = logging.getLogger(__name__)
 

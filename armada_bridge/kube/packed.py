@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator, KeysView, MutableMapping
-from typing import Any
 
-Obj = dict[str, Any]
+from armada_bridge.objects import Obj
 
 
 class PackedCache(MutableMapping[str, Obj]):

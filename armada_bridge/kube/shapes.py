@@ -20,7 +20,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
-Obj = dict[str, Any]
+from armada_bridge.objects import Obj
+
 Shape: TypeAlias = "bool | Mapping[str, Shape] | list[Shape]"
 
 #: Every field but managedFields (often half an object's size, read by no one): the default.

@@ -38,8 +38,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from armada_bridge.objects import ObjView
 from extender.protocols import armada, coscheduling, kueue, volcano, workload
-from extender.protocols.base import GangProtocol, GangSpec, Obj
+from extender.protocols.base import GangProtocol, GangSpec
 
 #: Gang protocols in precedence order.
 PRECEDENCE: tuple[GangProtocol, ...] = (
@@ -54,7 +55,7 @@ PRECEDENCE: tuple[GangProtocol, ...] = (
 WITH_PODGROUPS: tuple[GangProtocol, ...] = tuple(p for p in PRECEDENCE if p.resource is not None)
 
 
-def podgroup_names(pod: Obj) -> dict[str, str]:
+def podgroup_names(pod: ObjView) -> dict[str, str]:
     """protocol name -> the PodGroup the pod names under it (protocols it names none of: absent)."""
     out: dict[str, str] = {}
     for p in WITH_PODGROUPS:
@@ -64,7 +65,7 @@ def podgroup_names(pod: Obj) -> dict[str, str]:
     return out
 
 
-def gang_of(pod: Obj, podgroups: Mapping[str, Obj | None]) -> GangSpec | None:
+def gang_of(pod: ObjView, podgroups: Mapping[str, ObjView | None]) -> GangSpec | None:
     """The pod's gang under the first protocol it speaks (:data:`PRECEDENCE`); None: no gang.
 
     ``podgroups``: protocol name -> the PodGroup the pod names under it, as found (None: not

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from armada_bridge import keys
-from extender.protocols.base import GangProtocol, GangSpec, IntentError, Obj, annotations_of, to_int, where
+from armada_bridge.objects import ObjView
+from extender.protocols.base import GangProtocol, GangSpec, IntentError, annotations_of, to_int, where
 
 NAME = "armada"
 
 
-def read(pod: Obj, _name: str | None, _podgroup: Obj | None) -> GangSpec | None:
+def read(pod: ObjView, _name: str | None, _podgroup: ObjView | None) -> GangSpec | None:
     annotations = annotations_of(pod)
     gang_id = annotations.get(keys.GANG_ID)
     if not gang_id:

@@ -10,8 +10,7 @@ from typing import Any
 
 from armada_bridge.core.quantities import QuantityError, Resources, parse_quantity
 from armada_bridge.kube.resources import Resource
-
-Obj = Mapping[str, Any]
+from armada_bridge.objects import ObjView
 
 PODGROUP_KIND = "PodGroup"
 
@@ -87,7 +86,7 @@ class StatusInputs:
     #: RFC 3339 time for conditions that change now.
     now: str
     #: members -> the gang's state and, when it waits, why (the core's reason).
-    gang_state: Callable[[Sequence[Obj]], tuple[GangState, str]]
+    gang_state: Callable[[Sequence[ObjView]], tuple[GangState, str]]
     #: what each remote cluster's schedulable nodes hold in all (allocatable), free or in use: what
     #: a gang could get there, by preemption if need be.
     capacity_by_cluster: Mapping[str, Resources]
@@ -113,7 +112,7 @@ class MemberCounts:
         return self.succeeded + self.failed
 
     @classmethod
-    def of(cls, pods: Iterable[Obj]) -> MemberCounts:
+    def of(cls, pods: Iterable[ObjView]) -> MemberCounts:
         total = scheduled = running = succeeded = failed = 0
         for pod in pods:
             total += 1
@@ -137,7 +136,7 @@ class MemberCounts:
 
 
 def condition(
-    previous: Sequence[Obj], ctype: str, status: str, reason: str, message: str, now: str
+    previous: Sequence[ObjView], ctype: str, status: str, reason: str, message: str, now: str
 ) -> dict[str, Any]:
     """A condition, keeping the previous lastTransitionTime (and transitionID) when unchanged."""
     cond: dict[str, Any] = {"type": ctype, "status": status, "reason": reason}
@@ -156,7 +155,7 @@ def condition(
 
 
 # --------------------------------------------------------------------------- the plug-in
-def _names_none(pod: Obj) -> str | None:
+def _names_none(pod: ObjView) -> str | None:
     return None
 
 
@@ -171,36 +170,36 @@ class GangProtocol:
     """
 
     name: str
-    read: Callable[[Obj, str | None, Obj | None], GangSpec | None]
+    read: Callable[[ObjView, str | None, ObjView | None], GangSpec | None]
     resource: Resource | None = None
-    podgroup_name: Callable[[Obj], str | None] = _names_none
-    status: Callable[[StatusInputs, Obj, Sequence[Obj]], Obj] | None = None
+    podgroup_name: Callable[[ObjView], str | None] = _names_none
+    status: Callable[[StatusInputs, ObjView, Sequence[ObjView]], ObjView] | None = None
     #: False where the PodGroup CRD has no status subresource (the object itself is patched).
     status_subresource: bool = True
 
 
 # --------------------------------------------------------------------------- readers
-def metadata(obj: Obj | None) -> Obj:
+def metadata(obj: ObjView | None) -> ObjView:
     md = (obj or {}).get("metadata")
     return md if isinstance(md, Mapping) else {}
 
 
-def labels_of(obj: Obj | None) -> Mapping[str, str]:
+def labels_of(obj: ObjView | None) -> Mapping[str, str]:
     labels = metadata(obj).get("labels")
     return labels if isinstance(labels, Mapping) else {}
 
 
-def annotations_of(obj: Obj | None) -> Mapping[str, str]:
+def annotations_of(obj: ObjView | None) -> Mapping[str, str]:
     annotations = metadata(obj).get("annotations")
     return annotations if isinstance(annotations, Mapping) else {}
 
 
-def spec_of(obj: Obj | None) -> Obj:
+def spec_of(obj: ObjView | None) -> ObjView:
     spec = (obj or {}).get("spec")
     return spec if isinstance(spec, Mapping) else {}
 
 
-def where(pod: Obj) -> str:
+def where(pod: ObjView) -> str:
     md = metadata(pod)
     return f"pod {md.get('namespace', '')}/{md.get('name', '')}"
 
@@ -252,7 +251,7 @@ def normalize_min_resources(values: Any, what: str) -> Resources | None:
     return out or None
 
 
-def podgroup_ref(resource: Resource, name: str, pod: Obj, podgroup: Obj | None) -> PodGroupRef:
+def podgroup_ref(resource: Resource, name: str, pod: ObjView, podgroup: ObjView | None) -> PodGroupRef:
     """The PodGroup a pod names; PodGroupMissing when it was not found, IntentError when the
     object found is of another API group or version than the protocol reads."""
     actual = (podgroup or {}).get("apiVersion")
@@ -270,10 +269,10 @@ def podgroup_ref(resource: Resource, name: str, pod: Obj, podgroup: Obj | None) 
 def named_podgroup(
     resource: Resource,
     name: str | None,
-    pod: Obj,
-    podgroup: Obj | None,
+    pod: ObjView,
+    podgroup: ObjView | None,
     versions: tuple[str, ...] | None = None,
-) -> tuple[PodGroupRef, Obj]:
+) -> tuple[PodGroupRef, ObjView]:
     """The PodGroup the pod names under a protocol and its spec: PodGroupMissing when it was not
     found, IntentError when it is of another group or version than the protocol reads."""
     assert name is not None, "asked only for pods that name one"
@@ -283,13 +282,13 @@ def named_podgroup(
     return ref, spec_of(podgroup)
 
 
-def min_member(spec: Obj, what: str) -> int:
+def min_member(spec: ObjView, what: str) -> int:
     """``spec.minMember`` (at least 1; absent: 1)."""
     return max(1, to_int(spec.get("minMember", 1), f"{what} spec.minMember"))
 
 
 def check_podgroup(
-    podgroup: Obj, group: str, ref: PodGroupRef, versions: tuple[str, ...] | None = None
+    podgroup: ObjView, group: str, ref: PodGroupRef, versions: tuple[str, ...] | None = None
 ) -> None:
     api_version = podgroup.get("apiVersion")
     if api_version is None:  # typed clients and informers may strip it; trust the caller

@@ -14,12 +14,12 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.kube.resources import COSCHEDULING_PODGROUPS
+from armada_bridge.objects import ObjView
 from extender.protocols.base import (
     GangProtocol,
     GangSpec,
     GangState,
     MemberCounts,
-    Obj,
     StatusInputs,
     labels_of,
     min_member,
@@ -32,11 +32,11 @@ from extender.protocols.base import (
 NAME = "coscheduling"
 
 
-def podgroup_name(pod: Obj) -> str | None:
+def podgroup_name(pod: ObjView) -> str | None:
     return labels_of(pod).get(keys.COSCHEDULING_POD_GROUP_LABEL) or None
 
 
-def read(pod: Obj, name: str | None, podgroup: Obj | None) -> GangSpec:
+def read(pod: ObjView, name: str | None, podgroup: ObjView | None) -> GangSpec:
     ref, spec = named_podgroup(COSCHEDULING_PODGROUPS, name, pod, podgroup)
     what = f"{ref.kind} {ref.namespace}/{ref.name}"
     timeout = spec.get("scheduleTimeoutSeconds")
@@ -62,7 +62,7 @@ class CoschedulingPhase(enum.StrEnum):
     FAILED = "Failed"
 
 
-def occupied_by(pod: Obj) -> str:
+def occupied_by(pod: ObjView) -> str:
     """scheduler-plugins ``fillOccupiedObj``: "<namespace>/<owner name>" of each owner, sorted, joined by ","."""
     md = pod.get("metadata") or {}
     refs = sorted(f"{md.get('namespace', '')}/{r.get('name', '')}" for r in md.get("ownerReferences") or [])
@@ -93,11 +93,11 @@ def phase_of(counts: MemberCounts, *, min_member: int, previous_phase: str | Non
 
 def status_of(
     gang_state: GangState,
-    members: Sequence[Obj],
+    members: Sequence[ObjView],
     *,
     min_member: int,
     now: str,
-    previous: Obj | None = None,
+    previous: ObjView | None = None,
 ) -> dict[str, Any]:
     """The scheduler-plugins PodGroup ``status`` for these member pods.
 
@@ -130,7 +130,7 @@ def status_of(
     return status
 
 
-def status(inputs: StatusInputs, podgroup: Obj, members: Sequence[Obj]) -> Obj:
+def status(inputs: StatusInputs, podgroup: ObjView, members: Sequence[ObjView]) -> ObjView:
     state, _ = inputs.gang_state(members)
     min_member = int(spec_of(podgroup).get("minMember") or 1)
     return status_of(state, members, min_member=min_member, now=inputs.now, previous=podgroup.get("status"))

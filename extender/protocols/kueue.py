@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from armada_bridge import keys
+from armada_bridge.objects import ObjView
 from extender.protocols.base import (
     GangProtocol,
     GangSpec,
     IntentError,
-    Obj,
     annotations_of,
     labels_of,
     to_int,
@@ -18,7 +18,7 @@ from extender.protocols.base import (
 NAME = "kueue"
 
 
-def read(pod: Obj, _name: str | None, _podgroup: Obj | None) -> GangSpec | None:
+def read(pod: ObjView, _name: str | None, _podgroup: ObjView | None) -> GangSpec | None:
     group = labels_of(pod).get(keys.KUEUE_POD_GROUP_NAME_LABEL)
     if not group:
         return None

@@ -23,6 +23,7 @@ from armada_bridge import keys
 from armada_bridge.contract.pods import pod_requests
 from armada_bridge.core.quantities import fits, format_quantity, format_resources, scale
 from armada_bridge.kube.resources import VOLCANO_PODGROUPS
+from armada_bridge.objects import ObjView
 from extender.protocols.base import (
     PODGROUP_KIND,
     GangProtocol,
@@ -30,7 +31,6 @@ from extender.protocols.base import (
     GangState,
     IntentError,
     MemberCounts,
-    Obj,
     StatusInputs,
     annotations_of,
     condition,
@@ -49,11 +49,11 @@ DEFAULT_QUEUE = "default"
 PODGROUP_PREFIX = "podgroup-"
 
 
-def podgroup_name(pod: Obj) -> str | None:
+def podgroup_name(pod: ObjView) -> str | None:
     return annotations_of(pod).get(keys.VOLCANO_GROUP_NAME_ANNOTATION) or None
 
 
-def read(pod: Obj, name: str | None, podgroup: Obj | None) -> GangSpec:
+def read(pod: ObjView, name: str | None, podgroup: ObjView | None) -> GangSpec:
     ref, spec = named_podgroup(VOLCANO_PODGROUPS, name, pod, podgroup)
     what = f"{ref.kind} {ref.namespace}/{ref.name}"
     return GangSpec(
@@ -66,14 +66,14 @@ def read(pod: Obj, name: str | None, podgroup: Obj | None) -> GangSpec:
     )
 
 
-def named_queue(podgroup: Obj) -> str | None:
+def named_queue(podgroup: ObjView) -> str | None:
     """The queue a Volcano PodGroup names, None where it names none or Volcano's ``default`` (the
     CRD fills that in, and operators write it, where nobody named a queue: extender.intent)."""
     queue = spec_of(podgroup).get("queue")
     return queue if isinstance(queue, str) and queue and queue != DEFAULT_QUEUE else None
 
 
-def queue_of(podgroup: Obj, namespace_queue: str | None) -> str:
+def queue_of(podgroup: ObjView, namespace_queue: str | None) -> str:
     """The queue a Volcano PodGroup's gang runs in: the one it names, else its namespace's
     (``namespace_queue``), else Volcano's ``default``."""
     return named_queue(podgroup) or namespace_queue or DEFAULT_QUEUE
@@ -162,12 +162,12 @@ def phase_of(
 
 def status_of(
     gang_state: GangState,
-    members: Iterable[Obj],
+    members: Iterable[ObjView],
     *,
     min_member: int,
     now: str,
     message: str = "",
-    previous: Obj | None = None,
+    previous: ObjView | None = None,
 ) -> dict[str, Any]:
     """The Volcano PodGroup ``status`` for a gang in ``gang_state`` with these member pods.
 
@@ -207,7 +207,7 @@ def status_of(
     return status
 
 
-def status(inputs: StatusInputs, podgroup: Obj, members: Sequence[Obj]) -> Obj:
+def status(inputs: StatusInputs, podgroup: ObjView, members: Sequence[ObjView]) -> ObjView:
     """A Volcano PodGroup goes Inqueue when its queue can take it and one cluster can hold its
     minResources at all (free, or in use by jobs it may preempt: as Volcano's overcommit plugin
     admits against capacity, not idle room), before its pods exist: training-operator creates
@@ -241,20 +241,20 @@ def status(inputs: StatusInputs, podgroup: Obj, members: Sequence[Obj]) -> Obj:
 
 
 # --------------------------------------------------------------------------- auto PodGroups of Jobs
-def _controller_uid(obj: Obj) -> str | None:
+def _controller_uid(obj: ObjView) -> str | None:
     for ref in metadata(obj).get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller") and ref.get("uid"):
             return str(ref["uid"])
     return None
 
 
-def auto_podgroup_name(pod: Obj) -> str:
+def auto_podgroup_name(pod: ObjView) -> str:
     """The name Volcano gives a workload's auto PodGroup (``helpers.GeneratePodgroupName``):
     ``podgroup-<controller owner UID>``, or ``podgroup-<pod UID>`` for a pod without controller."""
     return PODGROUP_PREFIX + (_controller_uid(pod) or str(metadata(pod).get("uid", "")))
 
 
-def job_podgroup(job: Obj) -> dict[str, Any] | None:
+def job_podgroup(job: ObjView) -> dict[str, Any] | None:
     """The PodGroup the Volcano controller would create for a batch/v1 Job's pods, or None.
 
     As ``buildPodGroupFromPod`` (volcano-sh/volcano ``pkg/controllers/podgroup/
@@ -323,7 +323,7 @@ def job_podgroup(job: Obj) -> dict[str, Any] | None:
     }
 
 
-def job_pod_annotations(job: Obj) -> dict[str, str]:
+def job_pod_annotations(job: ObjView) -> dict[str, str]:
     """The annotation Volcano patches onto the pods of a Job it auto-groups ({} when it does not)."""
     pg = job_podgroup(job)
     if pg is None:

@@ -9,11 +9,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from armada_bridge.kube.resources import NATIVE_PODGROUPS
+from armada_bridge.objects import ObjView
 from extender.protocols.base import (
     GangProtocol,
     GangSpec,
     GangState,
-    Obj,
     StatusInputs,
     condition,
     named_podgroup,
@@ -26,13 +26,13 @@ VERSIONS = ("v1beta1", "v1alpha3", "v1alpha2")
 INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 
 
-def podgroup_name(pod: Obj) -> str | None:
+def podgroup_name(pod: ObjView) -> str | None:
     group = spec_of(pod).get("schedulingGroup")
     name = group.get("podGroupName") if isinstance(group, Mapping) else None
     return name if isinstance(name, str) and name else None
 
 
-def read(pod: Obj, name: str | None, podgroup: Obj | None) -> GangSpec | None:
+def read(pod: ObjView, name: str | None, podgroup: ObjView | None) -> GangSpec | None:
     ref, spec = named_podgroup(NATIVE_PODGROUPS, name, pod, podgroup, VERSIONS)
     policy = spec.get("schedulingPolicy") or {}
     gang = policy.get("gang") if isinstance(policy, Mapping) else None
@@ -52,7 +52,7 @@ def read(pod: Obj, name: str | None, podgroup: Obj | None) -> GangSpec | None:
 
 
 def conditions(
-    gang_state: GangState, *, now: str, message: str = "", previous: Obj | None = None
+    gang_state: GangState, *, now: str, message: str = "", previous: ObjView | None = None
 ) -> list[dict[str, Any]]:
     """Conditions of a native PodGroup (metav1.Condition): the terminal ``PodGroupInitiallyScheduled``
     (True once admitted, then never False again; False with reason ``Unschedulable`` while waiting)."""
@@ -71,7 +71,7 @@ def conditions(
     return [*others, cond]
 
 
-def status(inputs: StatusInputs, podgroup: Obj, members: Sequence[Obj]) -> Obj:
+def status(inputs: StatusInputs, podgroup: ObjView, members: Sequence[ObjView]) -> ObjView:
     state, reason = inputs.gang_state(members)
     previous = podgroup.get("status") or {}
     return {**previous, "conditions": conditions(state, now=inputs.now, message=reason, previous=previous)}

@@ -1,5 +1,5 @@
 // CoreDNS for the dev environment's remote clusters, with only the plugins their Corefile uses
-// (armada_bridge/dev/network/dns.py): built from the pinned CoreDNS module as CoreDNS documents
+// (devenv/network/dns.py): built from the pinned CoreDNS module as CoreDNS documents
 // for a custom plugin set (coremain with the plugins imported), instead of its default set, whose
 // cloud DNS plugins bring the AWS, Azure and Google SDKs into the build.
 package main

@@ -7,21 +7,20 @@ import json
 import subprocess
 import time
 from collections.abc import Callable
-from typing import Any
 
 from kubernetes import client as k8s
 
-from armada_bridge.dev import binaries
+from armada_bridge.objects import Obj
+from devenv import binaries
 from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, remote_pods
 from tests.support import wait_for
 
 REMOTES = ("remote-1", "remote-2")
-Obj = dict[str, Any]
 
 
 def run_kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """kubectl on the front cluster, whatever it answers."""
-    from armada_bridge.dev.binary.environment import Environment
+    from devenv.processes.environment import Environment
 
     front = Environment().kubeconfig("front")
     return subprocess.run(
@@ -95,7 +94,7 @@ def wait_status(obj: Obj, what: str, check: Callable[[Obj], bool], timeout: floa
 def assert_waits_whole(api: Api, namespace: str, pods: int) -> str:
     """All `pods` of the namespace exist and wait, none placed anywhere, with the reason in an
     Event and in `armada-bridge why`; returns that reason."""
-    from armada_bridge import views
+    from cli import views
 
     def waiting_event() -> str | None:
         for p in front_pods(api, namespace):

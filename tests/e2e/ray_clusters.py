@@ -3,8 +3,9 @@ its head pod."""
 
 from __future__ import annotations
 
-from armada_bridge.dev.operators.samples import adapt, sample
-from tests.e2e.operators import Obj, apply, kubectl
+from armada_bridge.objects import Obj
+from devenv.operators.samples import adapt, sample
+from tests.e2e.operators import apply, kubectl
 
 OPERATOR = "kuberay"
 HEAD = "ray.io/node-type=head"

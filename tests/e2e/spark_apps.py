@@ -7,9 +7,10 @@ from pathlib import Path
 
 from armada_bridge import keys
 from armada_bridge.core.quantities import parse_quantity
-from armada_bridge.dev.operators.samples import sample
-from armada_bridge.dev.realnode.placement import on_a_real_node
-from tests.e2e.operators import Obj, apply
+from armada_bridge.objects import Obj
+from devenv.operators.samples import sample
+from devenv.realnode.placement import on_a_real_node
+from tests.e2e.operators import apply
 
 OPERATOR = "spark-operator"
 SAMPLE = "examples/spark-pi-volcano.yaml"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from armada_bridge import keys
-from armada_bridge.dev.operators.samples import sample
-from armada_bridge.dev.realnode.placement import on_a_real_node
+from devenv.operators.samples import sample
+from devenv.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import apply, kubectl, one_remote_cluster, wait_gone_from_remotes, wait_status
 

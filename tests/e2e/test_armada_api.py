@@ -30,9 +30,9 @@ from kubernetes import client as k8s
 
 from armada_api.job_events import LIVE_MARK
 from armada_bridge import certs, keys
-from armada_bridge.dev import binaries
-from armada_bridge.dev.names import FRONT
-from armada_bridge.dev.operators.samples import adapt, pod_templates
+from devenv import binaries
+from devenv.names import FRONT
+from devenv.operators.samples import adapt, pod_templates
 from tests.e2e.bridge import bind_cluster_role, free_in_remotes, service_account_token
 from tests.e2e.spark_apps import spark_app
 from tests.support import kubectl, wait_for
@@ -65,7 +65,7 @@ class Armada:
 def armada(dev_env: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Armada]:
     """`python -m armada_api` on a free loopback port, against the dev front cluster, as the
     shipped ServiceAccount with the shipped read-only rights (manifests/armada-api/rbac.yaml)."""
-    from armada_bridge.dev.binary.environment import Environment
+    from devenv.processes.environment import Environment
 
     assert isinstance(dev_env, Environment)
     applied = kubectl(dev_env, "apply", "-f", str(ROOT / "manifests" / "armada-api" / "rbac.yaml"))
@@ -699,7 +699,7 @@ def test_a_caller_with_a_client_certificate_acts_as_its_user(
     acts as its user and groups (the server impersonates them, as far as the opt-in
     manifests/armada-api/client-certificates.yaml grants): what RBAC lets that group do, nothing
     more; a system: identity is refused by the server; another CA's certificate at the handshake."""
-    from armada_bridge.dev.binary.environment import Environment
+    from devenv.processes.environment import Environment
 
     assert isinstance(dev_env, Environment)
     front_ca = dev_env.cluster(FRONT).workdir / "pki" / "ca.crt"  # kube-apiserver's --client-ca-file

@@ -8,8 +8,8 @@ import asyncio
 
 from kubernetes import client as k8s
 
-from armada_bridge.dev.binary.environment import Environment
 from bench import admission_policies, memory, pipeline
+from devenv.processes.environment import Environment
 from tests.e2e.bridge import Api
 
 

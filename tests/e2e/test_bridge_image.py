@@ -1,5 +1,5 @@
 """The bridge's runtime image (the Dockerfile's, built without Docker by `hack/build-images.sh
-bridge`: armada_bridge/dev/images/runtime.py) really runs in a container: `dev up` imports it into
+bridge`: devenv/images/runtime.py) really runs in a container: `dev up` imports it into
 every real node like the other recipes' images, and a pod made straight in a remote cluster, on its
 real node, runs both components' `--help` through the image's own ENTRYPOINT, as the image's user,
 with Debian's Python 3.11 as `python`, openssl, and without the local environment."""
@@ -11,19 +11,20 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.images import runtime
-from armada_bridge.dev.images.recipes import RECIPES
-from armada_bridge.dev.realnode.placement import on_a_real_node
+from devenv.images import runtime
+from devenv.images.recipes import RECIPES
+from devenv.processes.environment import Environment
+from devenv.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api
 from tests.support import wait_for
 
 CLUSTER = "remote-1"
-# Run by `python -c` in the image: who runs, which Python, and that the wheel left the tools out.
+# Run by `python -c` in the image: who runs, which Python, and that the wheel left the local
+# environment out.
 IDENTITY = (
     "import importlib.util, os, sys, extender, vkubelet; "
     "print(os.getuid(), os.getgid(), '%d.%d' % sys.version_info[:2], "
-    "importlib.util.find_spec('armada_bridge.dev') is None, importlib.util.find_spec('armada_bridge.demo') is None)"
+    "importlib.util.find_spec('devenv') is None)"
 )
 
 
@@ -52,6 +53,8 @@ def test_the_runtime_image_runs_the_extender_and_the_vkubelet(
                 _container("extender", args=["extender", "--help"]),
                 _container("vkubelet", args=["vkubelet", "--help"]),
                 _container("identity", command=["python", "-c", IDENTITY]),
+                # The chart's uninstall hook runs the CLI so.
+                _container("cli", args=["cli.main", "remove-clusters", "--help"]),
                 _container("openssl", command=["openssl", "version"]),
             ],
         }
@@ -66,11 +69,12 @@ def test_the_runtime_image_runs_the_extender_and_the_vkubelet(
     p = wait_for("the bridge image's pod ended", ended, timeout=180)
     logs = {
         c: remote.read_namespaced_pod_log("bridge-image", namespace, container=c)
-        for c in ("extender", "vkubelet", "identity", "openssl")
+        for c in ("extender", "vkubelet", "identity", "cli", "openssl")
     }
     assert p.status.phase == "Succeeded", (p.status.container_statuses, logs)
     assert logs["extender"].startswith("usage: ") and "--listen" in logs["extender"], logs["extender"]
     assert logs["vkubelet"].startswith("usage: ") and "--kubeconfig" in logs["vkubelet"], logs["vkubelet"]
     uid = str(runtime.UID)
-    assert logs["identity"].split() == [uid, uid, runtime.PYTHON_VERSION, "True", "True"]
+    assert logs["identity"].split() == [uid, uid, runtime.PYTHON_VERSION, "True"]
+    assert logs["cli"].startswith("usage: armada-bridge remove-clusters"), logs["cli"]
     assert logs["openssl"].startswith("OpenSSL 3."), logs["openssl"]

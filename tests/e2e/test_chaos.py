@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from armada_bridge.dev.binary.environment import Environment
 from bench.chaos import run
+from devenv.processes.environment import Environment
 
 
 @pytest.mark.timeout(1500)

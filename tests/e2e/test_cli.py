@@ -16,16 +16,16 @@ import yaml
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from armada_bridge.dev import binaries
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.clients import token_kubeconfig
-from armada_bridge.dev.names import FRONT
+from devenv import binaries
+from devenv.clients import token_kubeconfig
+from devenv.names import FRONT
+from devenv.processes.environment import Environment
 from tests.e2e.bridge import Api, pod, service_account_token, wait_running
 from tests.support import wait_for
 
 
 def _cli(env: Environment, *args: str) -> str:
-    cmd = [sys.executable, "-m", "armada_bridge.cli", *args, "--kubeconfig", str(env.kubeconfig(FRONT))]
+    cmd = [sys.executable, "-m", "cli.main", *args, "--kubeconfig", str(env.kubeconfig(FRONT))]
     return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
 
 
@@ -66,9 +66,9 @@ def test_views_tell_where_gangs_went_and_why_pods_wait(
 
 
 def test_demo_runs_and_cleans_up_after_itself(dev_env: Environment, cluster_api: Api) -> None:
-    from armada_bridge.demo import NAMESPACE, OPERATORS_NAMESPACE
+    from devenv.demo import NAMESPACE, OPERATORS_NAMESPACE
 
-    cmd = [sys.executable, "-m", "armada_bridge.cli", "demo"]
+    cmd = [sys.executable, "-m", "cli.main", "demo"]
     shown = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     assert "armada-bridge demo --clean" in shown, shown
     subprocess.run([*cmd, "--clean"], capture_output=True, text=True, check=True)
@@ -94,7 +94,7 @@ def _tenant_kubeconfig(env: Environment, cluster_api: Api, namespace: str, path:
 def _commands() -> list[list[str]]:
     """`armada-bridge` and `kubectl armada` (the pinned kubectl finding the plugin on PATH)."""
     kubectl = str(binaries.expected().kubectl)
-    return [[sys.executable, "-m", "armada_bridge.cli"], [kubectl, "armada"]]
+    return [[sys.executable, "-m", "cli.main"], [kubectl, "armada"]]
 
 
 def _run(command: list[str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -154,7 +154,7 @@ def test_a_tenant_reads_its_namespace_and_every_failure_is_one_line_with_its_sta
 def test_watch_prints_each_change_until_interrupted(
     namespace: str, cluster_api: Api, dev_env: Environment
 ) -> None:
-    cmd = [sys.executable, "-m", "armada_bridge.cli", "gangs", "--watch", "-n", namespace]
+    cmd = [sys.executable, "-m", "cli.main", "gangs", "--watch", "-n", namespace]
     proc = subprocess.Popen(
         [*cmd, "--kubeconfig", str(dev_env.kubeconfig(FRONT))],
         stdout=subprocess.PIPE,

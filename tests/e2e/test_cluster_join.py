@@ -14,21 +14,22 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
-from armada_bridge import cluster_join, keys
-from armada_bridge.dev import binaries
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.binary.kwok_cluster import KwokCluster
-from armada_bridge.dev.clients import api_client
-from armada_bridge.dev.kwok.nodes import remote_nodes
-from armada_bridge.dev.names import FRONT
+from armada_bridge import keys
+from cli import cluster_join
+from devenv import binaries
+from devenv.clients import api_client
+from devenv.names import FRONT
+from devenv.processes.control_plane import ControlPlane
+from devenv.processes.environment import Environment
+from devenv.simulated.nodes import remote_nodes
 from tests.e2e.bridge import Api, pod, wait_running
 from tests.support import wait_for
 
 
 @pytest.fixture
-def joinee(tmp_path: Path) -> Iterator[KwokCluster]:
+def joinee(tmp_path: Path) -> Iterator[ControlPlane]:
     """A cluster of its own, outside the environment's (the bridge does not know it)."""
-    cluster = KwokCluster(name="joinee", kwok_workdir=tmp_path / "kwok", binaries=binaries.expected())
+    cluster = ControlPlane(name="joinee", kwok_workdir=tmp_path / "kwok", binaries=binaries.expected())
     cluster.create()
     try:
         with api_client(cluster.kubeconfig) as api:
@@ -43,7 +44,7 @@ def _cli(env: Environment, *args: str) -> subprocess.CompletedProcess[str]:
     cmd = [
         sys.executable,
         "-m",
-        "armada_bridge.cli",
+        "cli.main",
         "clusters",
         *args,
         "--kubeconfig",
@@ -79,7 +80,7 @@ def _bridge_objects(remote: k8s.ApiClient) -> list[str]:
 
 
 def test_a_cluster_joins_runs_a_pod_and_leaves_nothing_behind(
-    dev_env: Environment, namespace: str, cluster_api: Api, joinee: KwokCluster
+    dev_env: Environment, namespace: str, cluster_api: Api, joinee: ControlPlane
 ) -> None:
     name = f"joined-{uuid.uuid4().hex[:5]}"
     front = cluster_api(FRONT)
@@ -117,7 +118,7 @@ def test_a_cluster_joins_runs_a_pod_and_leaves_nothing_behind(
 
 
 def test_a_join_that_cannot_work_says_why_and_exits_non_zero(
-    dev_env: Environment, joinee: KwokCluster, tmp_path: Path
+    dev_env: Environment, joinee: ControlPlane, tmp_path: Path
 ) -> None:
     name = f"unreachable-{uuid.uuid4().hex[:5]}"
     # The vkubelet is told a server address where nothing listens: the join waits, then says so.

@@ -15,9 +15,9 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.names import FRONT
-from armada_bridge.versions import REPO_ROOT
+from devenv.names import FRONT
+from devenv.processes.environment import Environment
+from devenv.versions import REPO_ROOT
 from tests.e2e.bridge import REMOTES, Api, pod, wait_running
 from tests.e2e.browser import chromium, headless_page
 

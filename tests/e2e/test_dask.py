@@ -12,8 +12,8 @@ import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from armada_bridge.dev.operators.samples import sample
-from armada_bridge.dev.realnode.placement import on_a_real_node
+from devenv.operators.samples import sample
+from devenv.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, cluster_of, front_pods
 from tests.e2e.operators import REMOTES, apply, kubectl, wait_gone_from_remotes, wait_status
 from tests.support import wait_for

@@ -11,7 +11,7 @@ from collections import defaultdict
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from armada_bridge.dev.binary.environment import Environment
+from devenv.processes.environment import Environment
 from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, pod, remote_pods, wait_running
 from tests.support import wait_for
 

@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from armada_bridge.dev.binary.environment import Environment
+from devenv.processes.environment import Environment
 from tests.e2e.bridge import Api, cluster_of, pod
 from tests.support import wait_for
 

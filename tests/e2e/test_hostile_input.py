@@ -19,8 +19,8 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.names import FRONT
+from devenv.names import FRONT
+from devenv.processes.environment import Environment
 from tests.e2e.bridge import events_for, pod, wait_running
 from tests.support import wait_for
 

@@ -36,14 +36,14 @@ from google.protobuf import json_format
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from armada_bridge.dev import binaries
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.bridge.vkubelet_setup import inline_kubeconfig
-from armada_bridge.dev.clients import api_client
-from armada_bridge.dev.images import kube_scheduler, runtime
-from armada_bridge.dev.realnode import containerd
-from armada_bridge.dev.realnode.placement import on_a_real_node
-from armada_bridge.versions import REPO_ROOT
+from devenv import binaries
+from devenv.bridge.vkubelet_setup import inline_kubeconfig
+from devenv.clients import api_client
+from devenv.images import kube_scheduler, runtime
+from devenv.processes.environment import Environment
+from devenv.realnode import containerd
+from devenv.realnode.placement import on_a_real_node
+from devenv.versions import REPO_ROOT
 from tests.support import wait_for
 
 CHART = REPO_ROOT / "manifests" / "helm" / "armada-bridge"
@@ -593,7 +593,7 @@ def _kustomize(f: Front, tmp: Path) -> None:
     _kubectl(f.env, "-n", "demo", "delete", "pytorchjob,raycluster", "--all", "--wait=true")
     assert _remote_uids(f.remote)
     removal = subprocess.run(
-        [sys.executable, "-m", "armada_bridge.cli", "remove-clusters", "--all"],
+        [sys.executable, "-m", "cli.main", "remove-clusters", "--all"],
         capture_output=True,
         text=True,
         timeout=300,

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from armada_bridge.dev.operators.samples import adapt
-from armada_bridge.versions import REPO_ROOT
+from devenv.operators.samples import adapt
+from devenv.versions import REPO_ROOT
 from tests.e2e.bridge import Api
 from tests.e2e.operators import (
     apply,

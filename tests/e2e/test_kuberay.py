@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from armada_bridge import keys
-from armada_bridge.dev.images import ray
-from armada_bridge.dev.operators.samples import adapt, sample
-from armada_bridge.dev.realnode.placement import on_a_real_node
+from devenv.images import ray
+from devenv.operators.samples import adapt, sample
+from devenv.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods
 from tests.e2e.operators import (
     apply,

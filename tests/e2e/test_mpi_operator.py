@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 from kubernetes import client as k8s
 
-from armada_bridge.dev.operators.samples import adapt, sample
+from devenv.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import (
     apply,

@@ -14,8 +14,8 @@ from armada_bridge import keys
 from armada_bridge.contract import queue_access
 from armada_bridge.contract.pods import pod_requests
 from armada_bridge.core import quantities
-from armada_bridge.dev.operators.samples import adapt, sample
-from armada_bridge.views import why
+from cli.views import why
+from devenv.operators.samples import adapt, sample
 from tests.e2e import ray_clusters, spark_apps
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import apply, kubectl, wait_gone_from_remotes

@@ -22,9 +22,10 @@ from typing import Any
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from armada_bridge.dev.operators.samples import adapt, sample
+from armada_bridge.objects import Obj
+from devenv.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, cluster_of, cordoned, free_by_node, front_pods, gang_rooms, pod
-from tests.e2e.operators import Obj, apply, conditions, get, kubectl, wait_gone_from_remotes, wait_status
+from tests.e2e.operators import apply, conditions, get, kubectl, wait_gone_from_remotes, wait_status
 from tests.support import wait_for
 
 CPU = 20

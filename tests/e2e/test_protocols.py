@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from armada_bridge.dev.binary.environment import Environment
+from devenv.processes.environment import Environment
 from tests.e2e.bridge import (
     Api,
     cluster_of,

@@ -23,16 +23,16 @@ from kubernetes import client as k8s
 from kubernetes.stream import portforward
 
 from armada_bridge import keys
-from armada_bridge.dev import binaries
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.clients import api_client
-from armada_bridge.dev.images.recipes import RECIPES
-from armada_bridge.dev.kwok import kwok_exec
-from armada_bridge.dev.network.podnet import PodNetwork
-from armada_bridge.dev.ports import free_ports
-from armada_bridge.dev.realnode import host
-from armada_bridge.dev.realnode.node import RealNodes
-from armada_bridge.dev.realnode.placement import on_a_real_node
+from devenv import binaries
+from devenv.clients import api_client
+from devenv.images.recipes import RECIPES
+from devenv.network.podnet import PodNetwork
+from devenv.ports import free_ports
+from devenv.processes.environment import Environment
+from devenv.realnode import host
+from devenv.realnode.node import RealNodes
+from devenv.realnode.placement import on_a_real_node
+from devenv.simulated import kwok_exec
 from tests.e2e.bridge import Api
 from tests.support import kubectl, wait_for
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.names import FRONT
+from devenv.names import FRONT
+from devenv.processes.environment import Environment
 from extender.__main__ import parse_args
 
 Api = Callable[[str], k8s.ApiClient]

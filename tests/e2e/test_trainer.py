@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from armada_bridge.dev.operators.samples import sample
+from devenv.operators.samples import sample
 from tests.e2e.bridge import Api
 from tests.e2e.operators import (
     apply,

@@ -15,9 +15,9 @@ import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from armada_bridge.dev.images import pytorch
-from armada_bridge.dev.operators.operators import SHARED_CRD, catalog, enabled
-from armada_bridge.dev.operators.samples import adapt, sample
+from devenv.images import pytorch
+from devenv.operators.operators import SHARED_CRD, catalog, enabled
+from devenv.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods, remote_pods
 from tests.e2e.operators import (
     apply,
@@ -73,7 +73,7 @@ def mpijob_v1(
     the MPI operator's v2beta1 (the MPI operator stopped, the CRD replaced); then, whatever the test
     did, its MPIJobs deleted and the MPI operator running again with its CRD, as the rest of the
     suite expects."""
-    from armada_bridge.dev.binary.environment import Environment
+    from devenv.processes.environment import Environment
 
     assert isinstance(dev_env, Environment)
     operators(OPERATOR, "mpi-operator")
@@ -102,7 +102,7 @@ def test_mpijob_v1_is_refused_while_mpi_operator_mpijobs_exist_and_nothing_chang
 ) -> None:
     """Serving MPIJob v1 replaces the MPI operator's CRD, which would delete its MPIJobs: while one
     exists it is refused, naming it, and the MPI operator keeps running with its CRD."""
-    from armada_bridge.dev.binary.environment import Environment
+    from devenv.processes.environment import Environment
 
     assert isinstance(dev_env, Environment)
     operators("mpi-operator")

@@ -10,9 +10,10 @@ from collections.abc import Callable
 import pytest
 from kubernetes import client as k8s
 
-from armada_bridge import keys, versions
+from armada_bridge import keys
 from armada_bridge.core.quantities import parse_quantity
-from armada_bridge.dev.binary.environment import FRONT, Environment
+from devenv import versions
+from devenv.processes.environment import FRONT, Environment
 from tests.support import wait_for
 
 REMOTES = ["remote-1", "remote-2"]
@@ -127,20 +128,20 @@ def test_front_scheduler_serves_operator_profiles(
 
 def test_cli_kubeconfig_and_status(dev_env: Environment) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "armada_bridge.cli", "dev", "kubeconfig", "remote-1"],
+        [sys.executable, "-m", "cli.main", "dev", "kubeconfig", "remote-1"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
     assert out == str(dev_env.kubeconfig("remote-1"))
     bad = subprocess.run(
-        [sys.executable, "-m", "armada_bridge.cli", "dev", "kubeconfig", "nope"],
+        [sys.executable, "-m", "cli.main", "dev", "kubeconfig", "nope"],
         capture_output=True,
         text=True,
     )
     assert bad.returncode == 1 and "no cluster named 'nope'" in bad.stderr
     status = subprocess.run(
-        [sys.executable, "-m", "armada_bridge.cli", "dev", "status"],
+        [sys.executable, "-m", "cli.main", "dev", "status"],
         capture_output=True,
         text=True,
         check=True,

@@ -7,8 +7,8 @@ import asyncio
 
 from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey
-from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.kube import PODS, Kube, load_config
+from devenv.processes.environment import Environment
 from extender.controller import Controller, Settings
 from extender.metrics import Metrics
 from extender.server import Api, ExtenderBindingArgs

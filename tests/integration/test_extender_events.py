@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.kube import NAMESPACES, PODS, Kube, load_config
 from armada_bridge.kube.resources import CORE_EVENTS
+from devenv.processes.environment import Environment
 from extender.events import WAITING, EventRecorder
 from extender.metrics import Metrics
 

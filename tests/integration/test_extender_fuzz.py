@@ -17,10 +17,10 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from armada_bridge.contract.decisions import ensure_key
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.names import FRONT
 from armada_bridge.kube import PODS, Kube, load_config
 from armada_bridge.kube.resources import CORE_EVENTS, VOLCANO_PODGROUPS
+from devenv.names import FRONT
+from devenv.processes.environment import Environment
 from extender.controller import Controller, Settings
 from extender.metrics import Metrics
 from extender.server import Api, make_app

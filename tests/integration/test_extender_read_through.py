@@ -7,9 +7,9 @@ import asyncio
 import uuid
 
 from armada_bridge import keys
-from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.kube import NAMESPACES, Kube, load_config
 from armada_bridge.kube.resources import VOLCANO_PODGROUPS
+from devenv.processes.environment import Environment
 from extender.inputs import Inputs
 from extender.protocols import volcano
 

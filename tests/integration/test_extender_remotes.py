@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from armada_bridge import keys
-from armada_bridge.dev.binary.environment import Environment
 from armada_bridge.kube import NODES, PODS, SECRETS, Kube, load_config
+from devenv.processes.environment import Environment
 from extender.inputs import Inputs
 from tests.support import wait_for_async
 

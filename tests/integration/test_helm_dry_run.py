@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from armada_bridge.dev import binaries
+from devenv import binaries
 from tests import helm_chart as chart
 
 CERT_MANAGER = "cert-manager.io"
@@ -80,7 +80,7 @@ def _served(kubeconfig: Path, group: str) -> bool:
 
 @pytest.fixture(scope="module")
 def front(dev_env: object) -> Path:
-    from armada_bridge.dev.binary.environment import Environment
+    from devenv.processes.environment import Environment
 
     assert isinstance(dev_env, Environment)
     return dev_env.kubeconfig("front")

@@ -11,7 +11,7 @@ from armada_bridge.kube.client import ApiError
 
 
 def test_a_patch_with_another_objects_uid_changes_nothing(dev_env: object, namespace: str) -> None:
-    from armada_bridge.dev.binary.environment import Environment
+    from devenv.processes.environment import Environment
 
     assert isinstance(dev_env, Environment)
 
@@ -44,7 +44,7 @@ def test_a_bind_is_done_only_when_that_pod_is_bound_to_that_node(dev_env: object
     """extender/binding.py, what /bind answers kube-scheduler: done (None) only when the pod with
     that UID is bound to that node, by this call or before it; an error otherwise, so the
     scheduler forgets the pod it assumed there."""
-    from armada_bridge.dev.binary.environment import Environment
+    from devenv.processes.environment import Environment
     from extender.binding import bind
 
     assert isinstance(dev_env, Environment)
@@ -79,7 +79,7 @@ def test_a_status_patch_on_an_older_version_never_undoes_a_newer_status(
     """The API server lets a Failed pod become Running again: a status computed from a cache that has
     not yet seen the Failed (the extender's Preempted) would undo it. With the version it was
     computed from (`resource_version`), the patch fails with a conflict and changes nothing."""
-    from armada_bridge.dev.binary.environment import Environment
+    from devenv.processes.environment import Environment
 
     assert isinstance(dev_env, Environment)
     running = {"status": {"phase": "Running"}}

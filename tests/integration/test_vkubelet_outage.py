@@ -17,9 +17,9 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from armada_bridge.dev import binaries
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.clients import api_client
+from devenv import binaries
+from devenv.clients import api_client
+from devenv.processes.environment import Environment
 from tests.integration.test_vkubelet_pods import bound_pod, exists, node_ready, phases, remote_pods
 from tests.support import create_bound, kubectl, wait_for
 from vkubelet.manager import CLEANUP_TIMEOUT
@@ -147,9 +147,9 @@ def test_runs_with_the_shipped_front_rbac(env: Environment, clients: dict[str, k
     """The vkubelet as the ServiceAccount of manifests/vkubelet/front-rbac.yaml, not as admin."""
     import yaml
 
-    from armada_bridge import versions
-    from armada_bridge.dev.bridge import vkubelet_setup
-    from armada_bridge.dev.components import Component
+    from devenv import versions
+    from devenv.bridge import vkubelet_setup
+    from devenv.components import Component
 
     front = clients["front"]
     applied = kubectl(
@@ -202,8 +202,8 @@ def test_standby_replica_takes_over(env: Environment, clients: dict[str, k8s.Cor
     import signal
     import sys
 
-    from armada_bridge.dev.bridge import vkubelet_setup
-    from armada_bridge.dev.ports import free_ports
+    from devenv.bridge import vkubelet_setup
+    from devenv.ports import free_ports
 
     front = clients["front"]
     env.supervisor.stop(vkubelet_setup.COMPONENT)
@@ -319,7 +319,7 @@ def _removed(custom: k8s.CustomObjectsApi, front: k8s.CoreV1Api, pods: tuple[str
 
 
 def _restore_remote_2(env: Environment, front: k8s.CoreV1Api) -> None:
-    from armada_bridge.dev.bridge import vkubelet_setup
+    from devenv.bridge import vkubelet_setup
 
     vkubelet_setup.setup(env, binaries.expected())  # its Secret and RemoteCluster again
     wait_for("remote-2 Ready again", lambda: node_ready(front, "remote-2"), timeout=60)

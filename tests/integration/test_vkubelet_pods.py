@@ -19,9 +19,9 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from armada_bridge.core.quantities import parse_quantity
-from armada_bridge.dev import binaries
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.bridge import bridge, vkubelet_setup
+from devenv import binaries
+from devenv.bridge import bridge, vkubelet_setup
+from devenv.processes.environment import Environment
 from tests.support import create_bound, wait_for
 
 

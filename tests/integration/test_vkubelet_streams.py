@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
-from armada_bridge.dev import binaries
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.bridge import vkubelet_setup
-from armada_bridge.dev.clients import token_kubeconfig
-from armada_bridge.dev.ports import free_ports
+from devenv import binaries
+from devenv.bridge import vkubelet_setup
+from devenv.clients import token_kubeconfig
+from devenv.ports import free_ports
+from devenv.processes.environment import Environment
 from tests.integration.test_vkubelet_pods import (  # noqa: F401  (fixtures)
     bound_pod,
     front,

@@ -14,7 +14,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from armada_bridge.dev.binary.environment import Environment
+from devenv.processes.environment import Environment
 from tests.integration.test_vkubelet_pods import (  # noqa: F401  (fixtures)
     bound_pod,
     exists,

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from armada_bridge import keys
-from armada_bridge.versions import REPO_ROOT
+from devenv.versions import REPO_ROOT
 
 pytestmark = pytest.mark.unit
 

@@ -10,8 +10,8 @@ import urllib3.exceptions
 from kubernetes.client.rest import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from armada_bridge.cli_errors import NotFound, Status, failure
-from armada_bridge.views import context_namespace
+from cli.errors import NotFound, Status, failure
+from cli.views import context_namespace
 
 
 def _api(status: int, message: str) -> ApiException:
@@ -35,6 +35,7 @@ def test_each_failure_has_its_status_and_one_line(tmp_path: Path) -> None:
         (NotFound("no pod ns/x"), Status.NOT_FOUND),
         (_api(500, "etcd is down"), Status.ERROR),
         (ValueError("name the remote clusters to remove, or give --all"), Status.ERROR),
+        (ModuleNotFoundError("No module named 'devenv'", name="devenv"), Status.ERROR),  # the image
     ]
     for e, status in cases:
         f = failure(e, missing)
@@ -47,6 +48,7 @@ def test_each_failure_has_its_status_and_one_line(tmp_path: Path) -> None:
     forbidden = failure(cases[2][0])
     assert forbidden is not None and forbidden.message.startswith("pods is forbidden")
     assert failure(KeyError("a bug")) is None  # a bug keeps its traceback
+    assert failure(ModuleNotFoundError("No module named 'yaml'", name="yaml")) is None
 
 
 def test_the_namespace_is_the_contexts(tmp_path: Path) -> None:

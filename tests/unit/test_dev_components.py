@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from armada_bridge.dev.components import Component, Supervisor
+from devenv.components import Component, Supervisor
 
 
 def test_a_component_just_started_is_seen_running_by_its_pid(tmp_path: Path) -> None:

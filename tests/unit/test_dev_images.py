@@ -1,4 +1,4 @@
-"""The operators' images of the dev environment (armada_bridge/dev/images): each under the name the
+"""The operators' images of the dev environment (devenv/images): each under the name the
 samples write, a content key that follows what the image is made from, PyPI packages installed
 offline, and the Spark entrypoint's container contract."""
 
@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
-from armada_bridge import versions
-from armada_bridge.dev.images import dask, ray, spark
-from armada_bridge.dev.images.oci import full_name
-from armada_bridge.dev.images.recipes import RECIPES
-from armada_bridge.dev.images.rootfs import DebianRoot, pip_install_argv
+from devenv import versions
+from devenv.images import dask, ray, spark
+from devenv.images.oci import full_name
+from devenv.images.recipes import RECIPES
+from devenv.images.rootfs import DebianRoot, pip_install_argv
 
 SAMPLES = versions.REPO_ROOT / "manifests" / "samples"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
-from armada_bridge import versions
-from armada_bridge.dev.images import argoexec, static
-from armada_bridge.dev.images.recipes import RECIPES, Recipe
+from devenv import versions
+from devenv.images import argoexec, static
+from devenv.images.recipes import RECIPES, Recipe
 
 
 def test_argoexec_is_the_image_the_pinned_workflow_controller_names() -> None:

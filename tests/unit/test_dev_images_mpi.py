@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from armada_bridge import versions
-from armada_bridge.dev.images import mpi
-from armada_bridge.dev.images.recipes import RECIPES
+from devenv import versions
+from devenv.images import mpi
+from devenv.images.recipes import RECIPES
 
 SAMPLES = versions.REPO_ROOT / "manifests" / "samples"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from armada_bridge.dev.images import pytorch, recipes
-from armada_bridge.dev.images.oci import full_name
-from armada_bridge.dev.images.recipes import RECIPES
-from armada_bridge.dev.images.rootfs import DebianRoot
+from devenv.images import pytorch, recipes
+from devenv.images.oci import full_name
+from devenv.images.recipes import RECIPES
+from devenv.images.rootfs import DebianRoot
 
 
 def test_pytorch_is_debians_torch_with_our_program_under_our_own_name() -> None:

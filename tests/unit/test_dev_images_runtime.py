@@ -1,4 +1,4 @@
-"""The bridge's runtime image (armada_bridge/dev/images/runtime.py, `hack/build-images.sh bridge`)
+"""The bridge's runtime image (devenv/images/runtime.py, `hack/build-images.sh bridge`)
 says what the Dockerfile says: the Dockerfile is read here, instruction by instruction, and each of
 its statements compared with the recipe's (base Python, the packages it installs, the account,
 USER, ENTRYPOINT, CMD, what the wheel is built from and what it leaves out), so that neither drifts.
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from armada_bridge import versions
-from armada_bridge.dev.images import runtime
-from armada_bridge.dev.images.recipes import RECIPES
+from devenv import versions
+from devenv.images import runtime
+from devenv.images.recipes import RECIPES
 
 CHART = versions.REPO_ROOT / "manifests" / "helm" / "armada-bridge"
 
@@ -125,7 +125,7 @@ def test_the_wheel_is_built_from_what_the_dockerfile_copies_less_what_it_removes
     assert tuple(remove[2:]) == runtime.EXCLUDED
     files = runtime.project_files()
     assert {"extender/__main__.py", "vkubelet/__main__.py", "pyproject.toml"} <= set(files)
-    assert not [f for f in files if f.startswith("armada_bridge/dev/") or f == "armada_bridge/demo.py"]
+    assert not [f for f in files if f.startswith("devenv/") or f == "devenv/demo.py"]
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
 
 
@@ -150,7 +150,14 @@ def test_the_image_is_the_charts_default_tagged_with_the_projects_version() -> N
 def test_the_images_key_follows_the_wheels_sources_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for rel in ("pyproject.toml", "README.md", "extender/a.py", "vkubelet/b.py", "armada_bridge/c.py"):
+    for rel in (
+        "pyproject.toml",
+        "README.md",
+        "extender/a.py",
+        "vkubelet/b.py",
+        "armada_bridge/c.py",
+        "cli/e.py",
+    ):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(rel)
     monkeypatch.setattr(versions, "REPO_ROOT", tmp_path)
@@ -158,14 +165,15 @@ def test_the_images_key_follows_the_wheels_sources_only(
     assert runtime.project_files() == [
         "README.md",
         "armada_bridge/c.py",
+        "cli/e.py",
         "extender/a.py",
         "pyproject.toml",
         "vkubelet/b.py",
     ]
-    # The local environment, the demo, caches, the tests: not in the wheel, not in the key.
+    # The local environment (with the demo), caches, the tests: not in the wheel, not in the key.
     for rel in (
-        "armada_bridge/dev/d.py",
-        "armada_bridge/demo.py",
+        "devenv/d.py",
+        "devenv/demo.py",
         "extender/__pycache__/a.pyc",
         "tests/t.py",
     ):

@@ -13,14 +13,15 @@ from typing import Any
 import pytest
 import yaml
 
-from armada_bridge import cli, versions
-from armada_bridge.dev.base import FRONT_FEATURE_GATES, FRONT_RUNTIME_CONFIG, ClusterError
-from armada_bridge.dev.binary import environment
-from armada_bridge.dev.binary.environment import Environment
-from armada_bridge.dev.bridge import extender_setup, vkubelet_setup
-from armada_bridge.dev.kind import kind
-from armada_bridge.dev.kind.kind_environment import KindEnvironment, open_environment
-from armada_bridge.dev.names import FRONT
+from cli import main as cli
+from devenv import versions
+from devenv.base import FRONT_FEATURE_GATES, FRONT_RUNTIME_CONFIG, ClusterError
+from devenv.bridge import extender_setup, vkubelet_setup
+from devenv.kind import kind
+from devenv.kind.kind_environment import KindEnvironment, open_environment
+from devenv.names import FRONT
+from devenv.processes import environment
+from devenv.processes.environment import Environment
 
 HOST = "172.18.0.1"  # a Docker network's gateway, as `docker network inspect` would say
 PINNED = versions.load()

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from armada_bridge import cli, keys, versions
-from armada_bridge.dev import binaries
-from armada_bridge.dev.kwok import nodes
-from armada_bridge.dev.operators import operators
+from armada_bridge import keys
+from cli import main as cli
+from devenv import binaries, versions
+from devenv.operators import operators
+from devenv.simulated import nodes
 
 
 def test_remote_nodes_match_the_documented_shape() -> None:

@@ -8,14 +8,14 @@ import sys
 import time
 from pathlib import Path
 
-from armada_bridge.dev.binaries import Binaries
-from armada_bridge.dev.binary.kwok_cluster import KwokCluster
-from armada_bridge.dev.procs import alive
+from devenv.binaries import Binaries
+from devenv.processes.control_plane import ControlPlane
+from devenv.procs import alive
 
 
 def test_an_exited_unreaped_process_counts_as_gone(tmp_path: Path) -> None:
     bins = Binaries(*(tmp_path / n for n in ("a", "b", "c", "d", "e", "f", "g", "h")))
-    cluster = KwokCluster("c1", tmp_path, bins)
+    cluster = ControlPlane("c1", tmp_path, bins)
     pids = cluster.workdir / "pids"
     pids.mkdir(parents=True)
     running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])

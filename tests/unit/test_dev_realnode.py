@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from armada_bridge import keys
-from armada_bridge.dev.binary.kwok_cluster import interleaved
-from armada_bridge.dev.images.oci import (
+from devenv.images.oci import (
     CONTAINERD_NAME,
     DOCKER_MANIFEST,
     REF_NAME,
@@ -26,11 +25,12 @@ from armada_bridge.dev.images.oci import (
     image_name,
     write_archive,
 )
-from armada_bridge.dev.network import dns
-from armada_bridge.dev.network.podnet import NetworkError, PodNetwork
-from armada_bridge.dev.network.services import INNER_BRIDGE, ClusterNetwork
-from armada_bridge.dev.realnode import host, node
-from armada_bridge.dev.realnode.placement import on_a_real_node
+from devenv.network import dns
+from devenv.network.podnet import NetworkError, PodNetwork
+from devenv.network.services import INNER_BRIDGE, ClusterNetwork
+from devenv.processes.control_plane import interleaved
+from devenv.realnode import host, node
+from devenv.realnode.placement import on_a_real_node
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from armada_bridge.core.result import Placement, RoundResult
 from armada_bridge.kube.client import Kube, KubeConfig, with_preconditions
 from armada_bridge.kube.informer import Informer, key_of
 from armada_bridge.kube.resources import NODES, PODS
+from armada_bridge.objects import Obj
 from armada_bridge.rejection import Rejection, rejection_of
 from extender.controller import Controller, Settings, core_node_name
 from extender.metrics import Metrics
@@ -31,7 +32,6 @@ from extender.remotes import RemoteWatcher
 from extender.status_writer import merge_patch
 from tests.support import wait_for_async
 
-Obj = dict[str, Any]
 CLUSTER = "remote-1"
 KEY = DecisionKey(b"unit-test-decision-key-0123456789")
 

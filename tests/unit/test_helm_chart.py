@@ -270,7 +270,7 @@ def test_uninstall_hook_removes_the_remote_clusters_before_anything_goes() -> No
         ][0]["image"]
     )
     assert "command" not in container  # the image's ENTRYPOINT, python -m
-    assert container["args"] == ["armada_bridge.cli", "remove-clusters", "--all", "--timeout=240"]
+    assert container["args"] == ["cli.main", "remove-clusters", "--all", "--timeout=240"]
     assert job["activeDeadlineSeconds"] > 240 and job["backoffLimit"] == 0
     assert pod["serviceAccountName"] == "armada-bridge-uninstall"
     off = chart.render(crds=False, hooks=True, sets=["uninstall.removeRemoteClusters=false"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from armada_bridge import keys
-from armada_bridge.dev.kwok.stages import remote_stages
+from devenv.simulated.stages import remote_stages
 
 
 def test_run_to_completion_pods_end_after_the_runtime_their_annotation_gives() -> None:

@@ -7,7 +7,7 @@ import json
 import yaml
 
 from armada_bridge import keys
-from armada_bridge.views import _gangs_table, rendered
+from cli.views import _gangs_table, rendered
 from extender import overview
 
 

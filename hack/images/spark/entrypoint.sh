@@ -1,5 +1,5 @@
 #!/bin/bash
-# The entrypoint of armada-bridge's Spark image (armada_bridge/dev/images/spark.py), written for it.
+# The entrypoint of armada-bridge's Spark image (devenv/images/spark.py), written for it.
 # Spark on Kubernetes gives its containers no command, only arguments, and expects the image to know:
 #   driver ARGS...   the driver pod: run spark-submit in client mode on this pod's address
 #                    ($SPARK_DRIVER_BIND_ADDRESS) with the ARGS the cluster-mode submit wrote

@@ -1,0 +1,168 @@
+"""What every provider's local environment has: a state directory with its settings, the bridge's
+processes on this host and the ports chosen for them, and the names and defaults they share."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+
+from devenv.clients import api_client
+from devenv.components import Supervisor
+from devenv.procs import pids_under
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+DEFAULT_WORKERS = 2
+DEFAULT_NODES = 4
+# Loopback ports of the bridge's processes, chosen once per environment: the front cluster's
+# scheduler configuration and webhook configuration name them.
+BRIDGE_PORTS = ("extender", "webhook", "kubelet")
+# The native Workload API (scheduling.k8s.io PodGroup, pod spec.schedulingGroup) is beta and off by
+# default in 1.37: the front serves it so its gang protocol works (both providers).
+FRONT_FEATURE_GATES = {"GenericWorkload": True}
+FRONT_RUNTIME_CONFIG = {"scheduling.k8s.io/v1beta1": "true"}
+# The provider `dev up` made an environment with, as recorded in its settings (absent: binary).
+PROVIDER = "binary"
+
+
+def default_state_dir() -> Path:
+    return Path(
+        os.environ.get("ARMADA_BRIDGE_STATE", Path.home() / ".local" / "state" / "armada-bridge" / "dev")
+    )
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    name: str
+    healthy: bool
+    detail: str
+    server: str
+    nodes_ready: int
+    nodes_total: int
+
+
+def log(msg: str) -> None:
+    print(f"[dev] {msg}", file=sys.stderr, flush=True)
+
+
+class BaseEnvironment:
+    """What every provider's environment has: a state directory with its settings, the bridge's
+    processes (extender, vkubelet) on this host, and the ports chosen for them. The bridge's setup
+    (devenv.bridge.bridge) needs only this."""
+
+    provider = PROVIDER
+
+    def __init__(self, state_dir: Path | None = None) -> None:
+        self.state_dir = (state_dir or default_state_dir()).resolve()
+        self.settings_file = self.state_dir / "environment.json"
+        self.supervisor = Supervisor(self.state_dir)
+
+    # ---------------------------------------------------------------- layout
+    def settings(self) -> dict[str, Any]:
+        if self.settings_file.is_file():
+            return dict(json.loads(self.settings_file.read_text()))
+        return {}
+
+    @property
+    def bridge_host(self) -> str:
+        """The host address the bridge's processes serve the front cluster on (the extender's secure
+        port, the vkubelet's kubelet API): loopback, unless the front runs elsewhere."""
+        return "127.0.0.1"
+
+    def front_api_server(self) -> str:
+        """The front kube-apiserver as remote pods reach it (RemoteCluster spec.frontAPI)."""
+        raise NotImplementedError
+
+    def cluster_names(self) -> list[str]:
+        raise NotImplementedError
+
+    def kubeconfig(self, name: str) -> Path:
+        """The admin kubeconfig of cluster `name` (front, remote-1, ...); ClusterError if none."""
+        raise NotImplementedError
+
+    def remote_kubeconfigs(self) -> dict[str, Path]:
+        """Remote cluster name -> its admin kubeconfig, for the remote clusters that have one."""
+        raise NotImplementedError
+
+    def up(
+        self,
+        workers: int = DEFAULT_WORKERS,
+        nodes: int = DEFAULT_NODES,
+        operator_names: Sequence[str] = (),
+        extender_replicas: int | None = None,
+        real_nodes: int | None = None,
+        host_bridge: bool | None = None,
+    ) -> list[ClusterStatus]:
+        raise NotImplementedError
+
+    def status(self) -> list[ClusterStatus]:
+        raise NotImplementedError
+
+    def down(self) -> None:
+        raise NotImplementedError
+
+    def check_provider(self) -> None:
+        """Refuse to `up` an environment another provider made (its clusters are not ours to manage)."""
+        settings = self.settings()
+        made_by = settings.get("provider", PROVIDER) if settings else self.provider
+        if made_by != self.provider:
+            raise ClusterError(
+                f"the environment in {self.state_dir} was made with --provider {made_by}: "
+                f"`armada-bridge dev up --provider {made_by}` to use it, `armada-bridge dev down` to remove "
+                "it, or another state directory (ARMADA_BRIDGE_STATE)"
+            )
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.state_dir / ".lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def extender_replicas(self) -> int:
+        return int(self.settings().get("extender_replicas", 1))
+
+    def port(self, name: str) -> int:
+        """A port of the bridge's own processes (BRIDGE_PORTS), fixed for the environment's life."""
+        return int(self.settings()["ports"][name])
+
+    def pids(self) -> list[int]:
+        """Every live process whose command line names this environment's state directory."""
+        return pids_under(self.state_dir)
+
+
+def node_ready(node: Any) -> bool:
+    for cond in node.status.conditions or []:
+        if cond.type == "Ready":
+            return bool(cond.status == "True")
+    return False
+
+
+def wait_nodes_ready(kubeconfig: Path, names: set[str], timeout: float, what: str = "nodes") -> None:
+    """Wait until the nodes `names` are registered and Ready in the cluster of `kubeconfig`."""
+    deadline = time.monotonic() + timeout
+    with api_client(kubeconfig) as api:
+        core = k8s.CoreV1Api(api)
+        while True:
+            ready = {n.metadata.name for n in core.list_node().items if node_ready(n)}
+            if names <= ready:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{what} not Ready after {timeout:.0f}s: {sorted(names - ready)}")
+            time.sleep(0.5)

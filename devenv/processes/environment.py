@@ -1,0 +1,485 @@
+"""The local multi-cluster environment of the binary provider: cluster `front` and clusters
+`remote-1` … `remote-N`.
+
+Each cluster is real etcd + kube-apiserver + kube-controller-manager + kube-scheduler processes on
+loopback (kwokctl binary runtime); remote clusters get KWOK-simulated nodes (devenv.simulated)
+and real nodes (devenv.realnode) on one pod network (devenv.network).
+Everything lives under one state directory, so `down` can prove it left nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
+
+from armada_bridge import keys
+from devenv import binaries as binaries_mod
+from devenv.base import (
+    BRIDGE_PORTS,
+    DEFAULT_NODES,
+    DEFAULT_WORKERS,
+    FRONT_FEATURE_GATES,
+    FRONT_RUNTIME_CONFIG,
+    BaseEnvironment,
+    ClusterError,
+    ClusterStatus,
+    log,
+    node_ready,
+    wait_nodes_ready,
+)
+from devenv.bridge import bridge, extender_setup, vkubelet_setup
+from devenv.clients import api_client
+from devenv.images import build as images
+from devenv.images import oci
+from devenv.names import FRONT, remote_name
+from devenv.network import api_port, podnet
+from devenv.operators import operators
+from devenv.ports import LOOPBACK, free_ports
+from devenv.processes.control_plane import PORT_OPTIONS, ControlPlane, interleaved
+from devenv.procs import kill_and_wait
+from devenv.realnode import node as realnode
+from devenv.realnode.node import RealNodes
+from devenv.simulated import kwok_exec
+from devenv.simulated import nodes as nodes_mod
+from devenv.simulated.stages import remote_stages
+
+# Each cluster's KWOK controller fakes only the nodes made as KWOK nodes (never virtual or real ones).
+KWOK_NODES_ONLY = [
+    "kwok-controller=manage-all-nodes=false",
+    f"kwok-controller=manage-nodes-with-annotation-selector={keys.KWOK_NODE_ANNOTATION}={keys.KWOK_NODE_ANNOTATION_VALUE}",
+]
+DEFAULT_REAL_NODES = 1
+# kube-apiserver reaches real nodes' kubelets (logs, exec) at their address: no DNS names them.
+KUBELETS_BY_ADDRESS = "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname"
+
+
+class Environment(BaseEnvironment):
+    """The binary provider: every cluster real processes on this host (kwokctl), KWOK nodes, and real
+    nodes (kubelet + containerd) in the remote clusters."""
+
+    def __init__(self, state_dir: Path | None = None) -> None:
+        super().__init__(state_dir)
+        self.kwok_workdir = self.state_dir / "kwok"
+
+    def front_api_server(self) -> str:
+        # Remote pods reach the front apiserver where the vkubelet does (loopback: KWOK pods never
+        # call it), or at the pod network's gateway when there are real nodes.
+        return self._pod_facing(self.cluster(FRONT).server())
+
+    def _pod_facing(self, server: str) -> str:
+        """A cluster's API server URL as pods (and whatever runs on the pod network) reach it."""
+        network = self.pod_network()
+        return server.replace(f"//{LOOPBACK}:", f"//{network.gateway}:") if network else server
+
+    def pod_network(self) -> podnet.PodNetwork | None:
+        """The environment's pod network, when it has real nodes."""
+        chosen = self.settings().get("pod_network")
+        return podnet.PodNetwork(**chosen) if chosen else None
+
+    def real_nodes(self) -> RealNodes | None:
+        network = self.pod_network()
+        return RealNodes(self.state_dir, self.supervisor, network) if network else None
+
+    def remote_kubeconfigs(self) -> dict[str, Path]:
+        out = {}
+        for name in self.cluster_names():
+            kubeconfig = self.cluster(name).kubeconfig
+            if name != FRONT and kubeconfig.is_file():
+                out[name] = kubeconfig
+        return out
+
+    def cluster_names(self) -> list[str]:
+        workers = int(self.settings().get("workers", 0))
+        names = [FRONT] + [remote_name(i) for i in range(1, workers + 1)]
+        # Clusters left over from an earlier, larger environment are still ours.
+        clusters_dir = self.kwok_workdir / "clusters"
+        if clusters_dir.is_dir():
+            names += sorted(p.name for p in clusters_dir.iterdir() if p.is_dir() and p.name not in names)
+        return names
+
+    def cluster(self, name: str, bins: binaries_mod.Binaries | None = None) -> ControlPlane:
+        bins = bins or binaries_mod.expected()
+        network = self.pod_network()
+        if name == FRONT:
+            services = self.settings().get("front_services")
+            return ControlPlane(
+                name=name,
+                kwok_workdir=self.kwok_workdir,
+                binaries=bins,
+                kube_scheduler_config=self.state_dir / "front-kube-scheduler-config.yaml",
+                # The front KWOK controller only fakes the small front node; virtual nodes are the
+                # vkubelet's, never KWOK's.
+                # kube-apiserver authenticates to the vkubelet's kubelet API (kubectl logs).
+                extra_args=interleaved(
+                    [
+                        *KWOK_NODES_ONLY,
+                        *vkubelet_setup.front_apiserver_args(self.kwok_workdir / "clusters" / FRONT),
+                        KUBELETS_BY_ADDRESS,
+                        # Its Services' range, which the host reaches through its real node's router.
+                        *([f"kube-apiserver=service-cluster-ip-range={services}"] if services else []),
+                    ]
+                ),
+                # Pods of real nodes reach the front API where the pod network meets the host, and
+                # the front's own pods at its `kubernetes` Service.
+                pod_facing_address=network.gateway if network else "",
+                extra_sans=(podnet.api_service_address(services),) if services else (),
+                feature_gates=",".join(f"{k}={str(v).lower()}" for k, v in FRONT_FEATURE_GATES.items()),
+                runtime_config=",".join(f"{k}={v}" for k, v in FRONT_RUNTIME_CONFIG.items()),
+            )
+        # Remote clusters: KWOK serves container logs, attach and port-forward, so these work on
+        # front pods; their nodes' kubelet port is kwok-exec's, which serves exec (once `up` chose
+        # its port) and passes the rest to KWOK. KWOK leaves the real nodes to their kubelets, which
+        # kube-apiserver reaches at their InternalIP with a client certificate of the cluster's CA.
+        exec_port = self.settings().get("ports", {}).get(kwok_exec.name(name))
+        pki = self.kwok_workdir / "clusters" / name / "pki"
+        return ControlPlane(
+            name=name,
+            kwok_workdir=self.kwok_workdir,
+            binaries=bins,
+            extra_args=interleaved(
+                [
+                    *(kwok_exec.kwokctl_args(exec_port) if exec_port else []),
+                    *KWOK_NODES_ONLY,
+                    KUBELETS_BY_ADDRESS,
+                    f"kube-apiserver=kubelet-client-certificate={pki / 'admin.crt'}",
+                    f"kube-apiserver=kubelet-client-key={pki / 'admin.key'}",
+                ]
+            ),
+            extra_config=[*vkubelet_setup.remote_kwok_config(self.state_dir), *remote_stages()],
+            # Its kube-proxy reaches it from the cluster's network namespace.
+            pod_facing_address=network.gateway if network else "",
+        )
+
+    def kubeconfig(self, name: str) -> Path:
+        c = self.cluster(name)
+        if not c.kubeconfig.is_file():
+            known = ", ".join(self.cluster_names()) or "none (run `armada-bridge dev up`)"
+            raise ClusterError(f"no cluster named {name!r}; clusters: {known}")
+        return c.kubeconfig
+
+    # ---------------------------------------------------------------- up
+    def up(
+        self,
+        workers: int = DEFAULT_WORKERS,
+        nodes: int = DEFAULT_NODES,
+        operator_names: Sequence[str] = (),
+        extender_replicas: int | None = None,
+        real_nodes: int | None = None,
+        host_bridge: bool | None = None,
+    ) -> list[ClusterStatus]:
+        """Start (or reuse, or repair) the environment; also run `operator_names` and every operator
+        an earlier `up` started (devenv.operators.operators). `extender_replicas` (kept from the
+        last `up` when None, else 1): more than one runs the extender highly available, its
+        replicas electing a leader and sharing the port the scheduler and the webhook call.
+        `real_nodes` (kept from the last `up` when None, else 1): real nodes per remote cluster
+        (devenv.realnode), 0 for none. `host_bridge` (kept from the last `up` when None,
+        else True): the bridge's processes on the host, wired into the front; False leaves the
+        front without a bridge (and its scheduler without the extender), to install it as an admin
+        does (its image and chart on the front's real node: docs/install.md)."""
+        if workers < 1 or nodes < 1 or (extender_replicas is not None and extender_replicas < 1):
+            raise ValueError("--workers, --nodes and --extender-replicas must be at least 1")
+        if real_nodes is not None and real_nodes < 0:
+            raise ValueError("--real-nodes must be 0 or more")
+        started = time.monotonic()
+        self.check_provider()
+        bins = binaries_mod.ensure()
+        with self._lock():
+            previous = self.settings()
+            wanted = [FRONT] + [remote_name(i) for i in range(1, workers + 1)]
+            per_cluster = (
+                int(previous.get("real_nodes", DEFAULT_REAL_NODES)) if real_nodes is None else real_nodes
+            )
+            with_bridge = bool(previous.get("host_bridge", True)) if host_bridge is None else host_bridge
+            if previous and with_bridge != bool(previous.get("host_bridge", True)):
+                raise ClusterError(
+                    "the environment was made "
+                    + ("with" if previous.get("host_bridge", True) else "without")
+                    + " the bridge's host processes: `armada-bridge dev down` first"
+                )
+            planned = realnode.plan(wanted[1:], per_cluster)
+            self._remove_real_nodes_beyond(planned)
+            if planned:
+                realnode.require_host()
+            node_bins = binaries_mod.ensure_node() if planned else None
+            built = images.ensure_all() if planned else {}
+            network = (self.pod_network() or podnet.choose(self.state_dir)) if planned else None
+            for name in self.cluster_names():
+                if name not in wanted:
+                    log(f"{name}: not part of a {workers}-remote environment, deleting")
+                    self.supervisor.stop(kwok_exec.name(name))
+                    self.cluster(name, bins).delete()
+            # Every port this run may need, drawn at once so no two are the same: the bridge's own
+            # (kept for the environment's life) and each cluster's, should it have to be (re)created.
+            replicas = extender_replicas or int(previous.get("extender_replicas", 1))
+            fresh = iter(
+                free_ports(
+                    len(BRIDGE_PORTS)
+                    + replicas
+                    + (len(PORT_OPTIONS) + 1) * len(wanted)
+                    + len(realnode.PORT_KINDS) * len(planned)
+                    + len(wanted)
+                )
+            )
+            ports = previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
+            for replica in extender_setup.replica_names(replicas)[1:]:  # each its own plain port
+                ports.setdefault(replica, next(fresh))
+            for name in wanted[1:]:  # each remote cluster's kwok-exec, the kubelet port of its nodes
+                ports.setdefault(kwok_exec.name(name), next(fresh))
+            for n in planned:  # each real node's kubelet, kubelet healthz and runtime streaming ports
+                for port_name in realnode.port_names(n):
+                    ports.setdefault(port_name, next(fresh))
+            for name in {n.cluster for n in planned}:  # the readiness port of its cluster's DNS
+                ports.setdefault(f"coredns-ready-{name}", next(fresh))
+            cluster_ports = {n: [next(fresh) for _ in PORT_OPTIONS] for n in wanted}
+            settings: dict[str, Any] = {
+                "workers": workers,
+                "nodes": nodes,
+                "extender_replicas": replicas,
+                "real_nodes": per_cluster,
+                "host_bridge": with_bridge,
+                "ports": ports,
+            }
+            if network:
+                settings["pod_network"] = {"bridge": network.bridge, "subnet": network.subnet}
+                settings["front_services"] = previous.get("front_services") or podnet.choose_service_range(
+                    network
+                )
+                # The host as found, before anything changes it; the bridge before the front
+                # listens on its gateway.
+                RealNodes(self.state_dir, self.supervisor, network).prepare()
+            self.settings_file.write_text(json.dumps(settings))
+            remote_nodes = len([n for n in planned if n.cluster != FRONT])
+            self._write_scheduler_config(ports["webhook"] if with_bridge else None)
+            for name in wanted:
+                c = self.cluster(name, bins)
+                stamp = c.workdir / "armada-bridge-definition"
+                if c.exists() and (not stamp.is_file() or stamp.read_text() != c.definition()):
+                    log(f"{name}: its definition changed, recreating it")
+                    c.delete()
+            if previous.get("nodes") not in (None, nodes):
+                log(f"node count changed {previous.get('nodes')} -> {nodes}: recreating remote clusters")
+                for name in wanted[1:]:
+                    self.cluster(name, bins).delete()
+
+            def bring_up(name: str) -> None:
+                c = self.cluster(name, bins)
+                ok, detail = c.health()
+                if ok:
+                    log(f"{name}: running, reused")
+                else:
+                    if c.exists() or c.pids():
+                        log(f"{name}: unhealthy ({detail}), recreating")
+                        c.delete()
+                    t0 = time.monotonic()
+                    log(
+                        f"{name}: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok"
+                    )
+                    try:
+                        c.create(cluster_ports[name])
+                    except ClusterError as e:
+                        # Most often a port taken between our choice and the bind: once more, anew.
+                        log(f"{name}: start failed, retrying with other ports: {str(e).splitlines()[0]}")
+                        c.delete()
+                        c.create()
+                    c.wait_healthy(60)
+                    (c.workdir / "armada-bridge-definition").write_text(c.definition())
+                    log(f"{name}: control plane ready in {time.monotonic() - t0:.1f}s")
+                if name != FRONT:
+                    server = kwok_exec.component(
+                        c, ports[kwok_exec.name(name)], vkubelet_setup.remote_exec_dir(self.state_dir)
+                    )
+                    self.supervisor.ensure(server)
+                    self.supervisor.wait_ready(server)
+                manifests = nodes_mod.front_nodes() if name == FRONT else nodes_mod.remote_nodes(name, nodes)
+                self._ensure_nodes(c.kubeconfig, manifests)
+                log(f"{name}: {len(manifests)} node(s) Ready")
+                if name == FRONT and network:
+                    relay = api_port.component(
+                        network.gateway, urlsplit(c.server()).port or 443, self.state_dir
+                    )
+                    self.supervisor.ensure(relay)
+                    self.supervisor.wait_ready(relay)
+                mine = [n for n in planned if n.cluster == name]
+                real = self.real_nodes()
+                if mine and real and node_bins:
+                    pod_facing_server = self._pod_facing(c.server())
+                    cluster_net, cluster_dns = real.ensure_cluster(
+                        name,
+                        wanted.index(name),
+                        c.kubeconfig,
+                        ports[f"coredns-ready-{name}"],
+                        node_bins.coredns,
+                    )
+                    for n in mine:
+                        wanted_images = realnode.images_for(n)
+                        real.ensure(
+                            n,
+                            server=pod_facing_server,
+                            pki=c.workdir / "pki",
+                            ports=ports,
+                            reserved=realnode.reserved_for(n, remote_nodes),
+                            images={
+                                a: oci.image_name(a)
+                                for key, a in built.items()
+                                if wanted_images is None or key in wanted_images
+                            },
+                            kubelet_binary=node_bins.kubelet,
+                            cluster_net=cluster_net,
+                            cluster_dns=cluster_dns,
+                        )
+                    wait_nodes_ready(c.kubeconfig, {n.name for n in mine}, 120, "real nodes")
+                    log(f"{name}: {len(mine)} real node(s) Ready: {', '.join(n.name for n in mine)}")
+                    real.ensure_services(
+                        cluster_net,
+                        pod_facing_server,
+                        c.workdir / "pki",
+                        mine[0].name,
+                        node_bins.kube_proxy,
+                    )
+                    if name == FRONT:  # its control plane calls Services (webhooks, an extender)
+                        cluster_net.route_from_host(settings["front_services"])
+                    log(f"{name}: Services (kube-proxy) ready")
+
+            with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
+                for future in [pool.submit(bring_up, n) for n in wanted]:
+                    future.result()
+            if with_bridge:
+                bridge.install(self, bins)
+            operators.install(self, bins, list(dict.fromkeys([*operators.enabled(self), *operator_names])))
+        log(f"environment up in {time.monotonic() - started:.1f}s (state: {self.state_dir})")
+        return self.status()
+
+    def _remove_real_nodes_beyond(self, planned: list[realnode.RealNode]) -> None:
+        """Tear down the real nodes an earlier `up` started that `planned` no longer has (all of
+        them, with the pod network and the host's tunables, when it has none)."""
+        real = self.real_nodes()
+        if real is None:
+            return
+        keep = {n.name for n in planned}
+        if not keep:
+            problems = real.teardown_all()
+        else:
+            problems = [p for name in real.existing() if name not in keep for p in real.teardown(name)]
+            for cluster in {n.rsplit("-real-", 1)[0] for n in real.existing()} - {n.cluster for n in planned}:
+                real.teardown_cluster(cluster)  # no real node left in it
+        for name in [n for n in real.existing() if n not in keep]:
+            log(f"{name}: not wanted any more, removed")
+            shutil.rmtree(real.dir / name, ignore_errors=True)
+            cluster = name.rsplit("-real-", 1)[0]
+            # A cluster that is gone has no node to remove.
+            with contextlib.suppress(Exception), api_client(self.cluster(cluster).kubeconfig) as api:
+                k8s.CoreV1Api(api).delete_node(name, _request_timeout=5)
+        if problems:
+            raise ClusterError("removing real nodes left things behind: " + "; ".join(problems))
+
+    def ensure_operators(self, names: Sequence[str]) -> None:
+        """Install and run `names` in the running environment (kept when already running)."""
+        with self._lock():
+            operators.install(self, binaries_mod.expected(), names)
+
+    def point_front_scheduler_at(self, url: str, ca_pem: str, server_name: str) -> None:
+        """The front kube-scheduler calls the extender at `url` (an installed bridge's Service, at
+        its ClusterIP: the scheduler runs on the host, like a control plane's, outside cluster DNS),
+        checking its certificate for `server_name` (the Service's DNS name, which the certificate
+        names) against `ca_pem`, and presenting the front's admin certificate; the repo's
+        configuration otherwise (manifests/scheduler/kube-scheduler-config.yaml)."""
+        ca = self.state_dir / "front-extender-ca.crt"
+        ca.write_text(ca_pem)
+        pki = self.cluster(FRONT).workdir / "pki"
+        tls = {
+            "caFile": str(ca),
+            "certFile": str(pki / "admin.crt"),
+            "keyFile": str(pki / "admin.key"),
+            "serverName": server_name,
+        }
+        template = yaml.safe_load(extender_setup.SCHEDULER_CONFIG_TEMPLATE.read_text())
+        self.cluster(FRONT).reconfigure_scheduler(
+            extender_setup.scheduler_configuration(template, url, tls)["extenders"]
+        )
+
+    def front_scheduler_without_extender(self) -> None:
+        """The front kube-scheduler on its own again (an installed bridge's extender gone)."""
+        self.cluster(FRONT).reconfigure_scheduler([])
+
+    def _write_scheduler_config(self, secure_port: int | None) -> None:
+        """The repo's front scheduler configuration, pointed at the local extender's secure port
+        (without the extender when None: no bridge runs on the host)."""
+        template = yaml.safe_load(extender_setup.SCHEDULER_CONFIG_TEMPLATE.read_text())
+        if secure_port is None:
+            cfg = {k: v for k, v in template.items() if k != "extenders"}
+        else:
+            cfg = extender_setup.scheduler_configuration(
+                template, f"https://{self.bridge_host}:{secure_port}", extender_setup.scheduler_tls(self)
+            )
+        target = self.state_dir / "front-kube-scheduler-config.yaml"
+        text = yaml.safe_dump(cfg, sort_keys=False)
+        if not target.is_file() or target.read_text() != text:
+            target.write_text(text)
+
+    @staticmethod
+    def _ensure_nodes(kubeconfig: Path, manifests: list[dict[str, Any]], timeout: float = 60) -> None:
+        with api_client(kubeconfig) as api:
+            core = k8s.CoreV1Api(api)
+            for m in manifests:
+                try:
+                    core.create_node(m)
+                except ApiException as e:
+                    if e.status != 409:
+                        raise
+        wait_nodes_ready(kubeconfig, {m["metadata"]["name"] for m in manifests}, timeout)
+
+    # ---------------------------------------------------------------- status / down
+    def status(self) -> list[ClusterStatus]:
+        out = []
+        real = self.real_nodes()
+        for name in self.cluster_names():
+            c = self.cluster(name)
+            ok, detail = c.health()
+            if ok and name != FRONT and self.supervisor.pid(kwok_exec.name(name)) is None:
+                ok, detail = False, f"{kwok_exec.name(name)} (its nodes' kubelet port) not running"
+            for process in real.processes(name) if ok and real else []:
+                if self.supervisor.pid(process) is None:
+                    ok, detail = False, f"{process} (a real node's) not running"
+            server, ready, total = "", 0, 0
+            if ok:
+                server = c.server()
+                try:
+                    with api_client(c.kubeconfig) as api:
+                        items = k8s.CoreV1Api(api).list_node(_request_timeout=5).items
+                    total, ready = len(items), sum(node_ready(n) for n in items)
+                except Exception as e:
+                    ok, detail = False, f"listing nodes failed: {e}"
+            out.append(ClusterStatus(name, ok, detail, server, ready, total))
+        return out
+
+    def down(self) -> None:
+        with self._lock():
+            real = self.real_nodes()
+            # Real nodes first: their containers, mounts, cgroups, pod network, the host's tunables.
+            # Whatever fails there, the rest still goes down; it is reported at the end.
+            try:
+                problems = real.teardown_all() if real else []
+            except Exception as e:  # any failure: reported once the rest is down
+                problems = [f"{type(e).__name__}: {e}"]
+            self.supervisor.stop_all()
+            names = self.cluster_names()
+            with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+                list(pool.map(lambda n: self.cluster(n).delete(), names))
+            stuck = kill_and_wait(self.pids())
+            if stuck:
+                raise ClusterError(f"processes {stuck} survived SIGKILL")
+            if problems:
+                raise ClusterError("the real nodes left things on the host: " + "; ".join(problems))
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+        log(f"environment down; removed {self.state_dir}")
