@@ -73,7 +73,7 @@ from cli import views
 from devenv import binaries
 from devenv.bridge import extender_setup, vkubelet_setup
 from devenv.clients import api_client
-from devenv.operators import operators
+from devenv.operators.install import enabled
 from devenv.operators.samples import adapt, sample
 from devenv.processes.environment import Environment
 
@@ -288,7 +288,7 @@ class Soak:
         self.bins = binaries.expected()
         self.replicas = extender_setup.replica_names(env.extender_replicas())
         self.kinds = fault_kinds(len(self.replicas))
-        running = set(operators.enabled(env))
+        running = set(enabled(env))
         self.operator_kinds = [k for k in OPERATOR_KINDS if k.operator in running]
         self.load = load
         self.cpu = "250m"  # sized to the remotes by size_to_capacity()

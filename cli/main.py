@@ -27,11 +27,11 @@ def _dev(args: argparse.Namespace) -> int:
 
     if args.dev_command == "up":
         from devenv.kind import kind_environment
-        from devenv.operators import operators
+        from devenv.operators import catalog
         from devenv.processes import environment
 
         env = open_environment(provider=args.provider)
-        names = operators.parse(args.operators) if args.operators else []
+        names = catalog.parse(args.operators) if args.operators else []
         default_nodes = (
             kind_environment.DEFAULT_NODES if args.provider == "kind" else environment.DEFAULT_NODES
         )
@@ -92,12 +92,12 @@ def _print_status(statuses: Sequence[ClusterStatus]) -> None:
 
 def _print_operators(env: BaseEnvironment) -> bool:
     """The operators `dev up` runs, one row each; False when one is not running."""
-    from devenv.operators import operators
+    from devenv.operators import install
     from devenv.processes.environment import Environment
 
     if not isinstance(env, Environment):  # only the binary provider runs operators
         return True
-    statuses = operators.status(env)
+    statuses = install.status(env)
     if not statuses:
         return True
     print()

@@ -20,7 +20,6 @@ from devenv.versions import REPO_ROOT
 
 if TYPE_CHECKING:
     from devenv.base import BaseEnvironment
-    from devenv.processes.environment import Environment
 
 WEBHOOK_NAME = "armada-bridge"
 SCHEDULING_CONFIG = REPO_ROOT / "manifests" / "extender" / "scheduling-config.yaml"
@@ -90,14 +89,6 @@ def serving_certificate(env: BaseEnvironment) -> tuple[Path, Path]:
         "/CN=armada-bridge-extender",
         ["127.0.0.1", "localhost", env.bridge_host],
     )
-
-
-def scheduler_tls(env: Environment) -> dict[str, str]:
-    """The front kube-scheduler's extender tlsConfig: it trusts the extender's certificate and
-    presents the front's admin client certificate, which the extender checks with the front."""
-    cert, _ = serving_certificate(env)
-    pki = env.cluster(FRONT).workdir / "pki"
-    return {"caFile": str(cert), "certFile": str(pki / "admin.crt"), "keyFile": str(pki / "admin.key")}
 
 
 def replica_names(replicas: int) -> list[str]:

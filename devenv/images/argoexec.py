@@ -20,7 +20,8 @@ from devenv import versions
 from devenv.images import static
 from devenv.images.oci import ImageConfig
 from devenv.images.rootfs import PATH
-from devenv.operators.operators import BUILD_SCRIPT, catalog
+from devenv.operators.catalog import catalog
+from devenv.operators.install import BUILD_SCRIPT
 
 BINARY = "argoexec"
 # What distroless/static's image config says, and the entrypoint upstream's Dockerfile adds.

@@ -11,13 +11,13 @@ import yaml
 
 from armada_bridge import keys
 from armada_bridge.objects import Obj
-from devenv.operators import operators
+from devenv.operators.catalog import catalog
 from devenv.realnode.placement import on_a_real_node
 
 
 def sample(operator: str, path: str) -> list[Obj]:
     """The documents of an operator project's own sample file, from its module."""
-    o = operators.catalog()[operator]
+    o = catalog()[operator]
     return [d for d in yaml.safe_load_all((o.module / path).read_text()) if d]
 
 

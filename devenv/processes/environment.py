@@ -44,7 +44,7 @@ from devenv.images import build as images
 from devenv.images import oci
 from devenv.names import FRONT, remote_name
 from devenv.network import api_port, podnet
-from devenv.operators import operators
+from devenv.operators import install as operator_setup
 from devenv.ports import LOOPBACK, free_ports
 from devenv.processes.control_plane import PORT_OPTIONS, ControlPlane, interleaved
 from devenv.procs import kill_and_wait
@@ -179,7 +179,7 @@ class Environment(BaseEnvironment):
         host_bridge: bool | None = None,
     ) -> list[ClusterStatus]:
         """Start (or reuse, or repair) the environment; also run `operator_names` and every operator
-        an earlier `up` started (devenv.operators.operators). `extender_replicas` (kept from the
+        an earlier `up` started (devenv.operators.install). `extender_replicas` (kept from the
         last `up` when None, else 1): more than one runs the extender highly available, its
         replicas electing a leader and sharing the port the scheduler and the webhook call.
         `real_nodes` (kept from the last `up` when None, else 1): real nodes per remote cluster
@@ -356,7 +356,9 @@ class Environment(BaseEnvironment):
                     future.result()
             if with_bridge:
                 bridge.install(self, bins)
-            operators.install(self, bins, list(dict.fromkeys([*operators.enabled(self), *operator_names])))
+            operator_setup.install(
+                self, bins, list(dict.fromkeys([*operator_setup.enabled(self), *operator_names]))
+            )
         log(f"environment up in {time.monotonic() - started:.1f}s (state: {self.state_dir})")
         return self.status()
 
@@ -386,7 +388,7 @@ class Environment(BaseEnvironment):
     def ensure_operators(self, names: Sequence[str]) -> None:
         """Install and run `names` in the running environment (kept when already running)."""
         with self._lock():
-            operators.install(self, binaries_mod.expected(), names)
+            operator_setup.install(self, binaries_mod.expected(), names)
 
     def point_front_scheduler_at(self, url: str, ca_pem: str, server_name: str) -> None:
         """The front kube-scheduler calls the extender at `url` (an installed bridge's Service, at
@@ -412,6 +414,13 @@ class Environment(BaseEnvironment):
         """The front kube-scheduler on its own again (an installed bridge's extender gone)."""
         self.cluster(FRONT).reconfigure_scheduler([])
 
+    def _scheduler_tls(self) -> dict[str, str]:
+        """The front kube-scheduler's extender tlsConfig: it trusts the extender's certificate and
+        presents the front's admin client certificate, which the extender checks with the front."""
+        cert, _ = extender_setup.serving_certificate(self)
+        pki = self.cluster(FRONT).workdir / "pki"
+        return {"caFile": str(cert), "certFile": str(pki / "admin.crt"), "keyFile": str(pki / "admin.key")}
+
     def _write_scheduler_config(self, secure_port: int | None) -> None:
         """The repo's front scheduler configuration, pointed at the local extender's secure port
         (without the extender when None: no bridge runs on the host)."""
@@ -420,7 +429,7 @@ class Environment(BaseEnvironment):
             cfg = {k: v for k, v in template.items() if k != "extenders"}
         else:
             cfg = extender_setup.scheduler_configuration(
-                template, f"https://{self.bridge_host}:{secure_port}", extender_setup.scheduler_tls(self)
+                template, f"https://{self.bridge_host}:{secure_port}", self._scheduler_tls()
             )
         target = self.state_dir / "front-kube-scheduler-config.yaml"
         text = yaml.safe_dump(cfg, sort_keys=False)

@@ -16,7 +16,8 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from devenv.images import pytorch
-from devenv.operators.operators import SHARED_CRD, catalog, enabled
+from devenv.operators.catalog import catalog
+from devenv.operators.install import SHARED_CRD, enabled
 from devenv.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods, remote_pods
 from tests.e2e.operators import (

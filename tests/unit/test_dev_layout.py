@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -10,7 +11,10 @@ import pytest
 from armada_bridge import keys
 from cli import main as cli
 from devenv import binaries, versions
-from devenv.operators import operators
+from devenv.base import BaseEnvironment
+from devenv.operators import catalog, install
+from devenv.operators.operator import Setup
+from devenv.operators.spark_operator import spark_home
 from devenv.simulated import nodes
 
 
@@ -51,8 +55,8 @@ def test_versions_file_parses_and_binaries_are_keyed_by_version(tmp_path: Path) 
         coredns="v1.9.9",
         armada="v0.22.0",
     )
-    assert operators.catalog(v)["kuberay"].dir.name == f"kuberay-{operator_versions['kuberay']}"
-    assert operators.spark_home(v).parent.name == "pyspark-4.0.0"
+    assert catalog.catalog(v)["kuberay"].dir.name == f"kuberay-{operator_versions['kuberay']}"
+    assert spark_home(v).parent.name == "pyspark-4.0.0"
     b = binaries.expected(v)
     assert b.kube_apiserver.parent.name == "kubernetes-v9.9.9"
     assert b.etcd.parent.name == "etcd-v1.2.3"
@@ -107,28 +111,48 @@ def test_cli_rejects_nonsense_sizes(
 
 
 def test_operators_option_names_known_operators() -> None:
-    assert operators.parse("all") == list(operators.ALL)
-    assert operators.parse("kuberay, training-operator") == ["kuberay", "training-operator"]
+    assert catalog.parse("all") == list(catalog.ALL)
+    assert catalog.parse("kuberay, training-operator") == ["kuberay", "training-operator"]
     with pytest.raises(ValueError, match="unknown operator"):
-        operators.parse("kuberay,nope")
+        catalog.parse("kuberay,nope")
     assert cli.build_parser().parse_args(["dev", "up", "--operators", "all"]).operators == "all"
 
 
 def test_operator_plan_puts_jobset_first_and_keeps_the_last_named_of_two_rivals() -> None:
-    assert operators.plan(["trainer", "jobset", "kuberay"]) == ["jobset", "trainer", "kuberay"]
+    assert install.plan(["trainer", "jobset", "kuberay"]) == ["jobset", "trainer", "kuberay"]
     # The MPI operator and the training operator's MPIJob v1 define one CRD: the last named runs.
     rivals = ["mpi-operator", "kuberay", "training-operator-mpijob"]
-    assert operators.plan(rivals) == ["kuberay", "training-operator-mpijob"]
-    assert operators.plan(["training-operator-mpijob", *operators.ALL]) == list(operators.ALL)
+    assert install.plan(rivals) == ["kuberay", "training-operator-mpijob"]
+    assert install.plan(["training-operator-mpijob", *catalog.ALL]) == list(catalog.ALL)
 
 
 def test_training_operator_processes_serve_their_own_kinds_and_crds() -> None:
-    known = operators.catalog()
+    known = catalog.catalog()
     main, mx, mpi = (known[f"training-operator{s}"] for s in ("", "-mxjob", "-mpijob"))
     assert (mx.schemes, mx.crds) == (("mxjob",), ("manifests/base/crds/kubeflow.org_mxjobs.yaml",))
     assert mx.dir.name == f"training-operator-mxjob-{versions.load().operators['training-operator-mxjob']}"
     assert (mpi.schemes, mpi.dir) == (("mpijob",), main.dir)
     assert not {"mxjob", "mpijob"} & set(main.schemes)
     assert [c.rsplit("_", 1)[1] for c in main.crds] == [f"{s}s.yaml" for s in main.schemes]
-    assert operators.RIVALS["training-operator-mpijob"] == "mpi-operator"
-    assert "training-operator-mpijob" not in operators.ALL
+    assert install.RIVALS["training-operator-mpijob"] == "mpi-operator"
+    assert "training-operator-mpijob" not in catalog.ALL
+
+
+def test_each_operator_starts_its_named_processes_on_its_own_ports(tmp_path: Path) -> None:
+    """Every catalogued operator's processes, built from its module: one per component name, its
+    its own executable among them, its loopback ports and nothing else's, the front's kubeconfig."""
+    front = tmp_path / "front.yaml"
+    front.write_text("clusters: [{cluster: {server: 'https://127.0.0.1:6443'}}]\n")
+    certs = {name: tmp_path / name for name in ("ca.crt", "ca.key", "tls.crt", "tls.key")}
+    for path in certs.values():
+        path.write_text(path.name)
+    env = BaseEnvironment(tmp_path / "state")
+    for i, o in enumerate(catalog.catalog().values()):
+        ports = {name: 20000 + 10 * i + j for j, name in enumerate(o.ports)}
+        found = o.processes(Setup(env, binaries.expected(), front, ports, certs))
+        assert [c.name for c in found] == list(o.components), o.name
+        assert o.executable in {c.argv[0] for c in found}, o.name
+        for c in found:
+            assert c.env["KUBECONFIG"] == str(front), c.name
+            used = {int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", " ".join(c.argv))}
+            assert used <= set(ports.values()), (c.name, used, ports)
