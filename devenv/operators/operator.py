@@ -9,6 +9,9 @@ import base64
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from armada_bridge.objects import Obj
 from devenv.base import BaseEnvironment
@@ -72,6 +75,21 @@ class Setup:
         path = self.env.state_dir / "operators" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
+
+    def controller_config(self, name: str, api_version: str, **fields: Any) -> Path:
+        """A controller-runtime Configuration file `name` of the operator's: leader election and
+        metrics off, health probes on its `health` port, and `fields`."""
+        config = self.state_file(name)
+        body = {
+            "apiVersion": api_version,
+            "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{self.ports['health']}"},
+            **fields,
+        }
+        config.write_text(yaml.safe_dump(body))
+        return config
 
     @property
     def kube_env(self) -> dict[str, str]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import yaml
-
 from devenv.components import Component
 from devenv.operators.operator import Operator, Setup
 
@@ -16,20 +14,12 @@ class Trainer(Operator):
         s.default_cert_dir()
 
     def processes(self, s: Setup) -> list[Component]:
-        config = s.state_file("trainer-config.yaml")
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
-                    "kind": "Configuration",
-                    "leaderElection": {"leaderElect": False},
-                    "certManagement": {"enable": False},
-                    "webhook": {"port": s.ports["webhook"], "host": "127.0.0.1"},
-                    "metrics": {"bindAddress": "0"},
-                    "health": {"healthProbeBindAddress": f"127.0.0.1:{s.ports['health']}"},
-                    "statusServer": {"port": s.ports["status"]},
-                }
-            )
+        config = s.controller_config(
+            "trainer-config.yaml",
+            "config.trainer.kubeflow.org/v1alpha1",
+            certManagement={"enable": False},
+            webhook={"port": s.ports["webhook"], "host": "127.0.0.1"},
+            statusServer={"port": s.ports["status"]},
         )
         argv = [self.executable, f"--kubeconfig={s.front}", f"--config={config}"]
         return [Component(name=self.component, argv=argv, env=s.kube_env, ready_url=s.ready_url("health"))]
