@@ -15,6 +15,7 @@ import shutil
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -62,6 +63,32 @@ KWOK_NODES_ONLY = [
 DEFAULT_REAL_NODES = 1
 # kube-apiserver reaches real nodes' kubelets (logs, exec) at their address: no DNS names them.
 KUBELETS_BY_ADDRESS = "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname"
+
+
+@dataclass
+class _Plan:
+    """What one `up` makes: its clusters, their real nodes and what those run, the ports drawn,
+    and the choices an earlier `up` recorded (`previous`, its settings)."""
+
+    previous: dict[str, Any]
+    bins: binaries_mod.Binaries
+    workers: int
+    nodes: int
+    wanted: list[str]  # the clusters, the front first
+    replicas: int
+    per_cluster: int
+    with_bridge: bool
+    planned: list[realnode.RealNode]
+    node_bins: binaries_mod.NodeBinaries | None
+    images: dict[str, Path]
+    network: podnet.PodNetwork | None
+    ports: dict[str, int] = field(default_factory=dict)
+    cluster_ports: dict[str, list[int]] = field(default_factory=dict)
+    front_services: str = ""
+
+    @property
+    def remote_real_nodes(self) -> int:
+        return len([n for n in self.planned if n.cluster != FRONT])
 
 
 class Environment(BaseEnvironment):
@@ -195,172 +222,218 @@ class Environment(BaseEnvironment):
         self.check_provider()
         bins = binaries_mod.ensure()
         with self._lock():
-            previous = self.settings()
-            wanted = [FRONT] + [remote_name(i) for i in range(1, workers + 1)]
-            per_cluster = (
-                int(previous.get("real_nodes", DEFAULT_REAL_NODES)) if real_nodes is None else real_nodes
-            )
-            with_bridge = bool(previous.get("host_bridge", True)) if host_bridge is None else host_bridge
-            if previous and with_bridge != bool(previous.get("host_bridge", True)):
-                raise ClusterError(
-                    "the environment was made "
-                    + ("with" if previous.get("host_bridge", True) else "without")
-                    + " the bridge's host processes: `armada-bridge dev down` first"
-                )
-            planned = realnode.plan(wanted[1:], per_cluster)
-            self._remove_real_nodes_beyond(planned)
-            if planned:
-                realnode.require_host()
-            node_bins = binaries_mod.ensure_node() if planned else None
-            built = images.ensure_all() if planned else {}
-            network = (self.pod_network() or podnet.choose(self.state_dir)) if planned else None
-            for name in self.cluster_names():
-                if name not in wanted:
-                    log(f"{name}: not part of a {workers}-remote environment, deleting")
-                    self.supervisor.stop(kwok_exec.name(name))
-                    self.cluster(name, bins).delete()
-            # Every port this run may need, drawn at once so no two are the same: the bridge's own
-            # (kept for the environment's life) and each cluster's, should it have to be (re)created.
-            replicas = extender_replicas or int(previous.get("extender_replicas", 1))
-            fresh = iter(
-                free_ports(
-                    len(BRIDGE_PORTS)
-                    + replicas
-                    + (len(PORT_OPTIONS) + 1) * len(wanted)
-                    + len(realnode.PORT_KINDS) * len(planned)
-                    + len(wanted)
-                )
-            )
-            ports = previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
-            for replica in extender_setup.replica_names(replicas)[1:]:  # each its own plain port
-                ports.setdefault(replica, next(fresh))
-            for name in wanted[1:]:  # each remote cluster's kwok-exec, the kubelet port of its nodes
-                ports.setdefault(kwok_exec.name(name), next(fresh))
-            for n in planned:  # each real node's kubelet, kubelet healthz and runtime streaming ports
-                for port_name in realnode.port_names(n):
-                    ports.setdefault(port_name, next(fresh))
-            for name in {n.cluster for n in planned}:  # the readiness port of its cluster's DNS
-                ports.setdefault(f"coredns-ready-{name}", next(fresh))
-            cluster_ports = {n: [next(fresh) for _ in PORT_OPTIONS] for n in wanted}
-            settings: dict[str, Any] = {
-                "workers": workers,
-                "nodes": nodes,
-                "extender_replicas": replicas,
-                "real_nodes": per_cluster,
-                "host_bridge": with_bridge,
-                "ports": ports,
-            }
-            if network:
-                settings["pod_network"] = {"bridge": network.bridge, "subnet": network.subnet}
-                settings["front_services"] = previous.get("front_services") or podnet.choose_service_range(
-                    network
-                )
-                # The host as found, before anything changes it; the bridge before the front
-                # listens on its gateway.
-                RealNodes(self.state_dir, self.supervisor, network).prepare()
-            self.settings_file.write_text(json.dumps(settings))
-            remote_nodes = len([n for n in planned if n.cluster != FRONT])
-            self._write_scheduler_config(ports["webhook"] if with_bridge else None)
-            for name in wanted:
-                c = self.cluster(name, bins)
-                stamp = c.workdir / "armada-bridge-definition"
-                if c.exists() and (not stamp.is_file() or stamp.read_text() != c.definition()):
-                    log(f"{name}: its definition changed, recreating it")
-                    c.delete()
-            if previous.get("nodes") not in (None, nodes):
-                log(f"node count changed {previous.get('nodes')} -> {nodes}: recreating remote clusters")
-                for name in wanted[1:]:
-                    self.cluster(name, bins).delete()
-
-            def bring_up(name: str) -> None:
-                c = self.cluster(name, bins)
-                ok, detail = c.health()
-                if ok:
-                    log(f"{name}: running, reused")
-                else:
-                    if c.exists() or c.pids():
-                        log(f"{name}: unhealthy ({detail}), recreating")
-                        c.delete()
-                    t0 = time.monotonic()
-                    log(
-                        f"{name}: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok"
-                    )
-                    try:
-                        c.create(cluster_ports[name])
-                    except ClusterError as e:
-                        # Most often a port taken between our choice and the bind: once more, anew.
-                        log(f"{name}: start failed, retrying with other ports: {str(e).splitlines()[0]}")
-                        c.delete()
-                        c.create()
-                    c.wait_healthy(60)
-                    (c.workdir / "armada-bridge-definition").write_text(c.definition())
-                    log(f"{name}: control plane ready in {time.monotonic() - t0:.1f}s")
-                if name != FRONT:
-                    server = kwok_exec.component(
-                        c, ports[kwok_exec.name(name)], vkubelet_setup.remote_exec_dir(self.state_dir)
-                    )
-                    self.supervisor.ensure(server)
-                    self.supervisor.wait_ready(server)
-                manifests = nodes_mod.front_nodes() if name == FRONT else nodes_mod.remote_nodes(name, nodes)
-                self._ensure_nodes(c.kubeconfig, manifests)
-                log(f"{name}: {len(manifests)} node(s) Ready")
-                if name == FRONT and network:
-                    relay = api_port.component(
-                        network.gateway, urlsplit(c.server()).port or 443, self.state_dir
-                    )
-                    self.supervisor.ensure(relay)
-                    self.supervisor.wait_ready(relay)
-                mine = [n for n in planned if n.cluster == name]
-                real = self.real_nodes()
-                if mine and real and node_bins:
-                    pod_facing_server = self._pod_facing(c.server())
-                    cluster_net, cluster_dns = real.ensure_cluster(
-                        name,
-                        wanted.index(name),
-                        c.kubeconfig,
-                        ports[f"coredns-ready-{name}"],
-                        node_bins.coredns,
-                    )
-                    for n in mine:
-                        wanted_images = realnode.images_for(n)
-                        real.ensure(
-                            n,
-                            server=pod_facing_server,
-                            pki=c.workdir / "pki",
-                            ports=ports,
-                            reserved=realnode.reserved_for(n, remote_nodes),
-                            images={
-                                a: oci.image_name(a)
-                                for key, a in built.items()
-                                if wanted_images is None or key in wanted_images
-                            },
-                            kubelet_binary=node_bins.kubelet,
-                            cluster_net=cluster_net,
-                            cluster_dns=cluster_dns,
-                        )
-                    wait_nodes_ready(c.kubeconfig, {n.name for n in mine}, 120, "real nodes")
-                    log(f"{name}: {len(mine)} real node(s) Ready: {', '.join(n.name for n in mine)}")
-                    real.ensure_services(
-                        cluster_net,
-                        pod_facing_server,
-                        c.workdir / "pki",
-                        mine[0].name,
-                        node_bins.kube_proxy,
-                    )
-                    if name == FRONT:  # its control plane calls Services (webhooks, an extender)
-                        cluster_net.route_from_host(settings["front_services"])
-                    log(f"{name}: Services (kube-proxy) ready")
-
-            with ThreadPoolExecutor(max_workers=len(wanted)) as pool:
-                for future in [pool.submit(bring_up, n) for n in wanted]:
+            plan = self._plan(bins, workers, nodes, extender_replicas, real_nodes, host_bridge)
+            self._delete_clusters_beyond(plan)
+            self._record(plan)
+            self._write_scheduler_config(plan.ports["webhook"] if plan.with_bridge else None)
+            self._delete_changed_clusters(plan)
+            with ThreadPoolExecutor(max_workers=len(plan.wanted)) as pool:
+                for future in [pool.submit(self._bring_up, name, plan) for name in plan.wanted]:
                     future.result()
-            if with_bridge:
+            if plan.with_bridge:
                 bridge.install(self, bins)
             operator_setup.install(
                 self, bins, list(dict.fromkeys([*operator_setup.enabled(self), *operator_names]))
             )
         log(f"environment up in {time.monotonic() - started:.1f}s (state: {self.state_dir})")
         return self.status()
+
+    def _plan(
+        self,
+        bins: binaries_mod.Binaries,
+        workers: int,
+        nodes: int,
+        extender_replicas: int | None,
+        real_nodes: int | None,
+        host_bridge: bool | None,
+    ) -> _Plan:
+        """What this `up` makes, the choices an earlier one made kept where not given; the real
+        nodes it no longer wants removed, and what the ones it wants run on built."""
+        previous = self.settings()
+        per_cluster = (
+            int(previous.get("real_nodes", DEFAULT_REAL_NODES)) if real_nodes is None else real_nodes
+        )
+        with_bridge = bool(previous.get("host_bridge", True)) if host_bridge is None else host_bridge
+        if previous and with_bridge != bool(previous.get("host_bridge", True)):
+            raise ClusterError(
+                "the environment was made "
+                + ("with" if previous.get("host_bridge", True) else "without")
+                + " the bridge's host processes: `armada-bridge dev down` first"
+            )
+        wanted = [FRONT] + [remote_name(i) for i in range(1, workers + 1)]
+        planned = realnode.plan(wanted[1:], per_cluster)
+        self._remove_real_nodes_beyond(planned)
+        if planned:
+            realnode.require_host()
+        plan = _Plan(
+            previous=previous,
+            bins=bins,
+            workers=workers,
+            nodes=nodes,
+            wanted=wanted,
+            replicas=extender_replicas or int(previous.get("extender_replicas", 1)),
+            per_cluster=per_cluster,
+            with_bridge=with_bridge,
+            planned=planned,
+            node_bins=binaries_mod.ensure_node() if planned else None,
+            images=images.ensure_all() if planned else {},
+            network=(self.pod_network() or podnet.choose(self.state_dir)) if planned else None,
+        )
+        self._draw_ports(plan)
+        return plan
+
+    def _delete_clusters_beyond(self, plan: _Plan) -> None:
+        for name in self.cluster_names():
+            if name not in plan.wanted:
+                log(f"{name}: not part of a {plan.workers}-remote environment, deleting")
+                self.supervisor.stop(kwok_exec.name(name))
+                self.cluster(name, plan.bins).delete()
+
+    @staticmethod
+    def _draw_ports(plan: _Plan) -> None:
+        """Every port this run may need, drawn at once so no two are the same: the bridge's own
+        (kept for the environment's life) and each cluster's, should it have to be (re)created."""
+        wanted, planned = plan.wanted, plan.planned
+        fresh = iter(
+            free_ports(
+                len(BRIDGE_PORTS)
+                + plan.replicas
+                + (len(PORT_OPTIONS) + 1) * len(wanted)
+                + len(realnode.PORT_KINDS) * len(planned)
+                + len(wanted)
+            )
+        )
+        ports = plan.previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
+        for replica in extender_setup.replica_names(plan.replicas)[1:]:  # each its own plain port
+            ports.setdefault(replica, next(fresh))
+        for name in wanted[1:]:  # each remote cluster's kwok-exec, the kubelet port of its nodes
+            ports.setdefault(kwok_exec.name(name), next(fresh))
+        for n in planned:  # each real node's kubelet, kubelet healthz and runtime streaming ports
+            for port_name in realnode.port_names(n):
+                ports.setdefault(port_name, next(fresh))
+        for name in {n.cluster for n in planned}:  # the readiness port of its cluster's DNS
+            ports.setdefault(f"coredns-ready-{name}", next(fresh))
+        plan.ports = ports
+        plan.cluster_ports = {n: [next(fresh) for _ in PORT_OPTIONS] for n in wanted}
+
+    def _record(self, plan: _Plan) -> None:
+        """The environment's settings, as later commands read them; with a pod network, the host
+        as found noted before anything changes it (and the bridge before the front listens on its
+        gateway)."""
+        settings: dict[str, Any] = {
+            "workers": plan.workers,
+            "nodes": plan.nodes,
+            "extender_replicas": plan.replicas,
+            "real_nodes": plan.per_cluster,
+            "host_bridge": plan.with_bridge,
+            "ports": plan.ports,
+        }
+        if plan.network:
+            settings["pod_network"] = {"bridge": plan.network.bridge, "subnet": plan.network.subnet}
+            settings["front_services"] = plan.previous.get("front_services") or podnet.choose_service_range(
+                plan.network
+            )
+            plan.front_services = settings["front_services"]
+            RealNodes(self.state_dir, self.supervisor, plan.network).prepare()
+        self.settings_file.write_text(json.dumps(settings))
+
+    def _delete_changed_clusters(self, plan: _Plan) -> None:
+        """Clusters whose definition changed, and the remote clusters when the node count did, go
+        (to be made again)."""
+        for name in plan.wanted:
+            c = self.cluster(name, plan.bins)
+            stamp = c.workdir / "armada-bridge-definition"
+            if c.exists() and (not stamp.is_file() or stamp.read_text() != c.definition()):
+                log(f"{name}: its definition changed, recreating it")
+                c.delete()
+        if plan.previous.get("nodes") not in (None, plan.nodes):
+            log(
+                f"node count changed {plan.previous.get('nodes')} -> {plan.nodes}: recreating remote clusters"
+            )
+            for name in plan.wanted[1:]:
+                self.cluster(name, plan.bins).delete()
+
+    def _bring_up(self, name: str, plan: _Plan) -> None:
+        """One cluster: its control plane, its simulated nodes, and its real nodes."""
+        c = self.cluster(name, plan.bins)
+        self._control_plane(c, plan.cluster_ports[name])
+        if name != FRONT:
+            server = kwok_exec.component(
+                c, plan.ports[kwok_exec.name(name)], vkubelet_setup.remote_exec_dir(self.state_dir)
+            )
+            self.supervisor.ensure(server)
+            self.supervisor.wait_ready(server)
+        manifests = nodes_mod.front_nodes() if name == FRONT else nodes_mod.remote_nodes(name, plan.nodes)
+        self._ensure_nodes(c.kubeconfig, manifests)
+        log(f"{name}: {len(manifests)} node(s) Ready")
+        if name == FRONT and plan.network:
+            relay = api_port.component(plan.network.gateway, urlsplit(c.server()).port or 443, self.state_dir)
+            self.supervisor.ensure(relay)
+            self.supervisor.wait_ready(relay)
+        mine = [n for n in plan.planned if n.cluster == name]
+        if mine:
+            self._bring_up_real_nodes(c, mine, plan)
+
+    def _control_plane(self, c: ControlPlane, ports: list[int]) -> None:
+        """A cluster's control plane running: reused when healthy, else (re)made."""
+        ok, detail = c.health()
+        if ok:
+            log(f"{c.name}: running, reused")
+            return
+        if c.exists() or c.pids():
+            log(f"{c.name}: unhealthy ({detail}), recreating")
+            c.delete()
+        t0 = time.monotonic()
+        log(f"{c.name}: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok")
+        try:
+            c.create(ports)
+        except ClusterError as e:
+            # Most often a port taken between our choice and the bind: once more, anew.
+            log(f"{c.name}: start failed, retrying with other ports: {str(e).splitlines()[0]}")
+            c.delete()
+            c.create()
+        c.wait_healthy(60)
+        (c.workdir / "armada-bridge-definition").write_text(c.definition())
+        log(f"{c.name}: control plane ready in {time.monotonic() - t0:.1f}s")
+
+    def _bring_up_real_nodes(self, c: ControlPlane, mine: list[realnode.RealNode], plan: _Plan) -> None:
+        """A cluster's real nodes Ready, with its network namespace, DNS and Services."""
+        real = self.real_nodes()
+        if real is None or plan.node_bins is None:
+            return
+        pod_facing_server = self._pod_facing(c.server())
+        cluster_net, cluster_dns = real.ensure_cluster(
+            c.name,
+            plan.wanted.index(c.name),
+            c.kubeconfig,
+            plan.ports[f"coredns-ready-{c.name}"],
+            plan.node_bins.coredns,
+        )
+        for n in mine:
+            wanted_images = realnode.images_for(n)
+            real.ensure(
+                n,
+                server=pod_facing_server,
+                pki=c.workdir / "pki",
+                ports=plan.ports,
+                reserved=realnode.reserved_for(n, plan.remote_real_nodes),
+                images={
+                    a: oci.image_name(a)
+                    for key, a in plan.images.items()
+                    if wanted_images is None or key in wanted_images
+                },
+                kubelet_binary=plan.node_bins.kubelet,
+                cluster_net=cluster_net,
+                cluster_dns=cluster_dns,
+            )
+        wait_nodes_ready(c.kubeconfig, {n.name for n in mine}, 120, "real nodes")
+        log(f"{c.name}: {len(mine)} real node(s) Ready: {', '.join(n.name for n in mine)}")
+        real.ensure_services(
+            cluster_net, pod_facing_server, c.workdir / "pki", mine[0].name, plan.node_bins.kube_proxy
+        )
+        if c.name == FRONT:  # its control plane calls Services (webhooks, an extender)
+            cluster_net.route_from_host(plan.front_services)
+        log(f"{c.name}: Services (kube-proxy) ready")
 
     def _remove_real_nodes_beyond(self, planned: list[realnode.RealNode]) -> None:
         """Tear down the real nodes an earlier `up` started that `planned` no longer has (all of
