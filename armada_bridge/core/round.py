@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from armada_bridge.core import quantities as rs
 from armada_bridge.core.constraints import TokenBucket, cap_demand, limits
@@ -34,19 +34,52 @@ from armada_bridge.core.gang import (
     plan_with_preemption,
     plan_without_preemption,
 )
-from armada_bridge.core.model import CLUSTER_LABEL, JobState, PriorityClass, Queue
-from armada_bridge.core.nodedb import NodeEntry
+from armada_bridge.core.model import CLUSTER_LABEL, JobState, PriorityClass, Queue, SchedulingConfig
+from armada_bridge.core.nodedb import NodeDb, NodeEntry
 from armada_bridge.core.preemption import reschedule_order, select_evictions, victim_policy
 from armada_bridge.core.result import Placement, QueueReport, RoundResult
-from armada_bridge.core.state import JobRecord
-
-if TYPE_CHECKING:  # the scheduler runs rounds: a type, not a runtime dependency
-    from armada_bridge.core.scheduler import Scheduler
+from armada_bridge.core.state import Allocation, Colocation, GangRecord, JobRecord, QueueJobs
 
 Candidate = tuple[list[JobRecord], bool]  # members, evicted
 #: one limit to check before placing: (what the queue holds, resource, the most it may hold,
 #: whether the limit is its priority class's).
 LimitCheck = tuple[rs.Resources, str, float, bool]
+
+
+class RoundContext(Protocol):
+    """What a pool round reads and changes of the scheduler's state: the whole of it, named here
+    (the Scheduler is one; a round is its part of Armada's round, kept in a module of its own)."""
+
+    config: SchedulingConfig
+    nodedb: NodeDb
+    queues: dict[str, Queue]
+    jobs: dict[str, JobRecord]
+    gangs: dict[str, GangRecord]
+    #: colocation key -> where its jobs run
+    colocations: dict[str, Colocation]
+    queue_jobs: dict[str, QueueJobs]
+    #: what each queue holds, per pool and priority class (binds and preemptions update it)
+    alloc: Allocation
+    queued_count: dict[str, int]
+    #: job id -> why it waits (the round writes the reasons of the jobs it looked at)
+    reasons: dict[str, str]
+    #: pool -> scheduling key -> (epochs, reason): shapes that fit nowhere
+    unfeasible: dict[str, dict[int, tuple[tuple[int, int], str]]]
+    global_bucket: TokenBucket
+    #: bumped whenever capacity may have grown
+    capacity_epoch: int
+    #: the pool rounds run so far (a round's stamp on the jobs it examined)
+    pool_rounds: int
+
+    def queued_demand(self, queue: str, pool: str | None = None) -> rs.Resources: ...
+
+    def queue_bucket(self, name: str) -> TokenBucket: ...
+
+    def epochs(self) -> tuple[int, int]: ...
+
+    def bind_to(self, rec: JobRecord, entry: NodeEntry, at: float) -> None: ...
+
+    def drop(self, rec: JobRecord) -> None: ...
 
 
 class QueueIterator:
@@ -209,7 +242,7 @@ class QueueIterator:
 
 
 class PoolRound:
-    def __init__(self, s: Scheduler, pool: str, now: float, result: RoundResult) -> None:
+    def __init__(self, s: RoundContext, pool: str, now: float, result: RoundResult) -> None:
         self.s = s
         self.pool = pool
         self.now = now
@@ -234,7 +267,7 @@ class PoolRound:
         #: Armada's rescheduling order; the last ones are taken first.
         self.evicted: dict[str, int] = {}
         self.epochs = s.epochs()
-        #: this pool's shapes that fit nowhere (Scheduler.unfeasible).
+        #: this pool's shapes that fit nowhere (RoundContext.unfeasible).
         self.unfeasible = s.unfeasible.setdefault(pool, {})
         self.round_stop = ""
         self._reason_memo: dict[tuple[str, int, str], str] = {}
@@ -845,7 +878,7 @@ class PoolRound:
             # Evicted and not rescheduled: counted again, so that dropping it uncounts it once.
             del self.evicted[rec.id]
             self._recount(rec)
-        s._drop(rec)
+        s.drop(rec)
         self.result.preempted[rec.id] = reason
         if pool == self.pool and queue in self.reports:
             self.reports[queue].preempted += 1

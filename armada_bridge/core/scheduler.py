@@ -137,7 +137,7 @@ class Scheduler:
         for job_id in lost:
             rec = self.jobs.get(job_id)
             if rec is not None:
-                self._drop(rec)
+                self.drop(rec)
         self.nodedb.remove(name)
         self.capacity_epoch += 1
         return lost
@@ -196,7 +196,7 @@ class Scheduler:
         if rec is None:
             return
         self.mutations += 1
-        self._drop(rec)
+        self.drop(rec)
 
     def mark_finished(self, job_id: str) -> None:
         self.remove_job(job_id)
@@ -412,7 +412,8 @@ class Scheduler:
             if self.colocations[key].running <= 0:
                 del self.colocations[key]
 
-    def _drop(self, rec: JobRecord) -> None:
+    def drop(self, rec: JobRecord) -> None:
+        """The job leaves the state (unbound or dequeued, out of its gang)."""
         self._unshare()
         if rec.state is JobState.RUNNING:
             self._unbind(rec)
