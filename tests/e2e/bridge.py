@@ -12,7 +12,7 @@ from armada_bridge import keys
 from armada_bridge.contract.capacity import open_to_all
 from armada_bridge.contract.pods import pod_usage
 from armada_bridge.core.quantities import parse_quantity
-from bench.chaos import pod_state
+from bench.chaos.invariants import pod_state
 from tests.support import wait_for
 
 Api = Callable[[str], k8s.ApiClient]

@@ -1,4 +1,4 @@
-"""The chaos soak in its short form (bench/chaos.py has the long one): two minutes of faults, longer
+"""The chaos soak in its short form (`python -m bench.chaos` has the long one): two minutes of faults, longer
 if needed until every kind of fault has come once, while three queues submit more than the remotes
 hold, with the extender highly available (two replicas), and not one invariant broken (each one
 judged, not only tried)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.chaos import run
+from bench.chaos.soak import run
 from devenv.processes.environment import Environment
 
 

@@ -1,4 +1,4 @@
-"""bench/chaos.py's fair-share judge: the soak's queues share what the bridge's other queues leave,
+"""bench/chaos's fair-share judge: the soak's queues share what the bridge's other queues leave,
 and a queue is short of its share only if one of its waiting units fits, whole, in one cluster."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from armada_bridge import keys
-from bench.chaos import fair_shares, fits, unit
+from bench.chaos.shares import fair_shares, fits
+from bench.chaos.workload import unit
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""bench/chaos.py's tally of its invariants: each one's runs and errors are counted and printed, and
+"""bench/chaos's tally of its invariants: each one's runs and errors are counted and printed, and
 an invariant that never ran (every check of it failed) is a violation, so the soak exits 1."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bench.chaos import CONVERGED, INVARIANTS, ONE_REMOTE_POD, REMOTE_GC, NotAnswered, Report, output
+from bench.chaos.report import CONVERGED, INVARIANTS, ONE_REMOTE_POD, REMOTE_GC, NotAnswered, Report, output
 
 pytestmark = pytest.mark.unit
 
