@@ -26,15 +26,13 @@ def _dev(args: argparse.Namespace) -> int:
     from devenv.kind.kind_environment import open_environment
 
     if args.dev_command == "up":
+        from devenv import base
         from devenv.kind import kind_environment
         from devenv.operators import catalog
-        from devenv.processes import environment
 
         env = open_environment(provider=args.provider)
         names = catalog.parse(args.operators) if args.operators else []
-        default_nodes = (
-            kind_environment.DEFAULT_NODES if args.provider == "kind" else environment.DEFAULT_NODES
-        )
+        default_nodes = kind_environment.DEFAULT_NODES if args.provider == "kind" else base.DEFAULT_NODES
         if args.provider == "kind" and args.real_nodes:
             raise ValueError("--real-nodes is for the binary provider: kind's worker nodes are real already")
         statuses = env.up(

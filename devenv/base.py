@@ -54,6 +54,25 @@ class ClusterStatus:
     nodes_total: int
 
 
+@dataclass(frozen=True)
+class UpOptions:
+    """What `dev up` is asked; None: as the last `up` chose, else the default."""
+
+    workers: int = DEFAULT_WORKERS  # remote clusters
+    nodes: int = DEFAULT_NODES  # KWOK nodes per remote cluster
+    # The released operators to run (devenv.operators), beside every one an earlier `up` started.
+    operator_names: tuple[str, ...] = ()
+    # More than one runs the extender highly available, its replicas electing a leader and sharing
+    # the port the scheduler and the webhook call (default 1).
+    extender_replicas: int | None = None
+    # Real nodes per remote cluster (devenv.realnode), 0 for none (default 1).
+    real_nodes: int | None = None
+    # The bridge's processes on the host, wired into the front (default); False leaves the front
+    # without a bridge (and its scheduler without the extender), to install it as an admin does (its
+    # image and chart on the front's real node: docs/install.md).
+    host_bridge: bool | None = None
+
+
 def log(msg: str) -> None:
     print(f"[dev] {msg}", file=sys.stderr, flush=True)
 
@@ -106,6 +125,16 @@ class BaseEnvironment:
         real_nodes: int | None = None,
         host_bridge: bool | None = None,
     ) -> list[ClusterStatus]:
+        """Start (or reuse, or repair) the environment as its provider does (UpOptions)."""
+        if workers < 1 or nodes < 1 or (extender_replicas is not None and extender_replicas < 1):
+            raise ValueError("--workers, --nodes and --extender-replicas must be at least 1")
+        if real_nodes is not None and real_nodes < 0:
+            raise ValueError("--real-nodes must be 0 or more")
+        return self._up(
+            UpOptions(workers, nodes, tuple(operator_names), extender_replicas, real_nodes, host_bridge)
+        )
+
+    def _up(self, o: UpOptions) -> list[ClusterStatus]:
         raise NotImplementedError
 
     def status(self) -> list[ClusterStatus]:

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,12 @@ from devenv import binaries as binaries_mod
 from devenv import versions
 from devenv.base import (
     BRIDGE_PORTS,
-    DEFAULT_WORKERS,
     FRONT_FEATURE_GATES,
     FRONT_RUNTIME_CONFIG,
     BaseEnvironment,
     ClusterError,
     ClusterStatus,
+    UpOptions,
     log,
     node_ready,
 )
@@ -144,23 +143,13 @@ class KindEnvironment(BaseEnvironment):
         )
 
     # ---------------------------------------------------------------- up
-    def up(
-        self,
-        workers: int = DEFAULT_WORKERS,
-        nodes: int = DEFAULT_NODES,
-        operator_names: Sequence[str] = (),
-        extender_replicas: int | None = None,
-        real_nodes: int | None = None,
-        host_bridge: bool | None = None,
-    ) -> list[ClusterStatus]:
+    def _up(self, o: UpOptions) -> list[ClusterStatus]:
         """Start (or reuse, or repair) the kind environment: remote clusters first (kind waits for
         their nodes), then the front, then the bridge, then the front's node (Ready once its
         CNI's pods ran, which its scheduler places only with the extender up)."""
-        if workers < 1 or nodes < 1 or (extender_replicas is not None and extender_replicas < 1):
-            raise ValueError("--workers, --nodes and --extender-replicas must be at least 1")
-        if host_bridge is False:
+        if o.host_bridge is False:
             raise ValueError("--without-bridge is for the binary provider")
-        if operator_names:
+        if o.operator_names:
             raise ValueError(
                 "--operators is not available with --provider kind yet (the operators run on the host, "
                 "where their webhooks listen on loopback, out of the kind API server's reach); "
@@ -174,9 +163,9 @@ class KindEnvironment(BaseEnvironment):
         bins = binaries_mod.ensure_kubectl(v)
         with self._lock():
             previous = self.settings()
-            wanted = [FRONT] + [remote_name(i) for i in range(1, workers + 1)]
+            wanted = [FRONT] + [remote_name(i) for i in range(1, o.workers + 1)]
             host = ensure_network(self.network)
-            replicas = extender_replicas or int(previous.get("extender_replicas", 1))
+            replicas = o.extender_replicas or int(previous.get("extender_replicas", 1))
             fresh = iter(free_ports(len(BRIDGE_PORTS) + replicas + len(wanted)))
             ports = previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
             for replica in extender_setup.replica_names(replicas)[1:]:
@@ -186,8 +175,8 @@ class KindEnvironment(BaseEnvironment):
                 api_ports.setdefault(name, next(fresh))
             settings: dict[str, Any] = {
                 "provider": PROVIDER,
-                "workers": workers,
-                "nodes": nodes,
+                "workers": o.workers,
+                "nodes": o.nodes,
                 "extender_replicas": replicas,
                 "ports": ports,
                 "api_ports": api_ports,
@@ -197,7 +186,7 @@ class KindEnvironment(BaseEnvironment):
             self.settings_file.write_text(json.dumps(settings))
             for name in self.cluster_names():
                 if name not in wanted:
-                    log(f"{name}: not part of a {workers}-remote environment, deleting")
+                    log(f"{name}: not part of a {o.workers}-remote environment, deleting")
                     self.cluster(name).delete()
             front_files = self._write_front_files()
             image = os.environ.get(NODE_IMAGE_ENV) or kind_mod.node_image(v.kubernetes)
@@ -213,7 +202,7 @@ class KindEnvironment(BaseEnvironment):
                         FRONT_RUNTIME_CONFIG,
                     )
                 else:
-                    config = kind_mod.remote_cluster_config(c.kind_name, image, api_ports[name], nodes)
+                    config = kind_mod.remote_cluster_config(c.kind_name, image, api_ports[name], o.nodes)
                 text = kind_mod.to_yaml(config)
                 definition = text + (front_files if name == FRONT else "")
                 if c.exists():

@@ -28,13 +28,12 @@ from armada_bridge import keys
 from devenv import binaries as binaries_mod
 from devenv.base import (
     BRIDGE_PORTS,
-    DEFAULT_NODES,
-    DEFAULT_WORKERS,
     FRONT_FEATURE_GATES,
     FRONT_RUNTIME_CONFIG,
     BaseEnvironment,
     ClusterError,
     ClusterStatus,
+    UpOptions,
     log,
     node_ready,
     wait_nodes_ready,
@@ -196,33 +195,14 @@ class Environment(BaseEnvironment):
         return c.kubeconfig
 
     # ---------------------------------------------------------------- up
-    def up(
-        self,
-        workers: int = DEFAULT_WORKERS,
-        nodes: int = DEFAULT_NODES,
-        operator_names: Sequence[str] = (),
-        extender_replicas: int | None = None,
-        real_nodes: int | None = None,
-        host_bridge: bool | None = None,
-    ) -> list[ClusterStatus]:
-        """Start (or reuse, or repair) the environment; also run `operator_names` and every operator
-        an earlier `up` started (devenv.operators.install). `extender_replicas` (kept from the
-        last `up` when None, else 1): more than one runs the extender highly available, its
-        replicas electing a leader and sharing the port the scheduler and the webhook call.
-        `real_nodes` (kept from the last `up` when None, else 1): real nodes per remote cluster
-        (devenv.realnode), 0 for none. `host_bridge` (kept from the last `up` when None,
-        else True): the bridge's processes on the host, wired into the front; False leaves the
-        front without a bridge (and its scheduler without the extender), to install it as an admin
-        does (its image and chart on the front's real node: docs/install.md)."""
-        if workers < 1 or nodes < 1 or (extender_replicas is not None and extender_replicas < 1):
-            raise ValueError("--workers, --nodes and --extender-replicas must be at least 1")
-        if real_nodes is not None and real_nodes < 0:
-            raise ValueError("--real-nodes must be 0 or more")
+    def _up(self, o: UpOptions) -> list[ClusterStatus]:
+        """Every cluster (control planes in parallel, then their KWOK and real nodes), the bridge on
+        the host, the operators."""
         started = time.monotonic()
         self.check_provider()
         bins = binaries_mod.ensure()
         with self._lock():
-            plan = self._plan(bins, workers, nodes, extender_replicas, real_nodes, host_bridge)
+            plan = self._plan(bins, o)
             self._delete_clusters_beyond(plan)
             self._record(plan)
             self._write_scheduler_config(plan.ports["webhook"] if plan.with_bridge else None)
@@ -233,34 +213,26 @@ class Environment(BaseEnvironment):
             if plan.with_bridge:
                 bridge.install(self, bins)
             operator_setup.install(
-                self, bins, list(dict.fromkeys([*operator_setup.enabled(self), *operator_names]))
+                self, bins, list(dict.fromkeys([*operator_setup.enabled(self), *o.operator_names]))
             )
         log(f"environment up in {time.monotonic() - started:.1f}s (state: {self.state_dir})")
         return self.status()
 
-    def _plan(
-        self,
-        bins: binaries_mod.Binaries,
-        workers: int,
-        nodes: int,
-        extender_replicas: int | None,
-        real_nodes: int | None,
-        host_bridge: bool | None,
-    ) -> _Plan:
+    def _plan(self, bins: binaries_mod.Binaries, o: UpOptions) -> _Plan:
         """What this `up` makes, the choices an earlier one made kept where not given; the real
         nodes it no longer wants removed, and what the ones it wants run on built."""
         previous = self.settings()
         per_cluster = (
-            int(previous.get("real_nodes", DEFAULT_REAL_NODES)) if real_nodes is None else real_nodes
+            int(previous.get("real_nodes", DEFAULT_REAL_NODES)) if o.real_nodes is None else o.real_nodes
         )
-        with_bridge = bool(previous.get("host_bridge", True)) if host_bridge is None else host_bridge
+        with_bridge = bool(previous.get("host_bridge", True)) if o.host_bridge is None else o.host_bridge
         if previous and with_bridge != bool(previous.get("host_bridge", True)):
             raise ClusterError(
                 "the environment was made "
                 + ("with" if previous.get("host_bridge", True) else "without")
                 + " the bridge's host processes: `armada-bridge dev down` first"
             )
-        wanted = [FRONT] + [remote_name(i) for i in range(1, workers + 1)]
+        wanted = [FRONT] + [remote_name(i) for i in range(1, o.workers + 1)]
         planned = realnode.plan(wanted[1:], per_cluster)
         self._remove_real_nodes_beyond(planned)
         if planned:
@@ -268,10 +240,10 @@ class Environment(BaseEnvironment):
         plan = _Plan(
             previous=previous,
             bins=bins,
-            workers=workers,
-            nodes=nodes,
+            workers=o.workers,
+            nodes=o.nodes,
             wanted=wanted,
-            replicas=extender_replicas or int(previous.get("extender_replicas", 1)),
+            replicas=o.extender_replicas or int(previous.get("extender_replicas", 1)),
             per_cluster=per_cluster,
             with_bridge=with_bridge,
             planned=planned,

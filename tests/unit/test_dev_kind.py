@@ -14,13 +14,12 @@ import pytest
 import yaml
 
 from cli import main as cli
-from devenv import versions
+from devenv import base, versions
 from devenv.base import FRONT_FEATURE_GATES, FRONT_RUNTIME_CONFIG, ClusterError
 from devenv.bridge import extender_setup, vkubelet_setup
 from devenv.kind import kind
 from devenv.kind.kind_environment import KindEnvironment, open_environment
 from devenv.names import FRONT
-from devenv.processes import environment
 from devenv.processes.environment import Environment
 
 HOST = "172.18.0.1"  # a Docker network's gateway, as `docker network inspect` would say
@@ -245,4 +244,4 @@ def test_operators_are_refused_with_kind(
 def test_kind_nodes_default_to_one_worker() -> None:
     a = cli.build_parser().parse_args(["dev", "up", "--provider", "kind"])
     assert (a.provider, a.nodes) == ("kind", None)
-    assert environment.DEFAULT_NODES == 4
+    assert base.DEFAULT_NODES == 4
