@@ -69,10 +69,11 @@ def token_kubeconfig(kubeconfig: Path, token: str, path: Path, namespace: str | 
     return path
 
 
-def kubectl(
+def run_kubectl(
     bins: Binaries, kubeconfig: Path, *args: str, timeout: float = 60, stdin: str | None = None
-) -> str:
-    r = subprocess.run(
+) -> subprocess.CompletedProcess[str]:
+    """kubectl on the cluster of `kubeconfig`, whatever it answers."""
+    return subprocess.run(
         [str(bins.kubectl), "--kubeconfig", str(kubeconfig), *args],
         input=stdin,
         capture_output=True,
@@ -80,6 +81,13 @@ def kubectl(
         timeout=timeout,
         check=False,
     )
+
+
+def kubectl(
+    bins: Binaries, kubeconfig: Path, *args: str, timeout: float = 60, stdin: str | None = None
+) -> str:
+    """kubectl's output; RuntimeError with what it said when it fails."""
+    r = run_kubectl(bins, kubeconfig, *args, timeout=timeout, stdin=stdin)
     if r.returncode != 0:
         raise RuntimeError(f"kubectl {' '.join(args)} failed: {r.stderr.strip() or r.stdout.strip()}")
     return r.stdout

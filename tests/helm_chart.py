@@ -21,10 +21,10 @@ NAMESPACE = "armada-bridge-system"
 Key = tuple[str, str, str, str]
 
 
-def helm(*args: str) -> subprocess.CompletedProcess[str]:
+def helm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run the pinned helm; the caller looks at returncode, stdout and stderr."""
     return subprocess.run(
-        [str(binaries.helm()), *args], capture_output=True, text=True, timeout=120, check=False
+        [str(binaries.helm()), *args], capture_output=True, text=True, timeout=timeout, check=False
     )
 
 

@@ -17,6 +17,7 @@ from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey, key_of, key_secret
 from devenv import binaries
 from devenv.base import BaseEnvironment
+from devenv.clients import run_kubectl
 
 T = TypeVar("T")
 
@@ -99,11 +100,6 @@ def kubectl(
     stdin: str | None = None,
     timeout: float = 30,
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(binaries.expected().kubectl), "--kubeconfig", str(kubeconfig or env.kubeconfig("front")), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    """kubectl on the front (or `kubeconfig`'s cluster), whatever it answers."""
+    front = kubeconfig or env.kubeconfig("front")
+    return run_kubectl(binaries.expected(), front, *args, stdin=stdin, timeout=timeout)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from kubernetes import client as k8s
 
 from armada_bridge.objects import Obj
-from devenv import binaries
+from tests import support
 from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, remote_pods
 from tests.support import wait_for
 
@@ -22,15 +22,7 @@ def run_kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedPro
     """kubectl on the front cluster, whatever it answers."""
     from devenv.processes.environment import Environment
 
-    front = Environment().kubeconfig("front")
-    return subprocess.run(
-        [str(binaries.expected().kubectl), "--kubeconfig", str(front), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return support.kubectl(Environment(), *args, stdin=stdin, timeout=60)
 
 
 def kubectl(*args: str, stdin: str | None = None) -> str:

@@ -38,12 +38,13 @@ from kubernetes import client as k8s
 from armada_bridge import keys
 from devenv import binaries
 from devenv.bridge.vkubelet_setup import inline_kubeconfig
-from devenv.clients import api_client
+from devenv.clients import api_client, kubectl
 from devenv.images import kube_scheduler, runtime
 from devenv.processes.environment import Environment
 from devenv.realnode import containerd
 from devenv.realnode.placement import on_a_real_node
 from devenv.versions import REPO_ROOT
+from tests import helm_chart as chart
 from tests.support import wait_for
 
 CHART = REPO_ROOT / "manifests" / "helm" / "armada-bridge"
@@ -110,12 +111,7 @@ def helm_command(env: Environment, *args: str) -> list[str]:
 
 
 def helm(env: Environment, *args: str, timeout: float = 420) -> str:
-    r = subprocess.run(
-        helm_command(env, *args),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    r = chart.helm(*helm_command(env, *args)[1:], timeout=timeout)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 
@@ -204,15 +200,7 @@ def _kill_leader(api: k8s.ApiClient, deployment: str) -> str:
 
 
 def _kubectl(env: Environment, *args: str, stdin: str | None = None) -> str:
-    r = subprocess.run(
-        [str(binaries.expected().kubectl), "--kubeconfig", str(env.kubeconfig("front")), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=360,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    return r.stdout
+    return kubectl(binaries.expected(), env.kubeconfig("front"), *args, stdin=stdin, timeout=360)
 
 
 def _queue(api: k8s.ApiClient, name: str) -> None:

@@ -27,21 +27,14 @@ import pytest
 import yaml
 
 from devenv import binaries
+from devenv.clients import run_kubectl
 from tests import helm_chart as chart
 
 CERT_MANAGER = "cert-manager.io"
 
 
 def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    kubectl = binaries.expected().kubectl
-    return subprocess.run(
-        [str(kubectl), "--kubeconfig", str(kubeconfig), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_kubectl(binaries.expected(), kubeconfig, *args, stdin=stdin, timeout=120)
 
 
 def _dry_run(kubeconfig: Path, objs: list[chart.Obj]) -> list[str]:
