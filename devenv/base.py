@@ -176,7 +176,9 @@ class BaseEnvironment:
         return pids_under(self.state_dir)
 
 
-def node_ready(node: Any) -> bool:
+def reports_ready(node: Any) -> bool:
+    """The node (a client object) has reported Ready: what `up` waits for. Unlike the scheduler's
+    view (armada_bridge.contract.capacity.node_ready), a node that reports nothing yet is not."""
     for cond in node.status.conditions or []:
         if cond.type == "Ready":
             return bool(cond.status == "True")
@@ -189,7 +191,7 @@ def wait_nodes_ready(kubeconfig: Path, names: set[str], timeout: float, what: st
     with api_client(kubeconfig) as api:
         core = k8s.CoreV1Api(api)
         while True:
-            ready = {n.metadata.name for n in core.list_node().items if node_ready(n)}
+            ready = {n.metadata.name for n in core.list_node().items if reports_ready(n)}
             if names <= ready:
                 return
             if time.monotonic() > deadline:

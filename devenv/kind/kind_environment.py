@@ -36,7 +36,7 @@ from devenv.base import (
     ClusterStatus,
     UpOptions,
     log,
-    node_ready,
+    reports_ready,
 )
 from devenv.bridge import bridge, extender_setup
 from devenv.clients import api_client
@@ -235,7 +235,7 @@ class KindEnvironment(BaseEnvironment):
                     with api_client(c.kubeconfig) as api:
                         items = k8s.CoreV1Api(api).list_node(_request_timeout=5).items
                     total = len(items)
-                    ready = sum(node_ready(n) for n in items)
+                    ready = sum(reports_ready(n) for n in items)
                 except Exception as e:
                     ok, detail = False, f"listing nodes failed: {e}"
             out.append(ClusterStatus(name, ok, detail, server, ready, total))

@@ -35,7 +35,7 @@ from devenv.base import (
     ClusterStatus,
     UpOptions,
     log,
-    node_ready,
+    reports_ready,
     wait_nodes_ready,
 )
 from devenv.bridge import bridge, extender_setup, vkubelet_setup
@@ -511,7 +511,7 @@ class Environment(BaseEnvironment):
                 try:
                     with api_client(c.kubeconfig) as api:
                         items = k8s.CoreV1Api(api).list_node(_request_timeout=5).items
-                    total, ready = len(items), sum(node_ready(n) for n in items)
+                    total, ready = len(items), sum(reports_ready(n) for n in items)
                 except Exception as e:
                     ok, detail = False, f"listing nodes failed: {e}"
             out.append(ClusterStatus(name, ok, detail, server, ready, total))

@@ -20,6 +20,7 @@ from kubernetes.client.rest import ApiException
 from armada_bridge import keys
 from armada_bridge.core.quantities import parse_quantity
 from devenv import binaries
+from devenv.base import reports_ready
 from devenv.bridge import bridge, vkubelet_setup
 from devenv.processes.environment import Environment
 from tests.support import create_bound, wait_for
@@ -96,10 +97,9 @@ def remote2(cluster_api: Api) -> k8s.CoreV1Api:
 
 def node_ready(core: k8s.CoreV1Api, name: str) -> bool:
     try:
-        node = core.read_node(name)
+        return reports_ready(core.read_node(name))
     except ApiException:
         return False
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
 
 
 def _lease_holder(leases: k8s.CoordinationV1Api, node: str) -> str | None:
