@@ -6,21 +6,21 @@ from typing import Any
 
 from armada_api.job_events import Progress, event_id, job_events, job_set_events
 from armada_bridge import keys
+from tests.pods import pod
 
 
 def _pod(job: str = "01aaaaaaaaaaaaaaaaaaaaaaaa", **status: Any) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": f"armada-{job}-0",
-            "namespace": "team",
-            "uid": f"uid-{job}",
-            "creationTimestamp": "2026-12-02T08:00:00Z",
-            "labels": {keys.ARMADA_JOB_ID_LABEL: job, keys.ARMADA_QUEUE_ID_LABEL: "q1"},
-            "annotations": {keys.ARMADA_JOB_SET_ID_ANNOTATION: "set-1"},
-        },
-        "spec": {},
-        "status": {"phase": "Pending", **status},
-    }
+    p = pod(
+        f"armada-{job}-0",
+        namespace="team",
+        created="2026-12-02T08:00:00Z",
+        labels={keys.ARMADA_JOB_ID_LABEL: job, keys.ARMADA_QUEUE_ID_LABEL: "q1"},
+        annotations={keys.ARMADA_JOB_SET_ID_ANNOTATION: "set-1"},
+        cpu=None,
+        status=status,
+    )
+    p["metadata"]["uid"] = f"uid-{job}"
+    return p
 
 
 def _placed(pod: dict[str, Any], bound: bool = True) -> dict[str, Any]:

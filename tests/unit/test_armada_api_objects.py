@@ -15,6 +15,7 @@ from armada_api.object_events import object_events
 from armada_bridge import keys
 from armada_bridge.kube.resources import Resource
 from extender.admission import pod_patch
+from tests.pods import pod
 
 JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
 JOB_ID = "01aaaaaaaaaaaaaaaaaaaaaaaa"
@@ -105,19 +106,16 @@ def _obj(*conditions: dict[str, str], deleting: bool = False) -> dict[str, Any]:
 
 
 def _pod(name: str, *, cluster: str = "", bound: bool = False, running: bool = False) -> dict[str, Any]:
-    annotations = {keys.ASSIGNED_CLUSTER: cluster} if cluster else {}
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "team",
-            "uid": f"uid-{name}",
-            "creationTimestamp": "2026-12-02T08:00:01Z",
-            "labels": {keys.QUEUE_OWNER_LABEL: "obj-uid"},
-            "annotations": annotations,
-        },
-        "spec": {"nodeName": cluster} if bound else {},
-        "status": {"phase": "Running" if running else "Pending"},
-    }
+    return pod(
+        name,
+        namespace="team",
+        created="2026-12-02T08:00:01Z",
+        labels={keys.QUEUE_OWNER_LABEL: "obj-uid"},
+        annotations={keys.ASSIGNED_CLUSTER: cluster} if cluster else {},
+        cpu=None,
+        spec={"nodeName": cluster} if bound else {},
+        phase="Running" if running else "Pending",
+    )
 
 
 def _kinds(obj: dict[str, Any], pods: list[dict[str, Any]] = [], **kw: Any) -> list[str]:  # noqa: B006

@@ -9,6 +9,7 @@ from armada_bridge import keys
 from extender import overview
 from extender.dashboard.history import ShareHistory
 from extender.server import protected_verb
+from tests.pods import pod
 
 
 def _queue(name: str, fair: float = 0.5) -> overview.QueueRow:
@@ -39,18 +40,16 @@ def _pod(name: str, **kw: Any) -> dict[str, Any]:
     ann = dict(kw.get("annotations") or {})
     if kw.get("cluster"):
         ann[keys.ASSIGNED_CLUSTER] = kw["cluster"]
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": kw.get("ns", "team-a"),
-            "uid": f"uid-{name}",
-            "creationTimestamp": kw.get("created", "2026-01-01T00:00:00Z"),
-            "labels": {keys.QUEUE_LABEL: kw.get("queue", "q1")} if kw.get("queue", "q1") else {},
-            "annotations": ann,
-        },
-        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": kw.get("cpu", "1")}}}]},
-        "status": {"phase": kw.get("phase", "Pending")},
-    }
+    queue = kw.get("queue", "q1")
+    return pod(
+        name,
+        namespace=kw.get("ns", "team-a"),
+        created=kw.get("created", "2026-01-01T00:00:00Z"),
+        labels={keys.QUEUE_LABEL: queue} if queue else {},
+        annotations=ann,
+        cpu=kw.get("cpu", "1"),
+        phase=kw.get("phase", "Pending"),
+    )
 
 
 def _gang(gang: str, size: int) -> dict[str, str]:

@@ -30,6 +30,7 @@ from extender.controller import Controller, Settings, core_node_name
 from extender.metrics import Metrics
 from extender.remotes import RemoteWatcher
 from extender.status_writer import merge_patch
+from tests.pods import pod
 from tests.support import wait_for_async
 
 CLUSTER = "remote-1"
@@ -61,19 +62,7 @@ def _node(name: str, *, cpu: str = "32", pods: str = "110") -> Obj:
 
 
 def _pod(name: str, *, cpu: str = "1", annotations: dict[str, str] | None = None) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "team-a",
-            "uid": f"uid-{name}",
-            "creationTimestamp": "2026-01-01T00:00:00Z",
-            "annotations": {keys.SCHEDULING_CONSTRAINTS: "{}", **(annotations or {})},
-        },
-        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-        "status": {"phase": "Pending"},
-    }
+    return pod(name, cpu=cpu, annotations={keys.SCHEDULING_CONSTRAINTS: "{}", **(annotations or {})})
 
 
 def _remote_pod(name: str, node: str, *, front_uid: str | None = None, cpu: str = "1") -> Obj:

@@ -9,20 +9,13 @@ import yaml
 from armada_bridge import keys
 from cli.views import _gangs_table, rendered
 from extender import overview
+from tests.pods import pod
 
 
 def _pod(name: str) -> dict[str, object]:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "team-a",
-            "uid": f"uid-{name}",
-            "creationTimestamp": "2026-12-06T00:00:00Z",
-            "annotations": {keys.GANG_ID: "g", keys.GANG_CARDINALITY: "2"},
-        },
-        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
-        "status": {"phase": "Pending"},
-    }
+    return pod(
+        name, created="2026-12-06T00:00:00Z", annotations={keys.GANG_ID: "g", keys.GANG_CARDINALITY: "2"}
+    )
 
 
 def test_views_render_as_json_yaml_and_wide_tables() -> None:
