@@ -20,7 +20,7 @@ from armada_bridge import keys
 from devenv import binaries
 from devenv.clients import api_client
 from devenv.processes.environment import Environment
-from tests.integration.test_vkubelet_pods import bound_pod, exists, node_ready, phases, remote_pods
+from tests.integration.vkubelet_pods import bound_pod, exists, node_ready, phases, remote_pods
 from tests.support import create_bound, kubectl, wait_for
 from vkubelet.manager import CLEANUP_TIMEOUT
 

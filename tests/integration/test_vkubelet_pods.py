@@ -13,93 +13,18 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from armada_bridge.core.quantities import parse_quantity
 from devenv import binaries
-from devenv.base import reports_ready
-from devenv.bridge import bridge, vkubelet_setup
+from devenv.bridge import vkubelet_setup
 from devenv.processes.environment import Environment
+from tests.integration.vkubelet_pods import bound_pod, exists, node_ready, phases, remote_pods
 from tests.support import create_bound, wait_for
 
-
-def bound_pod(name: str, node: str, **spec: Any) -> dict[str, Any]:
-    """A pod bound straight to a virtual node (as kube-scheduler would after the extender's answer)."""
-    labels = spec.pop("labels", {"app": "vk-test"})
-    annotations = spec.pop("annotations", {})
-    containers = spec.pop(
-        "containers",
-        [{"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}],
-    )
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels, "annotations": annotations},
-        "spec": {
-            "nodeName": node,
-            "tolerations": [
-                {"key": keys.VIRTUAL_NODE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
-            ],
-            "containers": containers,
-            "terminationGracePeriodSeconds": 5,
-            **spec,
-        },
-    }
-
-
-def phases(core: k8s.CoreV1Api, namespace: str) -> dict[str, str]:
-    return {p.metadata.name: p.status.phase for p in core.list_namespaced_pod(namespace).items}
-
-
-def remote_pods(core: k8s.CoreV1Api, namespace: str) -> list[Any]:
-    return list(core.list_namespaced_pod(namespace, label_selector=keys.FRONT_UID).items)
-
-
-def exists(read: Any, *args: Any) -> bool:
-    try:
-        read(*args)
-        return True
-    except ApiException as e:
-        if e.status == 404:
-            return False
-        raise
-
-
 Api = Callable[[str], k8s.ApiClient]
-
-
-@pytest.fixture(scope="module")
-def vkubelet(dev_env: Environment) -> Environment:
-    """The shared environment with the RemoteCluster CRD, its RemoteClusters and the vkubelet."""
-    bins = binaries.expected()
-    bridge.install_crds(bins, dev_env.kubeconfig("front"))
-    vkubelet_setup.setup(dev_env, bins)
-    return dev_env
-
-
-@pytest.fixture
-def front(vkubelet: Environment, cluster_api: Api) -> k8s.CoreV1Api:
-    return k8s.CoreV1Api(cluster_api("front"))
-
-
-@pytest.fixture
-def remote1(cluster_api: Api) -> k8s.CoreV1Api:
-    return k8s.CoreV1Api(cluster_api("remote-1"))
-
-
-@pytest.fixture
-def remote2(cluster_api: Api) -> k8s.CoreV1Api:
-    return k8s.CoreV1Api(cluster_api("remote-2"))
-
-
-def node_ready(core: k8s.CoreV1Api, name: str) -> bool:
-    try:
-        return reports_ready(core.read_node(name))
-    except ApiException:
-        return False
 
 
 def _lease_holder(leases: k8s.CoordinationV1Api, node: str) -> str | None:

@@ -29,24 +29,18 @@ from devenv.bridge import vkubelet_setup
 from devenv.clients import token_kubeconfig
 from devenv.ports import free_ports
 from devenv.processes.environment import Environment
-from tests.integration.test_vkubelet_pods import (  # noqa: F401  (fixtures)
-    bound_pod,
-    front,
-    phases,
-    remote1,
-    vkubelet,
-)
+from tests.integration.vkubelet_pods import bound_pod, phases
 from tests.support import create_bound, kubectl, wait_for
 
 
 @pytest.fixture
-def running(vkubelet: Environment, front: k8s.CoreV1Api, namespace: str) -> Iterator[str]:  # noqa: F811
+def running(vkubelet: Environment, front: k8s.CoreV1Api, namespace: str) -> Iterator[str]:
     create_bound(front, namespace, bound_pod("shell", "remote-1"))
     wait_for("pod Running", lambda: phases(front, namespace).get("shell") == "Running", timeout=30)
     yield "shell"
 
 
-def test_exec_output_and_exit_code(vkubelet: Environment, namespace: str, running: str) -> None:  # noqa: F811
+def test_exec_output_and_exit_code(vkubelet: Environment, namespace: str, running: str) -> None:
     r = kubectl(
         vkubelet, "exec", "-n", namespace, running, "--", "sh", "-c", "echo hi; echo oops >&2; exit 3"
     )
@@ -96,7 +90,7 @@ def test_exec_output_and_exit_code(vkubelet: Environment, namespace: str, runnin
         assert resp.read() == b"run-ok\n"
 
 
-def test_exec_with_a_tty(vkubelet: Environment, namespace: str, running: str) -> None:  # noqa: F811
+def test_exec_with_a_tty(vkubelet: Environment, namespace: str, running: str) -> None:
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
     argv = [
@@ -152,7 +146,7 @@ def test_exec_with_a_tty(vkubelet: Environment, namespace: str, running: str) ->
     assert proc.returncode == 5, text  # the exit status, with a TTY too
 
 
-def test_cp_both_ways(vkubelet: Environment, namespace: str, running: str, tmp_path: Path) -> None:  # noqa: F811
+def test_cp_both_ways(vkubelet: Environment, namespace: str, running: str, tmp_path: Path) -> None:
     exec_dir = vkubelet_setup.remote_exec_dir(vkubelet.state_dir)  # where the "container" runs
     name = f"{namespace}.bin"
     payload = os.urandom(300_001)  # not a multiple of tar's blocks or records
@@ -173,7 +167,7 @@ def test_cp_both_ways(vkubelet: Environment, namespace: str, running: str, tmp_p
         (exec_dir / name).unlink(missing_ok=True)
 
 
-def test_port_forward_both_ways(vkubelet: Environment, namespace: str, running: str) -> None:  # noqa: F811
+def test_port_forward_both_ways(vkubelet: Environment, namespace: str, running: str) -> None:
     port = free_ports(1)[0]
     argv = [
         str(binaries.expected().kubectl),
@@ -205,7 +199,7 @@ def test_port_forward_both_ways(vkubelet: Environment, namespace: str, running: 
         proc.wait(10)
 
 
-def test_attach_sees_output(vkubelet: Environment, namespace: str, running: str) -> None:  # noqa: F811
+def test_attach_sees_output(vkubelet: Environment, namespace: str, running: str) -> None:
     argv = [
         str(binaries.expected().kubectl),
         "--kubeconfig",
@@ -252,8 +246,8 @@ def _kubelet_post(env: Environment, path: str, headers: dict[str, str]) -> int:
 
 
 def test_exec_refused_without_rights(
-    vkubelet: Environment,  # noqa: F811
-    front: k8s.CoreV1Api,  # noqa: F811
+    vkubelet: Environment,
+    front: k8s.CoreV1Api,
     cluster_api: object,
     namespace: str,
     running: str,

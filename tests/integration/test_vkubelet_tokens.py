@@ -15,15 +15,7 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from devenv.processes.environment import Environment
-from tests.integration.test_vkubelet_pods import (  # noqa: F401  (fixtures)
-    bound_pod,
-    exists,
-    front,
-    phases,
-    remote1,
-    remote2,
-    vkubelet,
-)
+from tests.integration.vkubelet_pods import bound_pod, exists, phases
 from tests.support import create_bound, wait_for
 from vkubelet import tokens
 
@@ -63,16 +55,16 @@ def _whoami(client: k8s.ApiClient) -> Any:
 
 
 @pytest.fixture
-def worker_sa(front: k8s.CoreV1Api, namespace: str) -> str:  # noqa: F811
+def worker_sa(front: k8s.CoreV1Api, namespace: str) -> str:
     front.create_namespaced_service_account(namespace, {"metadata": {"name": "worker"}})
     wait_for("ServiceAccount", lambda: exists(front.read_namespaced_service_account, "worker", namespace))
     return "worker"
 
 
 def test_remote_pod_sees_the_front_api(
-    vkubelet: Environment,  # noqa: F811
-    front: k8s.CoreV1Api,  # noqa: F811
-    remote1: k8s.CoreV1Api,  # noqa: F811
+    vkubelet: Environment,
+    front: k8s.CoreV1Api,
+    remote1: k8s.CoreV1Api,
     cluster_api: Api,
     namespace: str,
     worker_sa: str,
@@ -194,8 +186,8 @@ def test_remote_pod_sees_the_front_api(
 
 
 def test_opted_out_pod_gets_no_token(
-    front: k8s.CoreV1Api,  # noqa: F811
-    remote1: k8s.CoreV1Api,  # noqa: F811
+    front: k8s.CoreV1Api,
+    remote1: k8s.CoreV1Api,
     namespace: str,
     worker_sa: str,
 ) -> None:
@@ -213,7 +205,7 @@ def test_opted_out_pod_gets_no_token(
 
 
 @pytest.fixture
-def front_api_off(cluster_api: Api, vkubelet: Environment) -> Iterator[None]:  # noqa: F811
+def front_api_off(cluster_api: Api, vkubelet: Environment) -> Iterator[None]:
     custom = k8s.CustomObjectsApi(cluster_api("front"))
 
     def set_enabled(on: bool) -> None:
@@ -236,8 +228,8 @@ def front_api_off(cluster_api: Api, vkubelet: Environment) -> Iterator[None]:  #
 
 
 def test_remote_cluster_can_turn_it_off(
-    front: k8s.CoreV1Api,  # noqa: F811
-    remote2: k8s.CoreV1Api,  # noqa: F811
+    front: k8s.CoreV1Api,
+    remote2: k8s.CoreV1Api,
     namespace: str,
     worker_sa: str,
     front_api_off: None,
