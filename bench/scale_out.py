@@ -12,7 +12,7 @@ jobs queued in ``queues`` queues, then
 * incremental round: 100 new jobs on that state;
 * memory: the process's peak RSS, and per job beyond the nodes-only baseline.
 This is the core alone: the Kubernetes side (informers, the writes of decisions) is measured by
-the end-to-end benchmarks; docs/performance.md ("Beyond one machine") puts both together.
+the end-to-end benchmarks; bench/results/performance-history.md ("Beyond one machine") puts both together.
 """
 
 from __future__ import annotations
