@@ -108,39 +108,52 @@ def _where(api: k8s.ApiClient) -> str:
     return str(api.configuration.host)
 
 
+@dataclass(frozen=True)
+class _Calls:
+    """How the identity's objects of one kind are created, brought up to date (None: left as they
+    are) and deleted."""
+
+    create: Callable[[Obj], object] | None
+    replace: Callable[[str, Obj], object] | None
+    delete: Callable[[str], object]
+
+
+def _calls(remote: k8s.ApiClient, obj: Obj) -> _Calls:
+    core, rbac = k8s.CoreV1Api(remote), k8s.RbacAuthorizationV1Api(remote)
+    ns = obj["metadata"].get("namespace", "")
+    kind = obj["kind"]
+    if kind == "ServiceAccount":
+        return _Calls(
+            lambda o: core.create_namespaced_service_account(ns, o),
+            None,
+            lambda n: core.delete_namespaced_service_account(n, ns),
+        )
+    if kind == "Secret":
+        return _Calls(None, None, lambda n: core.delete_namespaced_secret(n, ns))
+    if kind == "ClusterRole":
+        return _Calls(rbac.create_cluster_role, rbac.replace_cluster_role, rbac.delete_cluster_role)
+    return _Calls(
+        rbac.create_cluster_role_binding, rbac.replace_cluster_role_binding, rbac.delete_cluster_role_binding
+    )
+
+
 def _apply(remote: k8s.ApiClient, obj: Obj) -> None:
     """Create `obj`, or bring an existing one to it (a ClusterRole's rules may have grown)."""
-    kind, name = obj["kind"], obj["metadata"]["name"]
-    core, rbac = k8s.CoreV1Api(remote), k8s.RbacAuthorizationV1Api(remote)
+    calls = _calls(remote, obj)
+    assert calls.create is not None, obj["kind"]
     try:
-        if kind == "ServiceAccount":
-            core.create_namespaced_service_account(obj["metadata"]["namespace"], obj)
-        elif kind == "ClusterRole":
-            rbac.create_cluster_role(obj)
-        else:
-            rbac.create_cluster_role_binding(obj)
+        calls.create(obj)
     except ApiException as e:
         if e.status != 409:
             raise
-        if kind == "ClusterRole":
-            rbac.replace_cluster_role(name, obj)
-        elif kind == "ClusterRoleBinding":
-            rbac.replace_cluster_role_binding(name, obj)
+        if calls.replace is not None:
+            calls.replace(obj["metadata"]["name"], obj)
 
 
 def _delete(remote: k8s.ApiClient, obj: Obj) -> bool:
     """Delete one of the identity's objects; False where it was not there."""
-    kind, name = obj["kind"], obj["metadata"]["name"]
-    core, rbac = k8s.CoreV1Api(remote), k8s.RbacAuthorizationV1Api(remote)
     try:
-        if kind == "ServiceAccount":
-            core.delete_namespaced_service_account(name, obj["metadata"]["namespace"])
-        elif kind == "Secret":
-            core.delete_namespaced_secret(name, obj["metadata"]["namespace"])
-        elif kind == "ClusterRole":
-            rbac.delete_cluster_role(name)
-        else:
-            rbac.delete_cluster_role_binding(name)
+        _calls(remote, obj).delete(obj["metadata"]["name"])
     except ApiException as e:
         if e.status != 404:
             raise
