@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kubernetes import client as k8s
 
@@ -183,6 +183,28 @@ def reports_ready(node: Any) -> bool:
         if cond.type == "Ready":
             return bool(cond.status == "True")
     return False
+
+
+class _Cluster(Protocol):
+    @property
+    def kubeconfig(self) -> Path: ...
+
+    def server(self) -> str: ...
+
+
+def cluster_status(name: str, ok: bool, detail: str, cluster: _Cluster) -> ClusterStatus:
+    """A cluster's status from its own health check (`ok`, `detail`): when healthy, its API server
+    and how many of its nodes are Ready; one whose nodes cannot be listed is not healthy."""
+    server, ready, total = "", 0, 0
+    if ok:
+        server = cluster.server()
+        try:
+            with api_client(cluster.kubeconfig) as api:
+                items = k8s.CoreV1Api(api).list_node(_request_timeout=5).items
+            total, ready = len(items), sum(reports_ready(n) for n in items)
+        except Exception as e:
+            ok, detail = False, f"listing nodes failed: {e}"
+    return ClusterStatus(name, ok, detail, server, ready, total)
 
 
 def wait_nodes_ready(kubeconfig: Path, names: set[str], timeout: float, what: str = "nodes") -> None:

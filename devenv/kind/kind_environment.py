@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client as k8s
 
 from armada_bridge import certs
 from devenv import binaries as binaries_mod
@@ -35,11 +34,10 @@ from devenv.base import (
     ClusterError,
     ClusterStatus,
     UpOptions,
+    cluster_status,
     log,
-    reports_ready,
 )
 from devenv.bridge import bridge, extender_setup
-from devenv.clients import api_client
 from devenv.kind import kind as kind_mod
 from devenv.kind.kind_cluster import KindCluster, ensure_network, remove_network
 from devenv.names import FRONT, remote_name
@@ -228,17 +226,7 @@ class KindEnvironment(BaseEnvironment):
         for name in self.cluster_names():
             c = self.cluster(name)
             ok, detail = c.health()
-            server, ready, total = "", 0, 0
-            if ok:
-                server = c.server()
-                try:
-                    with api_client(c.kubeconfig) as api:
-                        items = k8s.CoreV1Api(api).list_node(_request_timeout=5).items
-                    total = len(items)
-                    ready = sum(reports_ready(n) for n in items)
-                except Exception as e:
-                    ok, detail = False, f"listing nodes failed: {e}"
-            out.append(ClusterStatus(name, ok, detail, server, ready, total))
+            out.append(cluster_status(name, ok, detail, c))
         return out
 
     def down(self) -> None:

@@ -34,8 +34,8 @@ from devenv.base import (
     ClusterError,
     ClusterStatus,
     UpOptions,
+    cluster_status,
     log,
-    reports_ready,
     wait_nodes_ready,
 )
 from devenv.bridge import bridge, extender_setup, vkubelet_setup
@@ -505,16 +505,7 @@ class Environment(BaseEnvironment):
             for process in real.processes(name) if ok and real else []:
                 if self.supervisor.pid(process) is None:
                     ok, detail = False, f"{process} (a real node's) not running"
-            server, ready, total = "", 0, 0
-            if ok:
-                server = c.server()
-                try:
-                    with api_client(c.kubeconfig) as api:
-                        items = k8s.CoreV1Api(api).list_node(_request_timeout=5).items
-                    total, ready = len(items), sum(reports_ready(n) for n in items)
-                except Exception as e:
-                    ok, detail = False, f"listing nodes failed: {e}"
-            out.append(ClusterStatus(name, ok, detail, server, ready, total))
+            out.append(cluster_status(name, ok, detail, c))
         return out
 
     def down(self) -> None:
