@@ -403,14 +403,18 @@ def _run(prog: str, args: argparse.Namespace) -> int:
     raise AssertionError(args.command)
 
 
-def _quiet_pipe() -> None:
-    """Output piped into `head` ends quietly, as kubectl's does."""
+def _arguments(argv: Sequence[str] | None) -> list[str]:
+    """`argv`, or run as a program (None) its command line; then output piped into `head` ends it
+    quietly, as kubectl's does. Never when called as a function: SIGPIPE's default action would kill
+    the caller's process at its next write to a closed socket."""
+    if argv is not None:
+        return list(argv)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    return sys.argv[1:]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    _quiet_pipe()
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _arguments(argv)
     if argv and argv[0] == "simulate":
         return _simulate(argv[1:])
     return _run("armada-bridge", build_parser().parse_args(argv))
@@ -418,9 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:
     """`kubectl armada ...` (the executable `kubectl-armada` on PATH): the read-only commands."""
-    _quiet_pipe()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    return _run("kubectl armada", build_plugin_parser().parse_args(argv))
+    return _run("kubectl armada", build_plugin_parser().parse_args(_arguments(argv)))
 
 
 if __name__ == "__main__":

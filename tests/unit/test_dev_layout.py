@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -156,3 +157,14 @@ def test_each_operator_starts_its_named_processes_on_its_own_ports(tmp_path: Pat
             assert c.env["KUBECONFIG"] == str(front), c.name
             used = {int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", " ".join(c.argv))}
             assert used <= set(ports.values()), (c.name, used, ports)
+
+
+def test_called_as_a_function_the_cli_leaves_the_callers_sigpipe_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Only the program (`armada-bridge ...`) ends quietly on a closed pipe by SIGPIPE's default
+    action: set in the caller's process, it would kill it at a write to a closed socket."""
+    before = signal.getsignal(signal.SIGPIPE)
+    assert cli.main(["dev", "up", "--workers", "0"]) == 1
+    assert signal.getsignal(signal.SIGPIPE) == before
+    capsys.readouterr()
