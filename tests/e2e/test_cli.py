@@ -160,6 +160,9 @@ def test_watch_prints_each_change_until_interrupted(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as in a terminal: a suite started in the background (CI's runner, `cmd &`) ignores
+        # SIGINT, and a child would inherit that.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or []], daemon=True).start()
