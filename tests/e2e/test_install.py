@@ -106,12 +106,16 @@ def _remote_kubeconfig(env: Environment, name: str) -> str:
     return yaml.safe_dump(config)
 
 
+def _helm_args(env: Environment, *args: str) -> list[str]:
+    return ["--kubeconfig", str(env.kubeconfig("front")), *args]
+
+
 def helm_command(env: Environment, *args: str) -> list[str]:
-    return [str(binaries.helm()), "--kubeconfig", str(env.kubeconfig("front")), *args]
+    return [str(binaries.helm()), *_helm_args(env, *args)]
 
 
 def helm(env: Environment, *args: str, timeout: float = 420) -> str:
-    r = chart.helm(*helm_command(env, *args)[1:], timeout=timeout)
+    r = chart.helm(*_helm_args(env, *args), timeout=timeout)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 
