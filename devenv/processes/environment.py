@@ -85,6 +85,32 @@ class _Plan:
     cluster_ports: dict[str, list[int]] = field(default_factory=dict)
     front_services: str = ""
 
+    def draw_ports(self) -> None:
+        """Every port this run may need, drawn at once so no two are the same: the bridge's own
+        (kept for the environment's life) and each cluster's, should it have to be (re)created."""
+        wanted, planned = self.wanted, self.planned
+        fresh = iter(
+            free_ports(
+                len(BRIDGE_PORTS)
+                + self.replicas
+                + (len(PORT_OPTIONS) + 1) * len(wanted)
+                + len(realnode.PORT_KINDS) * len(planned)
+                + len(wanted)
+            )
+        )
+        ports = self.previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
+        for replica in extender_setup.replica_names(self.replicas)[1:]:  # each its own plain port
+            ports.setdefault(replica, next(fresh))
+        for name in wanted[1:]:  # each remote cluster's kwok-exec, the kubelet port of its nodes
+            ports.setdefault(kwok_exec.name(name), next(fresh))
+        for n in planned:  # each real node's kubelet, kubelet healthz and runtime streaming ports
+            for port_name in realnode.port_names(n):
+                ports.setdefault(port_name, next(fresh))
+        for name in {n.cluster for n in planned}:  # the readiness port of its cluster's DNS
+            ports.setdefault(f"coredns-ready-{name}", next(fresh))
+        self.ports = ports
+        self.cluster_ports = {n: [next(fresh) for _ in PORT_OPTIONS] for n in wanted}
+
     @property
     def remote_real_nodes(self) -> int:
         return len([n for n in self.planned if n.cluster != FRONT])
@@ -251,7 +277,7 @@ class Environment(BaseEnvironment):
             images=images.ensure_all() if planned else {},
             network=(self.pod_network() or podnet.choose(self.state_dir)) if planned else None,
         )
-        self._draw_ports(plan)
+        plan.draw_ports()
         return plan
 
     def _delete_clusters_beyond(self, plan: _Plan) -> None:
@@ -260,33 +286,6 @@ class Environment(BaseEnvironment):
                 log(f"{name}: not part of a {plan.workers}-remote environment, deleting")
                 self.supervisor.stop(kwok_exec.name(name))
                 self.cluster(name, plan.bins).delete()
-
-    @staticmethod
-    def _draw_ports(plan: _Plan) -> None:
-        """Every port this run may need, drawn at once so no two are the same: the bridge's own
-        (kept for the environment's life) and each cluster's, should it have to be (re)created."""
-        wanted, planned = plan.wanted, plan.planned
-        fresh = iter(
-            free_ports(
-                len(BRIDGE_PORTS)
-                + plan.replicas
-                + (len(PORT_OPTIONS) + 1) * len(wanted)
-                + len(realnode.PORT_KINDS) * len(planned)
-                + len(wanted)
-            )
-        )
-        ports = plan.previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
-        for replica in extender_setup.replica_names(plan.replicas)[1:]:  # each its own plain port
-            ports.setdefault(replica, next(fresh))
-        for name in wanted[1:]:  # each remote cluster's kwok-exec, the kubelet port of its nodes
-            ports.setdefault(kwok_exec.name(name), next(fresh))
-        for n in planned:  # each real node's kubelet, kubelet healthz and runtime streaming ports
-            for port_name in realnode.port_names(n):
-                ports.setdefault(port_name, next(fresh))
-        for name in {n.cluster for n in planned}:  # the readiness port of its cluster's DNS
-            ports.setdefault(f"coredns-ready-{name}", next(fresh))
-        plan.ports = ports
-        plan.cluster_ports = {n: [next(fresh) for _ in PORT_OPTIONS] for n in wanted}
 
     def _record(self, plan: _Plan) -> None:
         """The environment's settings, as later commands read them; with a pod network, the host
