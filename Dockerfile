@@ -17,8 +17,9 @@ RUN cd /install/lib/python3.11/site-packages \
        _distutils_hack distutils-precedence.pth
 
 FROM python:3.11-slim
-# openssl: the vkubelet makes a self-signed serving certificate when none is mounted.
-RUN apt-get update && apt-get install -y --no-install-recommends openssl && rm -rf /var/lib/apt/lists/* \
+# openssl: the vkubelet makes a self-signed serving certificate when none is mounted. socat: relay
+# pods (vkubelet/relay_pods.py) run it.
+RUN apt-get update && apt-get install -y --no-install-recommends openssl socat && rm -rf /var/lib/apt/lists/* \
     && useradd --uid 65532 --no-create-home --shell /usr/sbin/nologin bridge
 COPY --from=build /install /usr/local
 USER 65532

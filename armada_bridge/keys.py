@@ -126,6 +126,16 @@ FRONT_OBJECT_UID = f"{GROUP}/front-object-uid"
 # Remote Secret holding the front API credentials of one remote pod (token, ca.crt, namespace); it
 # carries FRONT_UID (the front pod's UID) as label. Annotation: when the token is renewed (RFC 3339).
 FRONT_API_REFRESH_AT = f"{GROUP}/front-api-token-refresh-at"
+# Relay pods (RemoteCluster network Relay, vkubelet/relays.py): in the bridge's namespace, labelled
+# RELAY_FOR with the UID of the front pod whose address they are; annotations: that pod's
+# namespace/name, the token the relay shows the vkubelet, and a hash of what the relay was made for
+# (ports, image, endpoint: another hash, another relay).
+RELAY_FOR = f"{GROUP}/relay-for"
+RELAY_FRONT_POD = f"{GROUP}/relay-front-pod"
+RELAY_TOKEN = f"{GROUP}/relay-token"
+RELAY_SPEC_HASH = f"{GROUP}/relay-spec-hash"
+COMPONENT_LABEL = "app.kubernetes.io/component"
+RELAY_COMPONENT = "relay"
 # Default key of the kubeconfig in a RemoteCluster's Secret.
 KUBECONFIG_SECRET_KEY = "kubeconfig"
 

@@ -29,7 +29,7 @@ DEFAULT_WORKERS = 2
 DEFAULT_NODES = 4
 # Loopback ports of the bridge's processes, chosen once per environment: the front cluster's
 # scheduler configuration and webhook configuration name them.
-BRIDGE_PORTS = ("extender", "webhook", "kubelet")
+BRIDGE_PORTS = ("extender", "webhook", "kubelet", "relay")
 # The native Workload API (scheduling.k8s.io PodGroup, pod spec.schedulingGroup) is beta and off by
 # default in 1.37: the front serves it so its gang protocol works (both providers).
 FRONT_FEATURE_GATES = {"GenericWorkload": True}
@@ -100,6 +100,11 @@ class BaseEnvironment:
         """The host address the bridge's processes serve the front cluster on (the extender's secure
         port, the vkubelet's kubelet API): loopback, unless the front runs elsewhere."""
         return "127.0.0.1"
+
+    def host_for_front_pods(self) -> str:
+        """The host address the front's real pods reach the bridge's processes at ("" when the
+        front runs no real pod: then no relay pods are made)."""
+        return ""
 
     def front_api_server(self) -> str:
         """The front kube-apiserver as remote pods reach it (RemoteCluster spec.frontAPI)."""

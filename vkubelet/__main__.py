@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ipaddress
+import json
 import logging
 import os
 import socket
 import sys
 import tempfile
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -24,6 +28,8 @@ from vkubelet.agent import NodeEndpoint
 from vkubelet.kubelet_api import KubeletApi
 from vkubelet.manager import Manager
 from vkubelet.metrics import METRICS
+from vkubelet.relay_pods import RelaySettings
+from vkubelet.relay_server import RelayServer
 
 log = logging.getLogger("vkubelet")
 LEADER_LEASE = "armada-bridge-vkubelet"
@@ -85,8 +91,43 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--identity", default=f"{socket.gethostname()}-{os.getpid()}", help="leader election identity"
     )
+    p.add_argument(
+        "--relay-listen",
+        default="0.0.0.0:10262",
+        help="the relay endpoint relay pods hand connections to (plain TCP) [%(default)s]",
+    )
+    p.add_argument(
+        "--relay-endpoint",
+        default="",
+        help="HOST:PORT at which front pods reach the relay endpoint (a Service's name); "
+        "unset: pods of Relay clusters get no relay and show no address",
+    )
+    p.add_argument("--relay-image", default="", help="image of relay pods (with socat): the bridge's own")
+    p.add_argument(
+        "--relay-placement",
+        type=json.loads,
+        default={},
+        help="JSON merged into relay pods' spec: nodeSelector, tolerations, affinity, priorityClassName",
+    )
+    p.add_argument(
+        "--front-cidr",
+        action="append",
+        type=ipaddress.ip_network,
+        default=[],
+        help="a pod or Service range of the front cluster (repeat): a Routable cluster's pod address "
+        "inside one is never shown",
+    )
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
+
+
+def relay_settings(args: argparse.Namespace) -> RelaySettings | None:
+    if not args.relay_endpoint:
+        return None
+    if not args.relay_image:
+        raise SystemExit("--relay-endpoint needs --relay-image")
+    host, port = _host_port(args.relay_endpoint, "")
+    return RelaySettings(args.leader_election_namespace, args.relay_image, host, port, args.relay_placement)
 
 
 async def _metrics_app() -> web.Application:
@@ -109,6 +150,8 @@ async def run(args: argparse.Namespace) -> int:
         NodeEndpoint(address, port),
         workers=args.workers,
         bridge_namespace=args.leader_election_namespace,
+        relay_settings=relay_settings(args),
+        front_ranges=tuple(args.front_cidr),
     )
 
     def serving_certificate() -> tuple[Path, Path]:
@@ -145,13 +188,24 @@ async def run(args: argparse.Namespace) -> int:
         await web.TCPSite(metrics, mhost, mport).start()
         runners.append(metrics)
     log.info("kubelet API on https://%s:%d (node address %s)", host, port, address)
+    rhost, rport = _host_port(args.relay_listen)
+    relay_server = await RelayServer(manager.relay_target).start(rhost, rport)
+    log.info("relay endpoint on %s:%d", rhost, rport)
 
     return await run_until_stopped(
         lead=manager.run,
         elector=elector,
         always=[lambda: certs.keep_renewed(ssl_ctx, serving_certificate)],
-        cleanup=[*(r.cleanup for r in runners), front.close],
+        cleanup=[*(r.cleanup for r in runners), _closer(relay_server), front.close],
     )
+
+
+def _closer(server: asyncio.Server) -> Callable[[], Coroutine[Any, Any, None]]:
+    async def close() -> None:
+        server.close()
+        await server.wait_closed()
+
+    return close
 
 
 def main(argv: list[str] | None = None) -> int:

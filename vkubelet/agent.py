@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from armada_bridge import keys
 from armada_bridge.contract.capacity import Capacity, cluster_capacity
 from armada_bridge.contract.pods import USAGE_SHAPE, is_terminal
-from armada_bridge.contract.remotecluster import RemoteClusterError, RemoteClusterSpec, remote_client
+from armada_bridge.contract.remotecluster import (
+    NetworkMode,
+    RemoteClusterError,
+    RemoteClusterSpec,
+    remote_client,
+)
 from armada_bridge.kube import (
     CONFIGMAPS,
     NAMESPACES,
@@ -37,6 +42,8 @@ from vkubelet.heartbeat import Heartbeat
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import FrontObjects, Mirrors
 from vkubelet.pods import PodController
+from vkubelet.relays import RelayController, Relays
+from vkubelet.status import Network, routable_addresses
 from vkubelet.tokens import FrontTokens
 from vkubelet.workqueue import WorkQueue
 
@@ -74,9 +81,15 @@ class ClusterAgent:
         endpoint: NodeEndpoint,
         workers: int,
         admission: PodAdmission,
+        relays: Relays,
+        front_ranges: tuple[Network, ...] = (),
     ) -> None:
+        """`relays`: the process's relay pods; `front_ranges`: the front's pod and Service ranges
+        (a Routable cluster's pod address inside one is never shown)."""
         self.name = name
         self.admission = admission
+        self.relays = relays
+        self.front_ranges = front_ranges
         self.spec = spec
         self.generation = generation
         # A client (connection pool) of its own for the front cluster: one busy cluster never
@@ -88,6 +101,7 @@ class ClusterAgent:
         self.recorder = Recorder(self.front, name)
         self.remote: Kube | None = None
         self.pods: PodController | None = None
+        self.relay_controller: RelayController | None = None
         self.mirror_dirty = asyncio.Event()
         self.problem = ("Starting", "connecting to the remote cluster")
         self.synced = asyncio.Event()  # the remote side is listed and its controllers run
@@ -104,6 +118,9 @@ class ClusterAgent:
         self.spec, self.generation = spec, generation
         if self.pods is not None:
             self.pods.spec = spec
+            self.pods.enqueue_all()  # the network mode decides their addresses
+        if self.relay_controller is not None:
+            self.relay_controller.enqueue_all()
         self.heartbeat.spec_changed.set()
         self.mirror_dirty.set()  # namespace labels follow the spec
 
@@ -205,7 +222,18 @@ class ClusterAgent:
             self.recorder,
             self.on_remote_error,
             self.admission,
+            self._addresses,
         )
+        relay_controller = RelayController(
+            self.name,
+            self.relays,
+            pods.front_pod,
+            pods.front_uids,
+            self.front_objects.services,
+            lambda: self.spec.network,
+            pods.queue.add,
+        )
+        self.relay_controller = relay_controller
         token_secrets = Informer(
             remote, SECRETS, label_selector=keys.FRONT_UID, name=f"{self.name}/front-api-tokens"
         )
@@ -238,6 +266,7 @@ class ClusterAgent:
             informer.on_handler_error = METRICS.handler_failed
         events.add_handler(self._on_remote_event)
         front_pods.add_handler(self._on_front_pod)
+        front_pods.add_handler(lambda kind, pod: relay_controller.pod_changed(str(pod["metadata"]["uid"])))
         tasks = [asyncio.create_task(i.run(), name=i.name) for i in self._informers]
         try:
             await asyncio.gather(*(i.synced.wait() for i in self._informers))
@@ -251,6 +280,7 @@ class ClusterAgent:
             tasks.append(asyncio.create_task(pods.run(self.workers), name=f"{self.name}/pods"))
             tasks.append(asyncio.create_task(self._mirror_loop(), name=f"{self.name}/mirrors"))
             tasks.append(asyncio.create_task(tokens.run(), name=f"{self.name}/tokens"))
+            tasks.append(asyncio.create_task(relay_controller.run(), name=f"{self.name}/relays"))
             tasks.append(
                 asyncio.create_task(
                     self.event_queue.run(self._reflect, EVENT_WORKERS), name=f"{self.name}/events"
@@ -266,6 +296,12 @@ class ClusterAgent:
             await asyncio.gather(*tasks, return_exceptions=True)
             self.synced.clear()
             self.pods = None
+
+    def _addresses(self, uid: str, remote: Obj) -> Obj:
+        """The addresses a front pod shows: its relay's, or in a Routable cluster the remote pod's."""
+        if self.spec.network == NetworkMode.ROUTABLE:
+            return routable_addresses(remote, self.front_ranges)
+        return self.relays.addresses(uid)
 
     # ---------------------------------------------------------------- mirrors
     def _on_front_pod(self, kind: str, pod: Obj) -> None:

@@ -45,7 +45,10 @@ from vkubelet.events import Recorder
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import RESOURCES, FrontObjects
 from vkubelet.node import NodeClient
-from vkubelet.status import failed_patch
+from vkubelet.relay_pods import RelaySettings, relay_token
+from vkubelet.relay_server import RelayTarget
+from vkubelet.relays import Relays
+from vkubelet.status import Network, failed_patch
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,10 @@ class Manager:
     bridge_namespace: str = keys.SYSTEM_NAMESPACE
     #: deleted RemoteClusters (or gone ones whose agent ran) being cleaned up, retried until done
     removals: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    #: how relay pods are made (None: no relay endpoint, no relays)
+    relay_settings: RelaySettings | None = None
+    #: the front's pod and Service ranges (what a Routable cluster's pod never shows)
+    front_ranges: tuple[Network, ...] = ()
 
     def __post_init__(self) -> None:
         self.clusters = Informer(self.front, REMOTECLUSTERS, name="remoteclusters")
@@ -99,6 +106,11 @@ class Manager:
         for informer in (self.clusters, *self.front_objects.informers):
             informer.on_handler_error = METRICS.handler_failed
         self.admission = PodAdmission(self.front_objects.by_kind[deps.SECRET], self.bridge_namespace)
+        self.relays = Relays(self.front, self.relay_settings, self.bridge_namespace)
+        self.relays.informer.on_handler_error = METRICS.handler_failed
+        self.front_objects.by_kind[deps.SERVICE].add_handler(
+            lambda kind, svc: self.relays.services_changed(svc["metadata"]["namespace"])
+        )
         self._dirty = asyncio.Event()
         self.clusters.add_handler(lambda kind, obj: self._dirty.set())
         for informer in self.front_objects.informers:
@@ -117,6 +129,26 @@ class Manager:
             return None
         return agent.remote if agent.pods.remote_pod(front_uid) is not None else None
 
+    def relay_target(self, front_uid: str) -> RelayTarget | None:
+        """Where the relay of a front pod leads, if the pod's remote pod and relay exist."""
+        relay = self.relays.relay_of(front_uid)
+        if relay is None:
+            return None
+        for running in self.agents.values():
+            agent = running.agent
+            pods, remote = agent.pods, agent.remote
+            if pods is None or remote is None or pods.front_pod(front_uid) is None:
+                continue
+            rp = pods.remote_pod(front_uid)
+            if rp is None:
+                return None
+            ports = frozenset(
+                p["containerPort"] for c in relay["spec"]["containers"] for p in c.get("ports") or []
+            )
+            md = rp["metadata"]
+            return RelayTarget(remote, md["namespace"], md["name"], relay_token(relay), ports)
+        return None
+
     def _on_front_object(self, kind: str, obj: Obj) -> None:
         for running in self.agents.values():
             running.agent.mirror_dirty.set()
@@ -124,6 +156,7 @@ class Manager:
     async def run(self) -> None:
         informers = [self.clusters, *self.front_objects.informers]
         tasks = [asyncio.create_task(i.run(), name=i.name) for i in informers]
+        tasks.append(asyncio.create_task(self.relays.run(), name="relays"))
         try:
             await asyncio.gather(*(i.synced.wait() for i in informers))
             log.info("front informers synced; %d RemoteCluster(s)", len(self.clusters.cache))
@@ -197,6 +230,8 @@ class Manager:
                 self.endpoint,
                 self.workers,
                 self.admission,
+                self.relays,
+                self.front_ranges,
             )
             self.agents[name] = Running(
                 agent, asyncio.create_task(agent.run(), name=f"agent/{name}"), fingerprint

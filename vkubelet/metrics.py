@@ -67,6 +67,16 @@ class Metrics:
         self.queue_depth = Gauge(
             "vkubelet_pod_queue_depth", "Pods waiting for a reconcile", ["cluster"], registry=r
         )
+        self.relay_connections = Counter(
+            "vkubelet_relay_connections_total",
+            "Connections relay pods handed to the relay endpoint, by the HTTP status answered",
+            ["status"],
+            registry=r,
+        )
+        self.relay_open = Gauge("vkubelet_relay_connections_open", "Relayed connections open now", registry=r)
+        self.relay_pods = Gauge(
+            "vkubelet_relay_pods", "Relay pods of front pods bound to a virtual node", registry=r
+        )
 
     def handler_failed(self, informer: str) -> None:
         """An informer's handler raised (armada_bridge.kube.informer: `on_handler_error`)."""

@@ -78,8 +78,12 @@ class PodController:
         recorder: Recorder,
         on_error: Callable[[str], None],
         admission: PodAdmission,
+        addresses: Callable[[str, Obj], Obj],
     ) -> None:
+        """`addresses`: the addresses a front pod (UID) shows for its remote pod (podIP(s),
+        hostIP(s); the RemoteCluster's network mode decides)."""
         self.cluster = cluster
+        self.addresses = addresses
         self.admission = admission
         self.spec = spec
         self.front = front
@@ -162,6 +166,10 @@ class PodController:
             pod = self.front_pod(uid)
             if pod is not None:
                 yield pod
+
+    def front_uids(self) -> list[tuple[str, str]]:
+        """(UID, namespace/name) of each front pod bound to the cluster's node."""
+        return list(self.front_key.items())
 
     def remote_namespaces(self) -> dict[str, str]:
         """Front pod UID -> the namespace of its remote pod, for every remote pod of ours."""
@@ -358,10 +366,10 @@ class PodController:
         self.queue.add_after(uid, RETRY_WAITING)
 
     async def _sync_status(self, front: Obj, remote: Obj) -> None:
-        patch = pod_status.status_patch(front, remote, self.cluster)
+        uid = _uid(front)
+        patch = pod_status.status_patch(front, remote, self.cluster, self.addresses(uid, remote))
         if patch is None:
             return
-        uid = _uid(front)
         created = self._created.get(uid)
         if created is not None:
             quiet = created + PENDING_QUIET - time.monotonic()

@@ -2,25 +2,50 @@
 
 from __future__ import annotations
 
+import ipaddress
+from collections.abc import Iterable
 from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.objects import Obj
 
-# The fields of the remote pod's status the front pod shows.
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# The fields of the remote pod's status the front pod shows; its addresses are another matter
+# (`routable_addresses`, vkubelet/relay_pods.py).
 COPIED = (
     "phase",
     "reason",
     "message",
     "containerStatuses",
     "initContainerStatuses",
-    "podIP",
-    "podIPs",
-    "hostIP",
-    "hostIPs",
     "startTime",
     "qosClass",
 )
+POD_ADDRESSES = ("podIP", "podIPs")
+HOST_ADDRESSES = ("hostIP", "hostIPs")
+
+
+def _inside(address: Any, networks: Iterable[Network]) -> bool:
+    try:
+        ip = ipaddress.ip_address(str(address))
+    except ValueError:
+        return True  # not an address: never shown
+    return any(ip.version == n.version and ip in n for n in networks)
+
+
+def routable_addresses(remote: Obj, excluded: Iterable[Network]) -> Obj:
+    """A Routable cluster's pod shows the remote pod's own addresses, except those inside
+    `excluded` (the front's pod and Service ranges: there they would name some front pod)."""
+    rs = remote.get("status") or {}
+    excluded = list(excluded)
+    out: Obj = {}
+    for single, plural in (POD_ADDRESSES, HOST_ADDRESSES):
+        addresses = [rs.get(single), *(a.get("ip") for a in rs.get(plural) or [])]
+        clash = any(a and _inside(a, excluded) for a in addresses)
+        out[single] = None if clash else rs.get(single)
+        out[plural] = None if clash else rs.get(plural)
+    return out
 
 
 def marker(cluster: str, created: str) -> Obj:
@@ -82,10 +107,12 @@ def given_back_patch(front: Obj, cluster: str, message: str, now: str) -> Obj:
     return {"status": {"phase": "Pending", "conditions": conditions}}
 
 
-def front_status(remote: Obj, cluster: str) -> Obj:
-    """The status the front pod should show for `remote` (only the fields the vkubelet owns)."""
+def front_status(remote: Obj, cluster: str, addresses: Obj) -> Obj:
+    """The status the front pod should show for `remote` (only the fields the vkubelet owns), with
+    `addresses` (podIP(s), hostIP(s); None each for none)."""
     rs = remote.get("status") or {}
     out: Obj = {f: rs.get(f) for f in COPIED}
+    out.update({f: addresses.get(f) for f in (*POD_ADDRESSES, *HOST_ADDRESSES)})
     conditions = [c for c in rs.get("conditions") or [] if c.get("type") != keys.REMOTE_POD_CONDITION]
     conditions.append(marker(cluster, remote["metadata"].get("creationTimestamp", "")))
     out["conditions"] = conditions
@@ -105,10 +132,10 @@ def _pruned(value: Any) -> Any:
     return value
 
 
-def status_patch(front: Obj, remote: Obj, cluster: str) -> Obj | None:
+def status_patch(front: Obj, remote: Obj, cluster: str, addresses: Obj) -> Obj | None:
     """A merge patch for the front pod's status subresource, None when it already matches (a
     write that changes nothing still costs the API server a whole write's work)."""
-    want = front_status(remote, cluster)
+    want = front_status(remote, cluster, addresses)
     have = front.get("status") or {}
     changed = {k: v for k, v in want.items() if _pruned(have.get(k)) != _pruned(v)}
     if not changed:

@@ -22,6 +22,17 @@ class HostAccess(enum.StrEnum):
     ALLOW = "Allow"
 
 
+class NetworkMode(enum.StrEnum):
+    """How the front reaches the remote cluster's pods (docs/networking.md)."""
+
+    # Front pods show the address of a relay pod in the front, which carries each connection to the
+    # remote pod through the remote API server (the safe default: pod networks apart, even alike).
+    RELAY = "Relay"
+    # The remote pod's own address is copied to the front pod: the clusters' pod networks route to
+    # each other and do not overlap (a remote address inside the front's ranges is not copied).
+    ROUTABLE = "Routable"
+
+
 class PodSecurityLevel(enum.StrEnum):
     PRIVILEGED = "privileged"
     BASELINE = "baseline"
@@ -71,6 +82,7 @@ class RemoteClusterSpec(BaseModel):
     unschedulable_seconds: int = Field(default=120, ge=1, le=86400, alias="unschedulableSeconds")
     front_api: FrontApi = Field(default_factory=FrontApi, alias="frontAPI")
     pod_security: PodSecurity = Field(default_factory=PodSecurity, alias="podSecurity")
+    network: NetworkMode = NetworkMode.RELAY
 
     def namespace_labels(self) -> dict[str, str]:
         """The Pod Security Admission labels of a remote namespace the vkubelet creates."""

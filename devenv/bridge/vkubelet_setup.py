@@ -4,6 +4,7 @@ and the KWOK configuration that lets `kubectl logs` reach something in the remot
 from __future__ import annotations
 
 import base64
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,8 +19,11 @@ from devenv import versions
 from devenv.binaries import Binaries
 from devenv.clients import api_client
 from devenv.components import Component
+from devenv.images import runtime
 from devenv.names import FRONT
 from devenv.ports import free_ports
+from devenv.realnode.node import RealNode
+from devenv.realnode.placement import on_a_real_node
 
 if TYPE_CHECKING:
     from devenv.base import BaseEnvironment
@@ -174,6 +178,27 @@ def kubelet_port(env: BaseEnvironment) -> int:
     return port
 
 
+def relay_args(env: BaseEnvironment) -> list[str]:
+    """Relay pods on the front's real node, running the bridge's image (its nodes have it), dialling
+    the vkubelet where the front's pods reach the host; none when the front has no real node."""
+    host = env.host_for_front_pods()
+    if not host:
+        return []
+    port = env.port("relay")
+    front_node = RealNode(FRONT, 0, 0).name
+    placement = on_a_real_node({"nodeSelector": {"kubernetes.io/hostname": front_node}})
+    return [
+        "--relay-listen",
+        f"{host}:{port}",
+        "--relay-endpoint",
+        f"{host}:{port}",
+        "--relay-image",
+        runtime.NAME,
+        "--relay-placement",
+        json.dumps(placement),
+    ]
+
+
 def component(env: BaseEnvironment) -> Component:
     port = kubelet_port(env)
     return Component(
@@ -190,6 +215,7 @@ def component(env: BaseEnvironment) -> Component:
             env.bridge_host,
             "--cert-dir",
             str(env.state_dir / "vkubelet" / "certs"),
+            *relay_args(env),
         ],
         env={"PYTHONPATH": str(versions.REPO_ROOT)},
         ready_url=f"https://{env.bridge_host}:{port}/readyz",

@@ -7,7 +7,7 @@ what the chart's pods start.
 The Dockerfile's contents, from Debian's packages instead of the python:3.11-slim base: bookworm's
 Python 3.11 as `python` (python-is-python3) with CA certificates, as the base has them; the
 Dockerfile's own `apt-get install` (openssl: the vkubelet makes a self-signed serving certificate
-when none is mounted); this repository's wheel built without the local environment and the demo
+when none is mounted; socat: relay pods run it); this repository's wheel built without the local environment and the demo
 (as the Dockerfile's build stage removes them), with its runtime dependencies from PyPI; the
 account `bridge` (uid 65532, no home, nologin) the image runs as; `ENTRYPOINT ["python", "-m"]`,
 `CMD ["extender"]`. Unlike the base image it has no pip, setuptools or wheel. armada-client
@@ -47,7 +47,7 @@ PYTHON_VERSION = "3.11"  # the Dockerfile's python:3.11-slim; Debian bookworm's 
 # certificates (the remote clusters' API servers), and the C++ runtime (grpcio's extension, for
 # Armada's API, needs libstdc++.so.6; the base has it as apt's dependency).
 BASE_PACKAGES = ("python3", "python-is-python3", "ca-certificates", "libstdc++6")
-APT_PACKAGES = ("openssl",)  # the Dockerfile's `apt-get install`
+APT_PACKAGES = ("openssl", "socat")  # the Dockerfile's `apt-get install`
 PACKAGES = (*BASE_PACKAGES, *APT_PACKAGES)
 # Removed, as the python:<version>-slim base removes its own: the tests of Python and of the
 # packages installed from PyPI.

@@ -98,7 +98,9 @@ class _Plan:
                 + len(wanted)
             )
         )
-        ports = self.previous.get("ports") or {name: next(fresh) for name in BRIDGE_PORTS}
+        ports = self.previous.get("ports") or {}
+        for name in BRIDGE_PORTS:  # an environment made before a port was added gets it too
+            ports.setdefault(name, next(fresh))
         for replica in extender_setup.replica_names(self.replicas)[1:]:  # each its own plain port
             ports.setdefault(replica, next(fresh))
         for name in wanted[1:]:  # each remote cluster's kwok-exec, the kubelet port of its nodes
@@ -128,6 +130,10 @@ class Environment(BaseEnvironment):
         # Remote pods reach the front apiserver where the vkubelet does (loopback: KWOK pods never
         # call it), or at the pod network's gateway when there are real nodes.
         return self._pod_facing(self.cluster(FRONT).server())
+
+    def host_for_front_pods(self) -> str:
+        network = self.pod_network()
+        return network.gateway if network else ""
 
     def _pod_facing(self, server: str) -> str:
         """A cluster's API server URL as pods (and whatever runs on the pod network) reach it."""

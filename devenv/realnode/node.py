@@ -38,6 +38,8 @@ FRONT_SHARE_CPU_M = 3000
 FRONT_SHARE_MEMORY = 4 * 2**30
 FRONT_IMAGES = ("pause", "busybox", "bridge", "kube-scheduler")
 MAX_PODS = 30
+# The front's also holds a relay pod for each front pod a Service selects in a Relay cluster.
+FRONT_MAX_PODS = 200
 # Ports of each real node, among the environment's ports (named `<kind>-<node>`).
 PORT_KINDS = ("kubelet", "kubelet-healthz", "containerd-stream")
 KUBELET_START = threading.Lock()
@@ -209,7 +211,7 @@ class RealNodes:
             runtime_socket=containerd.socket(d),
             pod_logs=d / "pod-logs",
             reserved=reserved,
-            max_pods=MAX_PODS,
+            max_pods=FRONT_MAX_PODS if node.cluster == FRONT else MAX_PODS,
             cluster_dns=cluster_dns,
         )
         agent = kubelet.component(

@@ -139,7 +139,7 @@ def test_front_pod_shape_keeps_what_the_extender_reads() -> None:
 def test_remote_pod_shape_keeps_what_the_vkubelet_reflects() -> None:
     pod = _pod()
     slim = shaped(REMOTE_POD_SHAPE)(pod)
-    assert front_status(slim, "remote-1") == front_status(pod, "remote-1")
+    assert front_status(slim, "remote-1", {}) == front_status(pod, "remote-1", {})
     assert unschedulable_since(slim) == unschedulable_since(pod)
     assert slim["status"] == pod["status"] and slim["spec"] == {"nodeName": "vnode-remote-1"}
     md = dict(pod["metadata"])

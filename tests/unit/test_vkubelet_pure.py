@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 from typing import Any
 
@@ -139,24 +140,48 @@ def test_status_mapping_and_marker() -> None:
             "containerStatuses": [{"name": "main", "ready": True, "restartCount": 2, "imageID": "sha"}],
         },
     }
-    patch = pod_status.status_patch(front, remote, "remote-1")
+    relay = {"podIP": "10.9.0.7", "podIPs": [{"ip": "10.9.0.7"}], "hostIP": "10.9.0.1", "hostIPs": None}
+    patch = pod_status.status_patch(front, remote, "remote-1", relay)
     assert patch is not None
     st = patch["status"]
-    assert st["phase"] == "Running" and st["podIP"] == "10.0.0.3" and st["hostIP"] == "192.0.2.1"
+    # The addresses are the ones given (a relay's), never the remote pod's.
+    assert st["phase"] == "Running" and st["podIP"] == "10.9.0.7" and st["hostIP"] == "10.9.0.1"
     assert st["containerStatuses"][0]["restartCount"] == 2
     front["status"] = st
     assert pod_status.has_marker(front)
-    assert pod_status.status_patch(front, remote, "remote-1") is None  # idempotent
+    assert pod_status.status_patch(front, remote, "remote-1", relay) is None  # idempotent
     # As the API server stores it: every condition with its lastProbeTime, null (the marker we
     # wrote without one too), no null top-level fields. Nothing to write (a write that changes
     # nothing costs the front API server as much as one that does).
     stored = {k: v for k, v in st.items() if v is not None}
     stored["conditions"] = [{**c, "lastProbeTime": None} for c in st["conditions"]]
     front["status"] = stored
-    assert pod_status.status_patch(front, remote, "remote-1") is None
+    assert pod_status.status_patch(front, remote, "remote-1", relay) is None
     remote["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
-    patch = pod_status.status_patch(front, remote, "remote-1")
+    patch = pod_status.status_patch(front, remote, "remote-1", relay)
     assert patch is not None and list(patch["status"]) == ["conditions"], patch
+    # The relay goes: so do the addresses (both fields of each pair, as the API requires).
+    front["status"] = {**stored, "conditions": patch["status"]["conditions"]}
+    gone = pod_status.status_patch(front, remote, "remote-1", dict.fromkeys(relay))
+    assert gone is not None and gone["status"] == {"podIP": None, "podIPs": None, "hostIP": None}
+
+
+def test_a_routable_clusters_pod_shows_its_own_address_unless_it_names_a_front_one() -> None:
+    front_ranges = [ipaddress.ip_network("10.244.0.0/16"), ipaddress.ip_network("10.96.0.0/12")]
+    remote = {
+        "status": {
+            "podIP": "10.50.1.2",
+            "podIPs": [{"ip": "10.50.1.2"}],
+            "hostIP": "192.0.2.1",
+            "hostIPs": [{"ip": "192.0.2.1"}],
+        }
+    }
+    assert pod_status.routable_addresses(remote, front_ranges) == remote["status"]
+    remote["status"].update(podIP="10.244.3.4", podIPs=[{"ip": "10.244.3.4"}])
+    shown = pod_status.routable_addresses(remote, front_ranges)
+    assert shown == {"podIP": None, "podIPs": None, "hostIP": "192.0.2.1", "hostIPs": [{"ip": "192.0.2.1"}]}
+    remote["status"].update(podIP="10.50.1.2", podIPs=[{"ip": "10.50.1.2"}, {"ip": "fd00::3"}])
+    assert pod_status.routable_addresses(remote, [ipaddress.ip_network("fd00::/64")])["podIP"] is None
 
 
 def test_failed_patch_terminates_running_containers() -> None:

@@ -1,0 +1,150 @@
+"""Relays (RemoteCluster network `Relay`, the default): a front pod shows no address of its remote
+cluster; one a front Service selects shows the address of a relay pod in the front, and the front
+reaches the remote pod there: by the Service's DNS name from a pod on the front's real node, and
+through the front API server's service and pod proxies (as KubeRay follows a RayJob)."""
+
+from __future__ import annotations
+
+import ipaddress
+import uuid
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from devenv.images.recipes import RECIPES
+from devenv.processes.environment import Environment
+from devenv.realnode.placement import on_a_real_node
+from tests.e2e.bridge import Api
+from tests.support import wait_for
+
+SERVER_PORT = 8000
+
+
+def _server(marker: str) -> dict[str, Any]:
+    script = f"echo {marker} > /tmp/index.html; cd /tmp; exec python3 -u -m http.server {SERVER_PORT}"
+    container = {
+        "name": "main",
+        "image": RECIPES["python"].name,
+        "command": ["sh", "-c", script],
+        "ports": [{"name": "http", "containerPort": SERVER_PORT}],
+        "resources": {"requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
+    }
+    return {
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": on_a_real_node({"containers": [container]}),
+    }
+
+
+def _relay_of(front: k8s.CoreV1Api, uid: str) -> Any:
+    relays = front.list_namespaced_pod(keys.SYSTEM_NAMESPACE, label_selector=f"{keys.RELAY_FOR}={uid}").items
+    return relays[0] if relays else None
+
+
+def _addressed(front: k8s.CoreV1Api, namespace: str, name: str) -> Any:
+    def probe() -> Any:
+        p = front.read_namespaced_pod(name, namespace)
+        return p if p.status.phase == "Running" and p.status.pod_ip else None
+
+    return wait_for(f"pod {name} Running with an address", probe, timeout=120)
+
+
+def test_a_pod_a_front_service_selects_is_reached_at_its_relays_address(
+    dev_env: Environment, cluster_api: Api, namespace_in_its_queue: str
+) -> None:
+    namespace = namespace_in_its_queue
+    if dev_env.real_nodes() is None:
+        pytest.fail("the environment has no real nodes: `armada-bridge dev up --real-nodes 1`")
+    front = k8s.CoreV1Api(cluster_api("front"))
+    marker = uuid.uuid4().hex
+    front.create_namespaced_pod(namespace, _server(marker))
+    front.create_namespaced_service(
+        namespace,
+        {
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": "http"}]},
+        },
+    )
+    web = _addressed(front, namespace, "web")
+    cluster = web.metadata.annotations[keys.ASSIGNED_CLUSTER]
+    remote = k8s.CoreV1Api(cluster_api(cluster)).read_namespaced_pod("web", namespace)
+    relay = _relay_of(front, web.metadata.uid)
+    assert relay is not None, "no relay pod for the front pod"
+    # The front pod's address is its relay's, on the front's real node, never the remote pod's.
+    assert web.status.pod_ip == relay.status.pod_ip != remote.status.pod_ip
+    assert web.status.host_ip == relay.status.host_ip and relay.spec.node_name == "front-real-0"
+    assert [c.ports[0].container_port for c in relay.spec.containers] == [SERVER_PORT]
+
+    # Through the front API server's proxies, which dial the pod's (the relay's) address.
+    proxied = front.api_client.call_api(
+        f"/api/v1/namespaces/{namespace}/services/web:80/proxy/index.html",
+        "GET",
+        response_type="str",
+        auth_settings=["BearerToken"],
+        _preload_content=True,
+    )[0]
+    assert proxied.strip() == marker
+    proxied = front.connect_get_namespaced_pod_proxy_with_path("web", namespace, "index.html")
+    assert proxied.strip() == marker
+
+    # From a pod on the front's real node, by the Service's DNS name.
+    url = f"http://web.{namespace}.svc.cluster.local/index.html"
+    fetch = f"import urllib.request; print(urllib.request.urlopen({url!r}, timeout=20).read().decode())"
+    client = {
+        "name": "main",
+        "image": RECIPES["bridge"].name,
+        "command": ["python", "-c", fetch],
+        "resources": {"requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
+    }
+    # Not managed: in the bridge's namespace the front's own scheduler places it, on the real node.
+    client_name = f"client-{marker[:8]}"
+    front.create_namespaced_pod(
+        keys.SYSTEM_NAMESPACE,
+        {
+            "metadata": {"name": client_name},
+            "spec": on_a_real_node({"restartPolicy": "Never", "containers": [client]}),
+        },
+    )
+    try:
+
+        def ended() -> Any:
+            p = front.read_namespaced_pod(client_name, keys.SYSTEM_NAMESPACE)
+            return p if p.status.phase in ("Succeeded", "Failed") else None
+
+        done = wait_for("the client pod ended", ended, timeout=90)
+        log = front.read_namespaced_pod_log(client_name, keys.SYSTEM_NAMESPACE)
+        assert done.status.phase == "Succeeded" and log.strip() == marker, (done.status.phase, log)
+    finally:
+        front.delete_namespaced_pod(client_name, keys.SYSTEM_NAMESPACE, grace_period_seconds=0)
+
+    # The pod deleted: its relay goes with it.
+    front.delete_namespaced_pod("web", namespace, grace_period_seconds=0)
+    wait_for("the relay gone", lambda: _relay_of(front, web.metadata.uid) is None or None, timeout=60)
+
+
+def test_a_pod_no_front_service_selects_shows_no_address_of_its_remote_cluster(
+    dev_env: Environment, cluster_api: Api, namespace_in_its_queue: str
+) -> None:
+    namespace = namespace_in_its_queue
+    if dev_env.real_nodes() is None:
+        pytest.fail("the environment has no real nodes: `armada-bridge dev up --real-nodes 1`")
+    front = k8s.CoreV1Api(cluster_api("front"))
+    front.create_namespaced_pod(namespace, _server("alone"))
+
+    def running() -> Any:
+        p = front.read_namespaced_pod("web", namespace)
+        return p if p.status.phase == "Running" else None
+
+    web = wait_for("pod web Running", running, timeout=120)
+    assert web.status.pod_ip is None and web.status.host_ip is None, web.status
+    assert _relay_of(front, web.metadata.uid) is None
+    # Selected later: it gets its relay's address then.
+    front.create_namespaced_service(
+        namespace,
+        {"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
+    )
+    web = _addressed(front, namespace, "web")
+    assert ipaddress.ip_address(web.status.pod_ip) == ipaddress.ip_address(
+        _relay_of(front, web.metadata.uid).status.pod_ip
+    )
