@@ -89,9 +89,9 @@ def test_pod_runs_remotely_with_constraints_restored(
     assert remote.spec.node_name == "remote-1-node-1"
     assert remote.spec.node_selector == {"topology.kubernetes.io/zone": "remote-1-zone-b"}
     assert not any(t.key == keys.VIRTUAL_NODE_TAINT_KEY for t in remote.spec.tolerations or [])
-    # Status flows back.
-    assert fp.status.pod_ip == remote.status.pod_ip
-    assert fp.status.host_ip == remote.status.host_ip
+    # Status flows back, but for the remote pod's addresses: the cluster's network is Relay (the
+    # default) and no front Service selects the pod, so it shows none (tests/e2e/test_relays.py).
+    assert remote.status.pod_ip and fp.status.pod_ip is None and fp.status.host_ip is None
     assert fp.status.container_statuses[0].ready is True
     assert fp.status.qos_class == remote.status.qos_class
     # The remote pod's Events show on the front pod (one made here, as a remote kubelet would),
@@ -131,6 +131,43 @@ def test_pod_runs_remotely_with_constraints_restored(
         e.message for e in front_events() if e.reason == "Scheduled" and "remote cluster" in e.message
     ]
     assert remote1.read_namespace(namespace).metadata.name == namespace
+
+
+def test_a_routable_clusters_pods_show_their_remote_addresses(
+    front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, cluster_api: Api, namespace: str
+) -> None:
+    """A RemoteCluster declared Routable: its pods show the remote pod's addresses; declared Relay
+    again, they show none."""
+    custom = k8s.CustomObjectsApi(cluster_api("front"))
+
+    def network(mode: str) -> None:
+        custom.patch_cluster_custom_object(
+            keys.GROUP, "v1alpha1", "remoteclusters", "remote-1", {"spec": {"network": mode}}
+        )
+
+    network("Routable")
+    try:
+        create_bound(front, namespace, bound_pod("routed", "remote-1"))
+        remote = wait_for(
+            "remote pod with an address",
+            lambda: (p := remote1.read_namespaced_pod("routed", namespace)).status.pod_ip and p,
+            timeout=30,
+        )
+        shown = wait_for(
+            "the front pod showing it",
+            lambda: front.read_namespaced_pod("routed", namespace).status.pod_ip,
+            timeout=30,
+        )
+        assert shown == remote.status.pod_ip
+        assert front.read_namespaced_pod("routed", namespace).status.host_ip == remote.status.host_ip
+        network("Relay")
+        wait_for(
+            "the address withdrawn",
+            lambda: front.read_namespaced_pod("routed", namespace).status.pod_ip is None or None,
+            timeout=30,
+        )
+    finally:
+        network("Relay")
 
 
 def test_many_pods_across_two_virtual_nodes(
