@@ -42,6 +42,7 @@ def _dev(args: argparse.Namespace) -> int:
             extender_replicas=args.extender_replicas,
             real_nodes=args.real_nodes,
             host_bridge=False if args.without_bridge else None,
+            network=args.network,
         )
         _print_status(statuses)
         _print_operators(env)
@@ -238,6 +239,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="real nodes (kubelet + containerd, containers really run) per remote cluster beside the KWOK "
         "nodes (default: as the last up, else 1; 0 for none)",
+    )
+    up.add_argument(
+        "--network",
+        choices=["isolated", "flat"],
+        help="the real nodes' pod networks: isolated, each cluster its own with the same range and only "
+        "the API servers reachable across (as clusters usually are), or flat, one network every pod "
+        "reaches (default: as the last up, else isolated)",
     )
     up.add_argument(
         "--extender-replicas",

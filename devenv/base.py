@@ -71,6 +71,8 @@ class UpOptions:
     # without a bridge (and its scheduler without the extender), to install it as an admin does (its
     # image and chart on the front's real node: docs/install.md).
     host_bridge: bool | None = None
+    # The real nodes' pod networks (devenv.network.podnet): "isolated" (default) or "flat"; kept.
+    network: str | None = None
 
 
 def log(msg: str) -> None:
@@ -129,6 +131,7 @@ class BaseEnvironment:
         extender_replicas: int | None = None,
         real_nodes: int | None = None,
         host_bridge: bool | None = None,
+        network: str | None = None,
     ) -> list[ClusterStatus]:
         """Start (or reuse, or repair) the environment as its provider does (UpOptions)."""
         if workers < 1 or nodes < 1 or (extender_replicas is not None and extender_replicas < 1):
@@ -136,7 +139,9 @@ class BaseEnvironment:
         if real_nodes is not None and real_nodes < 0:
             raise ValueError("--real-nodes must be 0 or more")
         return self._up(
-            UpOptions(workers, nodes, tuple(operator_names), extender_replicas, real_nodes, host_bridge)
+            UpOptions(
+                workers, nodes, tuple(operator_names), extender_replicas, real_nodes, host_bridge, network
+            )
         )
 
     def _up(self, o: UpOptions) -> list[ClusterStatus]:

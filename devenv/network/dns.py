@@ -1,8 +1,8 @@
 """Cluster DNS for the dev remote clusters that have real nodes: CoreDNS (built from its module by
 `hack/build-binaries.sh coredns`), one per cluster, serving `cluster.local` from that cluster's own
 Services and pods, so that the names an operator writes (a headless Service, `pod.service`)
-resolve where its pods run. Each listens on port 53 of an address of its own on the pod network's
-bridge; the cluster's kubelets hand that address to their pods."""
+resolve where its pods run. Each listens on port 53 of an address of its own on the host's bridge
+(devenv.network.podnet); the cluster's kubelets hand that address to their pods."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ FIRST_DNS_HOST = 10  # cluster k's DNS is the network's address number 10 + k (a
 
 def address(network: PodNetwork, cluster_index: int) -> str:
     """The DNS address of cluster number `cluster_index` (the front 0, the remote clusters 1, 2, ...)."""
-    return str(network.network.network_address + FIRST_DNS_HOST + cluster_index)
+    return network.service_address(FIRST_DNS_HOST + cluster_index)
 
 
 def corefile(listen: str, kubeconfig: Path, ready_port: int) -> str:

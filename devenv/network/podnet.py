@@ -1,15 +1,24 @@
-"""The dev environment's pod network: one flat IPv4 network for the pods of every cluster, as in
-production setups where pod addresses are routable across clusters.
+"""The dev environment's pod networks, in one of two shapes (`dev up --network`):
 
-A Linux bridge on the host holds the network's first address (the gateway, where pods reach the
-host: the API servers listen there). Each remote cluster's pods hang off a bridge of its own, in
-the cluster's network namespace (devenv.network.services), joined to the host bridge by
-a veth pair; each real node gives its pods addresses from a range of its own inside the one subnet
-(CNI `bridge` + `host-local`, Debian's containernetworking-plugins), so every pod reaches every
-other pod and the host at layer 2: no forwarding or NAT on the host, nothing written to its
-iptables. The one route the host gets is the front cluster's Service range through the front's
-router, so that its control plane (kube-apiserver calling a webhook, kube-scheduler an extender)
-reaches Services whose pods run on the front's real node; it goes with the bridge.
+- isolated (the default), as clusters usually are: each cluster's pods on a network of its own,
+  every cluster with the same pod range (`subnet`), no route from one cluster's pods to another's.
+  Each cluster's network namespace (devenv.network.services) is joined to the host by a veth pair
+  of its own, on a link network of its own (`outside`, one /24 each); the host keeps its forwarding
+  off, so what a cluster's pods send the host reaches the host's own addresses only: the API servers,
+  the clusters' DNS and the bridge's processes listen at `host_address` (the API servers' "load
+  balancer"), on a bridge of the host's with no port. The host routes the front's pod and Service
+  ranges to the front's namespace (its control plane calls webhooks, an extender, pods' proxies);
+  the remote clusters' pods it does not reach at all.
+- flat: one IPv4 network for the pods of every cluster, as in production setups where pod
+  addresses are routable across clusters. A Linux bridge on the host holds the network's first
+  address (where pods reach the host); each cluster's namespace hangs off it by a veth pair, so
+  every pod reaches every other pod and the host at layer 2.
+
+Either way each real node gives its pods addresses from a block of its own inside `subnet` (CNI
+`bridge` + `host-local`, Debian's containernetworking-plugins): blocks are numbered across the
+environment, so a pod's address tells its node (and the teardown finds its sandboxes by them).
+Nothing is written to the host's iptables; what a cluster's namespace needs (NAT, filters) lives and
+dies with it.
 """
 
 from __future__ import annotations
@@ -27,6 +36,9 @@ NETWORK_NAME = "armada-bridge"
 PREFIX = 16
 NODE_BLOCK = 256  # addresses per real node
 SERVICE_PREFIX = 24  # the front cluster's Service range
+LINK_PREFIX = 24  # isolated: the host's addresses, and each cluster's link to the host
+FLAT, ISOLATED = "flat", "isolated"
+MODES = (ISOLATED, FLAT)
 
 
 class NetworkError(RuntimeError):
@@ -43,7 +55,14 @@ def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 @dataclass(frozen=True)
 class PodNetwork:
     bridge: str  # the host bridge's name (at most 15 characters)
-    subnet: str  # e.g. 10.123.0.0/16
+    subnet: str  # e.g. 10.123.0.0/16: every cluster's pods (flat: all on one network)
+    # Isolated: a /16 of the host's addresses (its first /24) and the clusters' links (one /24
+    # each, after it); "" for a flat network.
+    outside: str = ""
+
+    @property
+    def mode(self) -> str:
+        return ISOLATED if self.outside else FLAT
 
     @property
     def network(self) -> ipaddress.IPv4Network:
@@ -51,7 +70,38 @@ class PodNetwork:
 
     @property
     def gateway(self) -> str:
+        """The subnet's first address: flat, the host's on its bridge; isolated, each cluster's
+        router, in its namespace."""
         return str(self.network.network_address + 1)
+
+    def _outside(self, link: int, host: int) -> str:
+        return str(ipaddress.IPv4Network(self.outside).network_address + 256 * link + host)
+
+    @property
+    def host_address(self) -> str:
+        """Where pods reach the host's processes (API servers, the bridge's): the load balancer's
+        address, as it were."""
+        return self._outside(0, 1) if self.outside else self.gateway
+
+    @property
+    def host_prefix(self) -> int:
+        """The prefix of the host's addresses on its bridge."""
+        return LINK_PREFIX if self.outside else PREFIX
+
+    def host_side(self, index: int) -> str:
+        """Isolated: the host's address on cluster `index`'s link (the cluster's default route)."""
+        return self._outside(index + 1, 1)
+
+    def cluster_side(self, index: int) -> str:
+        """Isolated: cluster `index`'s address on its link: its nodes' address."""
+        return self._outside(index + 1, 2)
+
+    def service_address(self, number: int) -> str:
+        """The host's address number `number` on its bridge (a service of the host's pods reach,
+        such as a cluster's DNS)."""
+        if self.outside:
+            return self._outside(0, number)
+        return str(self.network.network_address + number)
 
     def node_range(self, index: int) -> tuple[str, str]:
         """First and last pod address of real node number `index` (0, 1, ...): its own block."""
@@ -105,10 +155,10 @@ class PodNetwork:
         return ip("link", "show", "dev", self.bridge, check=False).returncode == 0
 
     def create(self) -> None:
-        """The bridge with the gateway address, up (kept when it is there)."""
+        """The bridge with the host's address, up (kept when it is there)."""
         if not self.exists():
             ip("link", "add", "name", self.bridge, "type", "bridge")
-        self.add_address(self.gateway)
+        self.add_address(self.host_address)
         ip("link", "set", "dev", self.bridge, "up")
 
     def add_address(self, address: str) -> None:
@@ -116,7 +166,7 @@ class PodNetwork:
         reach, such as a cluster's DNS); kept when it is there."""
         addresses = json.loads(ip("-j", "addr", "show", "dev", self.bridge).stdout or "[]")
         if address not in {a.get("local") for link in addresses for a in link.get("addr_info", [])}:
-            ip("addr", "add", f"{address}/{PREFIX}", "dev", self.bridge)
+            ip("addr", "add", f"{address}/{self.host_prefix}", "dev", self.bridge)
 
     def delete(self) -> None:
         """Remove the pods' network namespaces still on this network, then the bridge."""
@@ -189,23 +239,30 @@ def _free_sixteens(seed: int, taken: list[ipaddress.IPv4Network]) -> list[ipaddr
     return [c for c in candidates if not any(c.overlaps(t) for t in taken)]
 
 
-def choose(state_dir: Path) -> PodNetwork:
+def choose(state_dir: Path, mode: str = ISOLATED) -> PodNetwork:
     """A pod network for the environment in `state_dir`: a /16 in 10.64.0.0/10 that no route of the
-    host covers or overlaps, picked from the directory's hash (so two environments differ)."""
+    host covers or overlaps (and isolated, another for the host's side), picked from the
+    directory's hash (so two environments differ)."""
     seed = int(hashlib.sha256(str(state_dir).encode()).hexdigest(), 16)
     free = _free_sixteens(seed, _host_routes())
-    if not free:
+    wanted = 2 if mode == ISOLATED else 1
+    if len(free) < wanted:
         raise NetworkError(
             "no free /16 for the pod network in 10.64.0.0/10: every one overlaps a route of the host"
         )
-    return PodNetwork(bridge=f"abr-{seed % 16**8:08x}"[:15], subnet=str(free[0]))
+    bridge = f"abr-{seed % 16**8:08x}"[:15]
+    return PodNetwork(bridge=bridge, subnet=str(free[0]), outside=str(free[1]) if mode == ISOLATED else "")
 
 
 def choose_service_range(network: PodNetwork) -> str:
     """The front cluster's Service (ClusterIP) range: a /24 outside the pod network (its pods send
     what is not on their network to their gateway, where kube-proxy is) that no route of the host
     overlaps, the host reaching it through the front's router (services.ClusterNetwork)."""
-    taken = [*_host_routes(), network.network]
+    taken = [
+        *_host_routes(),
+        network.network,
+        *([ipaddress.IPv4Network(network.outside)] if network.outside else []),
+    ]
     seed = int(hashlib.sha256(network.subnet.encode()).hexdigest(), 16)
     free = _free_sixteens(seed, taken)
     if not free:

@@ -10,6 +10,7 @@ Everything lives under one state directory, so `down` can prove it left nothing 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import shutil
 import time
@@ -128,17 +129,17 @@ class Environment(BaseEnvironment):
 
     def front_api_server(self) -> str:
         # Remote pods reach the front apiserver where the vkubelet does (loopback: KWOK pods never
-        # call it), or at the pod network's gateway when there are real nodes.
+        # call it), or at the host's address on the pod network when there are real nodes.
         return self._pod_facing(self.cluster(FRONT).server())
 
     def host_for_front_pods(self) -> str:
         network = self.pod_network()
-        return network.gateway if network else ""
+        return network.host_address if network else ""
 
     def _pod_facing(self, server: str) -> str:
         """A cluster's API server URL as pods (and whatever runs on the pod network) reach it."""
         network = self.pod_network()
-        return server.replace(f"//{LOOPBACK}:", f"//{network.gateway}:") if network else server
+        return server.replace(f"//{LOOPBACK}:", f"//{network.host_address}:") if network else server
 
     def pod_network(self) -> podnet.PodNetwork | None:
         """The environment's pod network, when it has real nodes."""
@@ -190,7 +191,7 @@ class Environment(BaseEnvironment):
                 ),
                 # Pods of real nodes reach the front API where the pod network meets the host, and
                 # the front's own pods at its `kubernetes` Service.
-                pod_facing_address=network.gateway if network else "",
+                pod_facing_address=network.host_address if network else "",
                 extra_sans=(podnet.api_service_address(services),) if services else (),
                 feature_gates=",".join(f"{k}={str(v).lower()}" for k, v in FRONT_FEATURE_GATES.items()),
                 runtime_config=",".join(f"{k}={v}" for k, v in FRONT_RUNTIME_CONFIG.items()),
@@ -216,7 +217,7 @@ class Environment(BaseEnvironment):
             ),
             extra_config=[*vkubelet_setup.remote_kwok_config(self.state_dir), *remote_stages()],
             # Its kube-proxy reaches it from the cluster's network namespace.
-            pod_facing_address=network.gateway if network else "",
+            pod_facing_address=network.host_address if network else "",
         )
 
     def kubeconfig(self, name: str) -> Path:
@@ -264,6 +265,11 @@ class Environment(BaseEnvironment):
                 + ("with" if previous.get("host_bridge", True) else "without")
                 + " the bridge's host processes: `armada-bridge dev down` first"
             )
+        network = self.pod_network()
+        if network and o.network and o.network != network.mode:
+            raise ClusterError(
+                f"the environment's pod network is {network.mode}: `armada-bridge dev down` first"
+            )
         wanted = [FRONT] + [remote_name(i) for i in range(1, o.workers + 1)]
         planned = realnode.plan(wanted[1:], per_cluster)
         self._remove_real_nodes_beyond(planned)
@@ -281,7 +287,9 @@ class Environment(BaseEnvironment):
             planned=planned,
             node_bins=binaries_mod.ensure_node() if planned else None,
             images=images.ensure_all() if planned else {},
-            network=(self.pod_network() or podnet.choose(self.state_dir)) if planned else None,
+            network=(network or podnet.choose(self.state_dir, o.network or podnet.ISOLATED))
+            if planned
+            else None,
         )
         plan.draw_ports()
         return plan
@@ -306,7 +314,7 @@ class Environment(BaseEnvironment):
             "ports": plan.ports,
         }
         if plan.network:
-            settings["pod_network"] = {"bridge": plan.network.bridge, "subnet": plan.network.subnet}
+            settings["pod_network"] = dataclasses.asdict(plan.network)
             settings["front_services"] = plan.previous.get("front_services") or podnet.choose_service_range(
                 plan.network
             )
@@ -344,7 +352,9 @@ class Environment(BaseEnvironment):
         self._ensure_nodes(c.kubeconfig, manifests)
         log(f"{name}: {len(manifests)} node(s) Ready")
         if name == FRONT and plan.network:
-            relay = api_port.component(plan.network.gateway, urlsplit(c.server()).port or 443, self.state_dir)
+            relay = api_port.component(
+                plan.network.host_address, urlsplit(c.server()).port or 443, self.state_dir
+            )
             self.supervisor.ensure(relay)
             self.supervisor.wait_ready(relay)
         mine = [n for n in plan.planned if n.cluster == name]
@@ -408,8 +418,10 @@ class Environment(BaseEnvironment):
         real.ensure_services(
             cluster_net, pod_facing_server, c.workdir / "pki", mine[0].name, plan.node_bins.kube_proxy
         )
-        if c.name == FRONT:  # its control plane calls Services (webhooks, an extender)
+        if c.name == FRONT:  # its control plane calls Services (webhooks, an extender) and pods
             cluster_net.route_from_host(plan.front_services)
+            if plan.network and plan.network.outside:  # isolated: the front's pods, the host's only
+                cluster_net.route_from_host(plan.network.subnet)
         log(f"{c.name}: Services (kube-proxy) ready")
 
     def _remove_real_nodes_beyond(self, planned: list[realnode.RealNode]) -> None:

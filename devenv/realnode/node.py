@@ -203,7 +203,7 @@ class RealNodes:
             log(f"{node.name}: imported {', '.join(p.name for p in imported)}")
         ca = (pki / "ca.crt", pki / "ca.key")
         config = kubelet.configuration(
-            address=cluster_net.gateway,
+            address=cluster_net.node_address,
             port=kubelet_port,
             healthz_port=healthz_port,
             cgroup_root=self.cgroup_root(node.name),
