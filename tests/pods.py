@@ -12,16 +12,20 @@ def pod(
     name: str = "p-0",
     *,
     namespace: str = "team-a",
+    uid: str | None = None,
     created: str = "2026-01-01T00:00:00Z",
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
+    owners: list[dict[str, Any]] | None = None,
     cpu: str | None = "1",
     phase: str = "Pending",
     spec: dict[str, Any] | None = None,
     status: dict[str, Any] | None = None,
 ) -> Obj:
-    """A pod named `name` (uid `uid-<name>`) with one container asking for `cpu` (None: no container)
-    and `spec`'s fields beside it, in `phase` with `status`'s fields beside it."""
+    """A pod named `name` (uid `uid-<name>` unless `uid` says otherwise; no labels or annotations
+    map unless given, as the API server keeps a pod without them; `owners` its ownerReferences)
+    with one container asking for `cpu` (None: no container) and `spec`'s fields beside it (or
+    instead of it: `containers`), in `phase` with `status`'s fields beside it."""
     containers = [{"name": "c", "resources": {"requests": {"cpu": cpu}}}] if cpu is not None else []
     return {
         "apiVersion": "v1",
@@ -29,10 +33,11 @@ def pod(
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "uid": f"uid-{name}",
+            "uid": uid or f"uid-{name}",
             "creationTimestamp": created,
-            "labels": dict(labels or {}),
-            "annotations": dict(annotations or {}),
+            **({"labels": dict(labels)} if labels is not None else {}),
+            **({"annotations": dict(annotations)} if annotations is not None else {}),
+            **({"ownerReferences": owners} if owners is not None else {}),
         },
         "spec": {**({"containers": containers} if containers else {}), **(spec or {})},
         "status": {"phase": phase, **(status or {})},

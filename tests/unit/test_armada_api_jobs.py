@@ -16,6 +16,7 @@ from armada_api.services import QueueCalls
 from armada_bridge import keys
 from armada_bridge.contract.pods import job_priority, job_priority_value
 from armada_bridge.kube.client import ApiError
+from tests.pods import pod
 
 
 def _spec(**kw: object) -> core.PodSpec:
@@ -183,18 +184,16 @@ def test_a_queue_the_bridge_cannot_keep_is_refused(queue: submit_pb2.Queue, mess
 
 
 def test_job_states_from_the_pod_and_the_bridges_decision() -> None:
-    def pod(phase: str, cluster: str | None = None) -> dict[str, object]:
+    def job_pod(phase: str, cluster: str | None = None, **status: str) -> dict[str, object]:
         annotations = {keys.ASSIGNED_CLUSTER: cluster} if cluster else {}
-        return {"metadata": {"annotations": annotations}, "status": {"phase": phase}}
+        return pod(annotations=annotations, phase=phase, status=status)
 
-    assert states.job_state(pod("Pending")) == states.QUEUED
-    assert states.job_state(pod("Pending", "remote-1")) == states.PENDING
-    assert states.job_state(pod("Running", "remote-1")) == states.RUNNING
-    assert states.job_state(pod("Succeeded", "remote-1")) == states.SUCCEEDED
-    assert states.job_state(pod("Failed")) == states.FAILED
-    preempted = pod("Failed", "remote-1")
-    preempted["status"]["reason"] = "Preempted"  # type: ignore[index]
-    assert states.job_state(preempted) == states.PREEMPTED
+    assert states.job_state(job_pod("Pending")) == states.QUEUED
+    assert states.job_state(job_pod("Pending", "remote-1")) == states.PENDING
+    assert states.job_state(job_pod("Running", "remote-1")) == states.RUNNING
+    assert states.job_state(job_pod("Succeeded", "remote-1")) == states.SUCCEEDED
+    assert states.job_state(job_pod("Failed")) == states.FAILED
+    assert states.job_state(job_pod("Failed", "remote-1", reason="Preempted")) == states.PREEMPTED
 
 
 def test_the_callers_bearer_token() -> None:
