@@ -1,5 +1,5 @@
 """A front pod as Kubernetes JSON, for tests of pure code: one builder, each test saying only what
-matters to it."""
+matters to it; and the AdmissionReview of a pod the webhook is sent."""
 
 from __future__ import annotations
 
@@ -41,4 +41,24 @@ def pod(
         },
         "spec": {**({"containers": containers} if containers else {}), **(spec or {})},
         "status": {"phase": phase, **(status or {})},
+    }
+
+
+def admission_review(
+    obj: Any, *, namespace: str, uid: str = "review-1", operation: str = "CREATE", **request: Any
+) -> Obj:
+    """The AdmissionReview kube-apiserver sends the mutating webhook for `obj` (a pod, as a rule)
+    in `namespace`; `request`, more fields of its request (subResource, dryRun)."""
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": namespace,
+            "operation": operation,
+            "object": obj,
+            **request,
+        },
     }

@@ -16,9 +16,9 @@ from tests.e2e.operators import (
     apply,
     assert_waits_whole,
     conditions,
+    delete_and_wait_gone,
     kubectl,
     one_remote_cluster,
-    wait_gone_from_remotes,
     wait_status,
 )
 
@@ -43,8 +43,7 @@ def test_jobset_runs_whole_in_one_remote_cluster_and_completes(
     assert one_remote_cluster(cluster_api, namespace, 4)
     name = js["metadata"]["name"]
     assert "Completed" in kubectl("get", "jobset", name, "-n", namespace)  # TerminalState
-    kubectl("delete", "jobset", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "jobset", name)
 
 
 def test_jobset_too_big_for_any_cluster_waits_whole(
@@ -58,8 +57,7 @@ def test_jobset_too_big_for_any_cluster_waits_whole(
     ] = "6"
     apply(adapt(js, namespace, cpu="30"))
     assert_waits_whole(cluster_api, namespace, 6)
-    kubectl("delete", "jobset", js["metadata"]["name"], "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "jobset", js["metadata"]["name"])
 
 
 def test_indexed_job_runs_whole_in_one_remote_cluster_and_completes(namespace: str, cluster_api: Api) -> None:
@@ -68,5 +66,4 @@ def test_indexed_job_runs_whole_in_one_remote_cluster_and_completes(namespace: s
     done = wait_status(job, "Complete", lambda j: conditions(j).get("Complete") == "True")
     assert done["status"].get("succeeded") == 3
     assert one_remote_cluster(cluster_api, namespace, 3)
-    kubectl("delete", "job", job["metadata"]["name"], "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "job", job["metadata"]["name"])

@@ -12,7 +12,7 @@ import pytest
 from armada_bridge import keys
 from armada_bridge.contract import pods
 from extender.admission import AdmissionError, admission_response, pod_of, pod_patch, virtual_node_toleration
-from tests.pods import pod
+from tests.pods import admission_review, pod
 
 NOT_READY_300 = {
     "key": "node.kubernetes.io/not-ready",
@@ -57,17 +57,9 @@ def new_pod(**spec: Any) -> dict[str, Any]:
 def review(
     pod: Any, *, operation: str = "CREATE", sub: str | None = None, uid: str = "req-1"
 ) -> dict[str, Any]:
-    request: dict[str, Any] = {
-        "uid": uid,
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "namespace": "ns",
-        "operation": operation,
-        "object": pod,
-    }
-    if sub:
-        request["subResource"] = sub
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return admission_review(
+        pod, namespace="ns", uid=uid, operation=operation, **({"subResource": sub} if sub else {})
+    )
 
 
 def apply_patch(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
