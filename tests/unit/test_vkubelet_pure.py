@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 from typing import Any
 
 import pytest
@@ -310,9 +311,11 @@ def test_node_status_keeps_transition_time_and_spec_patch() -> None:
 
     cap = Capacity({"cpu": "1"}, {"cpu": "1"}, 1)
     t1, t2 = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
-    same = {"ready": True, "reason": "r", "message": "m", "capacity": cap, "address": "127.0.0.1", "port": 1}
-    s1 = node_status(**same, heartbeat=t1, previous=None)
-    s2 = node_status(**same, heartbeat=t2, previous={"status": s1})
+    status = partial(
+        node_status, ready=True, reason="r", message="m", capacity=cap, address="127.0.0.1", port=1
+    )
+    s1 = status(heartbeat=t1, previous=None)
+    s2 = status(heartbeat=t2, previous={"status": s1})
     assert s2["conditions"][0]["lastTransitionTime"] == s1["conditions"][0]["lastTransitionTime"]
     spec = parse_spec({"metadata": {"name": "rc"}, "spec": {"cordoned": True, "nodeLabels": {"x": "y"}}})
     patch = spec_patch({"metadata": {"labels": {}}, "spec": {}}, "rc", spec)
