@@ -8,6 +8,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
+import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
@@ -17,6 +18,9 @@ from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, remote_pod
 from tests.support import wait_for
 
 REMOTES = ("remote-1", "remote-2")
+#: The mark of a module whose objects name no queue: they run in the queue of their namespace
+#: (the `namespace_in_its_queue` fixture), as the operators' own samples do.
+IN_ITS_NAMESPACES_QUEUE = pytest.mark.usefixtures("namespace_in_its_queue")
 
 
 def run_kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -8,13 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from armada_bridge import keys
 from devenv.operators.samples import sample
 from devenv.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     apply,
     delete_and_wait_gone,
     kubectl,
@@ -23,8 +22,7 @@ from tests.e2e.operators import (
 )
 from tests.support import RBAC_GROUP, role_binding
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 OPERATOR = "argo"
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
@@ -16,6 +15,7 @@ from devenv.operators.samples import sample
 from devenv.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, cluster_of, front_pods
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     REMOTES,
     apply,
     delete_and_wait_gone,
@@ -24,8 +24,7 @@ from tests.e2e.operators import (
 )
 from tests.support import wait_for
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 OPERATOR = "dask"
 SAMPLES = "operator/controller/tests/resources"

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 import yaml
 
 from devenv.operators.samples import adapt
 from devenv.versions import REPO_ROOT
 from tests.e2e.bridge import Api
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     apply,
     assert_waits_whole,
     conditions,
@@ -22,8 +22,7 @@ from tests.e2e.operators import (
     wait_status,
 )
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 SAMPLES = REPO_ROOT / "manifests" / "samples"
 

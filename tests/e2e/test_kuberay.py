@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-import pytest
 import yaml
 
 from armada_bridge import keys
@@ -16,6 +15,7 @@ from devenv.operators.samples import adapt, sample
 from devenv.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     apply,
     assert_waits_whole,
     delete_and_wait_gone,
@@ -35,8 +35,7 @@ from tests.e2e.ray_clusters import (
 )
 from tests.support import wait_for
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 RAY_IMAGE = ray.NAME
 SAMPLE = "config/samples/ray-cluster.sample.yaml"

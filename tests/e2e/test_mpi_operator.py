@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-import pytest
 from kubernetes import client as k8s
 
 from devenv.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     apply,
     assert_waits_whole,
     conditions,
@@ -27,8 +27,7 @@ from tests.e2e.operators import (
 )
 from tests.support import wait_for
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 OPERATOR = "mpi-operator"
 SAMPLE = "examples/v2beta1/pi/pi.yaml"

@@ -11,12 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-import pytest
-
 from armada_bridge import keys
 from armada_bridge.objects import Obj
 from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods, running_pods
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     REMOTES,
     apply,
     assert_waits_whole,
@@ -29,8 +28,7 @@ from tests.e2e.operators import (
 from tests.e2e.spark_apps import DRIVER, EXECUTOR, OPERATOR, elastic_app, spark_app, state
 from tests.support import wait_for
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 
 def test_sparkapplication_driver_runs_in_a_remote_cluster_and_completes(

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from devenv.operators.samples import sample
 from tests.e2e.bridge import Api
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     apply,
     assert_waits_whole,
     delete_and_wait_gone,
@@ -22,8 +21,7 @@ from tests.e2e.operators import (
     wait_status,
 )
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 OPERATOR = "trainer"
 SAMPLE = "examples/yaml/04-volcano-integration.yaml"

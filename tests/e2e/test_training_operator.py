@@ -21,6 +21,7 @@ from devenv.operators.install import SHARED_CRD, enabled
 from devenv.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods, remote_pods
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     apply,
     conditions,
     delete_and_wait_gone,
@@ -35,8 +36,7 @@ from tests.e2e.operators import (
 )
 from tests.support import wait_for
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 OPERATOR = "training-operator"
 # MPIJob kubeflow.org/v1: the training operator v1.9.4 serving that kind alone, in place of the MPI
