@@ -46,17 +46,22 @@ def not_served(what: str) -> Refused:
     )
 
 
-async def _each(
-    request: submit_pb2.QueueList, call: Callable[[Caller, submit_pb2.Queue], Awaitable[None]], caller: Caller
-) -> list[tuple[submit_pb2.Queue, str]]:
-    """A batch call: each queue on its own; the queues that failed, with why."""
+async def _batch(
+    request: submit_pb2.QueueList,
+    call: Callable[[Caller, submit_pb2.Queue], Awaitable[None]],
+    caller: Caller,
+    response: Callable[..., Any],
+    item: Callable[..., Any],
+) -> Any:
+    """A batch call: each queue on its own; `response` lists the queues that failed, each an
+    `item` with why."""
     failed = []
     for queue in request.queues:
         try:
             await call(caller, queue)
         except Exception as e:
-            failed.append((queue, status_for(e)[1]))
-    return failed
+            failed.append(item(queue=queue, error=status_for(e)[1]))
+    return response(failed_queues=failed)
 
 
 class QueueCalls:
@@ -71,9 +76,12 @@ class QueueCalls:
 
     @handled
     async def CreateQueues(self, request: submit_pb2.QueueList, context: Context) -> Any:
-        failed = await _each(request, self.queues.create, caller_of(context))
-        return submit_pb2.BatchQueueCreateResponse(
-            failed_queues=[submit_pb2.QueueCreateResponse(queue=q, error=e) for q, e in failed]
+        return await _batch(
+            request,
+            self.queues.create,
+            caller_of(context),
+            submit_pb2.BatchQueueCreateResponse,
+            submit_pb2.QueueCreateResponse,
         )
 
     @handled
@@ -83,9 +91,12 @@ class QueueCalls:
 
     @handled
     async def UpdateQueues(self, request: submit_pb2.QueueList, context: Context) -> Any:
-        failed = await _each(request, self.queues.update, caller_of(context))
-        return submit_pb2.BatchQueueUpdateResponse(
-            failed_queues=[submit_pb2.QueueUpdateResponse(queue=q, error=e) for q, e in failed]
+        return await _batch(
+            request,
+            self.queues.update,
+            caller_of(context),
+            submit_pb2.BatchQueueUpdateResponse,
+            submit_pb2.QueueUpdateResponse,
         )
 
     @handled

@@ -32,6 +32,7 @@ from bench.pods import cpu_seconds, run_cli, wait_for_earlier_runs
 from devenv import binaries, clients
 from devenv.bridge import bridge
 from devenv.names import FRONT
+from devenv.pods import busybox_pod
 from devenv.processes.environment import Environment
 
 POLICIES = bridge.ADMISSION_POLICY
@@ -109,17 +110,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         await wait_for_earlier_runs([admin])  # this benchmark's own namespace among them
     # The pods are unmanaged (no queue) and fit no node: they stay Pending.
     pods = [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"p{i}", "namespace": NAMESPACE},
-            "spec": {
-                "nodeSelector": {"bench.armada-bridge/nowhere": "true"},
-                "containers": [{"name": "c", "image": "none"}],
-            },
-        }
+        busybox_pod(f"p{i}", nodeSelector={"bench.armada-bridge/nowhere": "true"})
         for i in range(PODS_WRITTEN)
     ]
+    for p in pods:
+        p["metadata"]["namespace"] = NAMESPACE
     kubectl(env, "apply", "-f", "-", stdin=TENANT + "---\n" + yaml.safe_dump_all(pods))
     pid = front_apiserver(env)
     per_write: dict[str, list[float]] = {"with policies": [], "without": []}

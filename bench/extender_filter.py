@@ -24,6 +24,7 @@ from armada_bridge import keys
 from armada_bridge.kube import NAMESPACES, NODES, PODS, Kube, load_config
 from armada_bridge.kube.resources import QUEUES
 from devenv.names import FRONT
+from devenv.pods import busybox_pod
 from devenv.processes.environment import Environment
 
 NAMESPACE = "bench-extender-filter"
@@ -42,10 +43,7 @@ async def create_pods(kube: Kube, indexes: range, concurrency: int = 64) -> None
 
     async def one(i: int) -> None:
         nonlocal done
-        body = {
-            "metadata": {"name": f"p-{i}", "labels": {keys.QUEUE_LABEL: QUEUE}},
-            "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]},
-        }
+        body = busybox_pod(f"p-{i}", cpu="1", labels={keys.QUEUE_LABEL: QUEUE})
         async with sem:
             await kube.create(PODS, body, NAMESPACE)
         done += 1

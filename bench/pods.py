@@ -18,6 +18,7 @@ from armada_bridge import keys
 from armada_bridge.contract.capacity import open_to_all
 from armada_bridge.kube import NAMESPACES, NODES, PODS, SERVICEACCOUNTS, Kube
 from devenv.bridge import extender_setup, vkubelet_setup
+from devenv.pods import busybox_pod
 from devenv.processes.environment import Environment
 
 CONCURRENCY = 16
@@ -36,22 +37,8 @@ def bench_pod(
 ) -> dict[str, Any]:
     """A one-container busybox pod asking for `cpu` and `memory`, deleted at once; `spec` adds
     fields to its spec (nodeName, schedulerName, automountServiceAccountToken, ...)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels, "annotations": annotations or {}},
-        "spec": {
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox",
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
-                }
-            ],
-            "terminationGracePeriodSeconds": 0,
-            **spec,
-        },
-    }
+    spec = {"terminationGracePeriodSeconds": 0, **spec}
+    return busybox_pod(name, cpu=cpu, memory=memory, labels=labels, annotations=annotations or {}, **spec)
 
 
 def run_cli(

@@ -18,6 +18,7 @@ from kubernetes import client as k8s
 
 from devenv.clients import api_client
 from devenv.components import Supervisor
+from devenv.names import FRONT, remote_name
 from devenv.procs import pids_under
 
 
@@ -85,6 +86,8 @@ class BaseEnvironment:
     (devenv.bridge.bridge) needs only this."""
 
     provider = PROVIDER
+    #: what makes the environment, as a message that finds no cluster says
+    up_command = "armada-bridge dev up"
 
     def __init__(self, state_dir: Path | None = None) -> None:
         self.state_dir = (state_dir or default_state_dir()).resolve()
@@ -112,16 +115,40 @@ class BaseEnvironment:
         """The front kube-apiserver as remote pods reach it (RemoteCluster spec.frontAPI)."""
         raise NotImplementedError
 
-    def cluster_names(self) -> list[str]:
+    def cluster(self, name: str) -> _Cluster:
+        """Cluster `name` (front, remote-1, ...), made or not."""
         raise NotImplementedError
+
+    def clusters_dir(self) -> Path:
+        """The folder holding a folder per cluster the provider made."""
+        raise NotImplementedError
+
+    def cluster_names(self) -> list[str]:
+        """The front, remote-1 … remote-N as `up` recorded them, and clusters left over from an
+        earlier, larger environment (still ours)."""
+        workers = int(self.settings().get("workers", 0))
+        names = [FRONT] + [remote_name(i) for i in range(1, workers + 1)]
+        clusters_dir = self.clusters_dir()
+        if clusters_dir.is_dir():
+            names += sorted(p.name for p in clusters_dir.iterdir() if p.is_dir() and p.name not in names)
+        return names
 
     def kubeconfig(self, name: str) -> Path:
         """The admin kubeconfig of cluster `name` (front, remote-1, ...); ClusterError if none."""
-        raise NotImplementedError
+        path = self.cluster(name).kubeconfig
+        if not path.is_file():
+            known = ", ".join(self.cluster_names()) or f"none (run `{self.up_command}`)"
+            raise ClusterError(f"no cluster named {name!r}; clusters: {known}")
+        return path
 
     def remote_kubeconfigs(self) -> dict[str, Path]:
         """Remote cluster name -> its admin kubeconfig, for the remote clusters that have one."""
-        raise NotImplementedError
+        out = {}
+        for name in self.cluster_names():
+            kubeconfig = self.cluster(name).kubeconfig
+            if name != FRONT and kubeconfig.is_file():
+                out[name] = kubeconfig
+        return out
 
     def up(
         self,

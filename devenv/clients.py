@@ -69,12 +69,17 @@ def token_kubeconfig(kubeconfig: Path, token: str, path: Path, namespace: str | 
     return path
 
 
+def kubectl_argv(bins: Binaries, kubeconfig: Path, *args: str) -> list[str]:
+    """The command line of kubectl `args` on the cluster of `kubeconfig`."""
+    return [str(bins.kubectl), "--kubeconfig", str(kubeconfig), *args]
+
+
 def run_kubectl(
     bins: Binaries, kubeconfig: Path, *args: str, timeout: float = 60, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """kubectl on the cluster of `kubeconfig`, whatever it answers."""
     return subprocess.run(
-        [str(bins.kubectl), "--kubeconfig", str(kubeconfig), *args],
+        kubectl_argv(bins, kubeconfig, *args),
         input=stdin,
         capture_output=True,
         text=True,

@@ -21,8 +21,8 @@ from kubernetes.client.rest import ApiException
 from armada_bridge import keys
 from devenv.clients import api_client
 from devenv.names import FRONT
+from devenv.pods import busybox, busybox_pod, real_pod
 from devenv.processes.environment import Environment
-from devenv.realnode.placement import on_a_real_node
 
 NAMESPACE = "armada-bridge-demo"
 OPERATORS_NAMESPACE = "armada-bridge-operators-demo"  # hack/demo.sh's PyTorchJob and RayCluster
@@ -34,22 +34,12 @@ def _say(msg: str) -> None:
 
 
 def _pod(name: str) -> dict[str, Any]:
-    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "8", "memory": "4Gi"}}}
     annotations = {keys.GANG_ID: "demo", keys.GANG_CARDINALITY: str(GANG)}
-    return {
-        "metadata": {"name": name, "labels": {"app": "demo-gang"}, "annotations": annotations},
-        "spec": {"containers": [container]},
-    }
+    return busybox_pod(name, cpu="8", memory="4Gi", labels={"app": "demo-gang"}, annotations=annotations)
 
 
 def _job(name: str) -> dict[str, Any]:
-    container = {
-        "name": "main",
-        "image": "busybox",
-        "command": ["true"],
-        "resources": {"requests": {"cpu": "1"}},
-    }
-    pod = {"restartPolicy": "Never", "containers": [container]}
+    pod = {"restartPolicy": "Never", "containers": [busybox("1", command=["true"])]}
     return {
         "metadata": {"name": name},
         "spec": {"completions": 3, "parallelism": 3, "template": {"spec": pod}},
@@ -58,14 +48,7 @@ def _job(name: str) -> dict[str, Any]:
 
 def _real_pod(name: str) -> dict[str, Any]:
     script = 'echo "hello from a real container: host $(uname -n), kernel $(uname -r), user $(id -un)"'
-    container = {
-        "name": "main",
-        "image": "busybox",
-        "command": ["sh", "-c", script],
-        "resources": {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"memory": "32Mi"}},
-    }
-    spec = on_a_real_node({"restartPolicy": "Never", "containers": [container]})
-    return {"metadata": {"name": name}, "spec": spec}
+    return real_pod(name, ["sh", "-c", script], memory="32Mi", memory_limit="32Mi")
 
 
 def _wait(what: str, probe: Any, timeout: float) -> Any:

@@ -11,42 +11,12 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
-
-cache=${ARMADA_BRIDGE_CACHE:-$HOME/.cache/armada-bridge}
-bin="$cache/bin"
-fetch=0 build="$cache/build" logs="$cache/build/logs" mode=""
-if [ "${1:-}" = fetch ]; then
-  # Wrapper modules of its own (the compiling run may be in the same one), logs apart.
-  fetch=1 build="$cache/build/fetch" logs="$cache/build/logs/fetch" mode=" fetch"
-fi
-mkdir -p "$bin"
-export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
-export GOFLAGS=${GOFLAGS:--buildvcs=false}
-# Every Go build: no paths of this machine in the binary, and no DWARF compiled (-ldflags -s -w
-# strips it at the link anyway: 13 % less compile time in three alternating cold builds, 2026-12-03).
-build_flags=(-trimpath -gcflags=all=-dwarf=false)
-
-step=""
-started=$(date +%s)
-trap 'rc=$?; if [ $rc -ne 0 ]; then echo "build-binaries: FAILED at step: ${step:-setup} (exit $rc); see the output above" >&2; fi' EXIT
-say() { printf '[build-binaries%s %4ss] %s\n' "$mode" "$(( $(date +%s) - started ))" "$*" >&2; }
-mkdir -p "$logs"
-# run NAME CMD...: run quietly into $logs/NAME.log; on failure show its tail and where it is.
-run() {
-  local name=$1; shift
-  if ! "$@" >"$logs/$name.log" 2>&1; then
-    tail -n 40 "$logs/$name.log" >&2
-    echo "build-binaries: '$*' failed; full log: $logs/$name.log" >&2
-    return 1
-  fi
-}
+tool=build-binaries fetch=0
+if [ "${1:-}" = fetch ]; then fetch=1; fi
+# shellcheck source=build-common.sh
+source "$here/build-common.sh"
 
 command -v go >/dev/null || { step="find go"; echo "build-binaries: go is not on PATH; install Go >= 1.26" >&2; exit 1; }
-
-# Each artefact lives in its own versioned folder; a stamp written last marks a complete build.
-have() { [ -f "$1/.complete" ]; }
 
 # The wrapper module every Kubernetes binary is built in: k8s.io/kubernetes at the pinned release,
 # its staging modules at the matching v0 versions. Written when missing; prints its directory.
@@ -170,16 +140,26 @@ kwok_exec_out() {
   echo "$bin/kwok-exec-v0.${KUBERNETES_VERSION#v1.}-$(source_key kwok-exec)"
 }
 
+# compile_local NAME MODULE VERSION PIN OUT [NOTE]: hack/NAME, a Go program of this repository built
+# on MODULE, which its go.mod must require at VERSION (as the pin PIN in versions.env says), compiled
+# statically into OUT/NAME.
+compile_local() {
+  local name=$1 module=$2 v=$3 pin=$4 out=$5 note=${6:-} src="$here/$1"
+  step="check hack/$name uses $module $v"
+  grep -q "^\(require \|\s*\)$module $v\$" "$src/go.mod" \
+    || { echo "$tool: hack/$name/go.mod must require $module $v ($pin): cd hack/$name && go get $module@$v && go mod tidy" >&2; exit 1; }
+  mkdir -p "$out"
+  step="compile $name ($module $v)"; say "$step$note"
+  (cd "$src" && CGO_ENABLED=0 run "$name" go build -mod=readonly "${build_flags[@]}" -ldflags "-s -w" -o "$out/$name" .)
+}
+
+# The dev remote clusters' exec server, on the kubelet streaming library of the pinned release: the
+# staging module k8s.io/cri-streaming.
 build_kwok_exec() {
-  local v="v0.${KUBERNETES_VERSION#v1.}" src="$here/kwok-exec" out
+  local out
   out=$(kwok_exec_out)
   if have "$out"; then say "kwok-exec: cached in $out"; return; fi
-  step="check hack/kwok-exec uses k8s.io/cri-streaming $v"
-  grep -q "^\s*k8s.io/cri-streaming $v\$" "$src/go.mod" \
-    || { echo "build-binaries: hack/kwok-exec/go.mod must require k8s.io/cri-streaming $v (KUBERNETES_VERSION=$KUBERNETES_VERSION): cd hack/kwok-exec && go get k8s.io/cri-streaming@$v && go mod tidy" >&2; exit 1; }
-  mkdir -p "$out"
-  step="compile kwok-exec (k8s.io/cri-streaming $v)"; say "$step"
-  (cd "$src" && CGO_ENABLED=0 run kwok-exec go build -mod=readonly "${build_flags[@]}" -ldflags "-s -w" -o "$out/kwok-exec" .)
+  compile_local kwok-exec k8s.io/cri-streaming "v0.${KUBERNETES_VERSION#v1.}" "KUBERNETES_VERSION=$KUBERNETES_VERSION" "$out"
   touch "$out/.complete"
 }
 
@@ -187,15 +167,10 @@ build_kwok_exec() {
 # built from the pinned module with only the plugins the dev Corefile uses (hack/coredns), keyed by
 # version and that source.
 build_coredns() {
-  local v=$COREDNS_VERSION src="$here/coredns" out
+  local v=$COREDNS_VERSION out
   out="$bin/coredns-$COREDNS_VERSION-$(source_key coredns)"
   if have "$out"; then say "coredns $v: cached in $out"; return; fi
-  step="check hack/coredns uses github.com/coredns/coredns $v"
-  grep -q "^require github.com/coredns/coredns $v\$" "$src/go.mod" \
-    || { echo "build-binaries: hack/coredns/go.mod must require github.com/coredns/coredns $v (COREDNS_VERSION): cd hack/coredns && go get github.com/coredns/coredns@$v && go mod tidy" >&2; exit 1; }
-  mkdir -p "$out"
-  step="compile coredns $v"; say "$step (a few minutes on 2 cores)"
-  (cd "$src" && CGO_ENABLED=0 run coredns go build -mod=readonly "${build_flags[@]}" -ldflags "-s -w" -o "$out/coredns" .)
+  compile_local coredns github.com/coredns/coredns "$v" COREDNS_VERSION "$out" " (a few minutes on 2 cores)"
   "$out/coredns" -version | sed -n 1p >&2
   touch "$out/.complete"
 }

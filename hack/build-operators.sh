@@ -16,37 +16,10 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=versions.env
-source "$here/versions.env"
-
-cache=${ARMADA_BRIDGE_CACHE:-$HOME/.cache/armada-bridge}
-bin="$cache/bin"
-logs="$cache/build/logs"
-fetch=0 build="$cache/build" mode=""
-if [ "${1:-}" = --fetch ]; then
-  # Wrapper modules of its own (the compiling run may be in the same operator's), logs apart.
-  fetch=1 build="$cache/build/fetch" logs="$cache/build/logs/fetch" mode=" fetch"; shift
-fi
-mkdir -p "$bin" "$logs"
-export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
-export GOFLAGS=${GOFLAGS:--buildvcs=false}
-# Every Go build: no paths of this machine in the binary, and no DWARF compiled (-ldflags -s -w
-# strips it at the link anyway: 13 % less compile time in three alternating cold builds, 2026-12-03).
-build_flags=(-trimpath -gcflags=all=-dwarf=false)
-
-step=""
-started=$(date +%s)
-trap 'rc=$?; if [ $rc -ne 0 ]; then echo "build-operators: FAILED at step: ${step:-setup} (exit $rc); see the output above" >&2; fi' EXIT
-say() { printf '[build-operators%s %4ss] %s\n' "$mode" "$(( $(date +%s) - started ))" "$*" >&2; }
-run() {
-  local name=$1; shift
-  if ! "$@" >"$logs/$name.log" 2>&1; then
-    tail -n 40 "$logs/$name.log" >&2
-    echo "build-operators: '$*' failed; full log: $logs/$name.log" >&2
-    return 1
-  fi
-}
-have() { [ -f "$1/.complete" ]; }
+tool=build-operators fetch=0
+if [ "${1:-}" = --fetch ]; then fetch=1; shift; fi
+# shellcheck source=build-common.sh
+source "$here/build-common.sh"
 
 # go_wrapper NAME MODULE VERSION: makes the wrapper module $build/NAME-VERSION afresh. It requires
 # MODULE@VERSION (`go install M@V` fails where the proxy refuses the version list) and takes over the

@@ -17,6 +17,7 @@ from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey, key_of, key_secret
 from devenv import binaries
 from devenv.base import BaseEnvironment
+from devenv.clients import kubectl_argv as devenv_kubectl_argv
 from devenv.clients import run_kubectl
 
 T = TypeVar("T")
@@ -103,3 +104,39 @@ def kubectl(
     """kubectl on the front (or `kubeconfig`'s cluster), whatever it answers."""
     front = kubeconfig or env.kubeconfig("front")
     return run_kubectl(binaries.expected(), front, *args, stdin=stdin, timeout=timeout)
+
+
+def kubectl_argv(env: BaseEnvironment, *args: str) -> list[str]:
+    """The command line of kubectl `args` on the front, for a kubectl a test runs in the background."""
+    return devenv_kubectl_argv(binaries.expected(), env.kubeconfig("front"), *args)
+
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+def role_binding(
+    name: str, role: str, account: str, namespace: str, *, kind: str = "ClusterRole"
+) -> dict[str, Any]:
+    """A RoleBinding (or ClusterRoleBinding) `name` of the `kind` `role` to the ServiceAccount
+    `account` of `namespace`."""
+    return {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": kind, "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    }
+
+
+def grant(
+    rbac: Any,
+    namespace: str,
+    name: str,
+    rules: list[dict[str, Any]],
+    account: str,
+    account_namespace: str = "",
+) -> None:
+    """A Role `name` in `namespace` allowing `rules`, bound there to the ServiceAccount `account` (of
+    `account_namespace`, by default the same namespace); `rbac` an RbacAuthorizationV1Api."""
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
+    rbac.create_namespaced_role_binding(
+        namespace, role_binding(name, name, account, account_namespace or namespace, kind="Role")
+    )

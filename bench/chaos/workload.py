@@ -18,12 +18,12 @@ from bench.chaos.report import log
 from bench.chaos.shares import cpu_of, live
 from devenv.operators.install import enabled
 from devenv.operators.samples import adapt, sample
+from devenv.pods import busybox, busybox_pod
 
 MEAN_UNIT_PODS = 5.0  # singles 40 %, gangs of 2-16 45 %, Jobs and operator objects of 2-4 15 %
 
 
-def _resources(cpu: str) -> dict[str, Any]:
-    return {"requests": {"cpu": cpu, "memory": "256Mi"}}
+MEMORY = "256Mi"  # of each pod
 
 
 def job(name: str, queue: str, parallelism: int, cpu: str) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def job(name: str, queue: str, parallelism: int, cpu: str) -> dict[str, Any]:
                 "spec": {
                     "restartPolicy": "Never",
                     "terminationGracePeriodSeconds": 0,
-                    "containers": [{"name": "main", "image": "busybox", "resources": _resources(cpu)}],
+                    "containers": [busybox(cpu, MEMORY)],
                 },
             },
         },
@@ -51,24 +51,19 @@ def job(name: str, queue: str, parallelism: int, cpu: str) -> dict[str, Any]:
 
 def unit(name: str, queue: str, size: int, cpu: str) -> list[dict[str, Any]]:
     """A single pod (size 1) or a gang of `size` pods, preemptible, running until deleted."""
-    pods = []
-    for i in range(size):
-        annotations = {keys.GANG_ID: name, keys.GANG_CARDINALITY: str(size)} if size > 1 else {}
-        pods.append(
-            {
-                "metadata": {
-                    "name": f"{name}-{i}" if size > 1 else name,
-                    "labels": {keys.QUEUE_LABEL: queue, "chaos-unit": name},
-                    "annotations": annotations,
-                },
-                "spec": {
-                    "priorityClassName": PREEMPTIBLE,
-                    "terminationGracePeriodSeconds": 0,
-                    "containers": [{"name": "main", "image": "busybox", "resources": _resources(cpu)}],
-                },
-            }
+    annotations = {keys.GANG_ID: name, keys.GANG_CARDINALITY: str(size)} if size > 1 else {}
+    return [
+        busybox_pod(
+            f"{name}-{i}" if size > 1 else name,
+            cpu=cpu,
+            memory=MEMORY,
+            labels={keys.QUEUE_LABEL: queue, "chaos-unit": name},
+            annotations=annotations,
+            priorityClassName=PREEMPTIBLE,
+            terminationGracePeriodSeconds=0,
         )
-    return pods
+        for i in range(size)
+    ]
 
 
 @dataclass(frozen=True)
@@ -86,14 +81,14 @@ def _pytorchjob(name: str, ns: str, queue: str, size: int, cpu: str) -> dict[str
     """training-operator's own sample: master + workers, running 30 s (then the job succeeds)."""
     (obj,) = sample("training-operator", "examples/pytorch/simple.yaml")
     obj["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = size - 1
-    return _named(adapt(obj, ns, cpu=cpu, memory="256Mi", runtime="30s", queue=queue), name)
+    return _named(adapt(obj, ns, cpu=cpu, memory=MEMORY, runtime="30s", queue=queue), name)
 
 
 def _raycluster(name: str, ns: str, queue: str, size: int, cpu: str) -> dict[str, Any]:
     """KubeRay's own sample: head + workers, running until deleted."""
     (obj,) = sample("kuberay", "config/samples/ray-cluster.sample.yaml")
     obj["spec"]["workerGroupSpecs"][0].update(replicas=size - 1, minReplicas=size - 1)
-    return _named(adapt(obj, ns, cpu=cpu, memory="256Mi", queue=queue), name)
+    return _named(adapt(obj, ns, cpu=cpu, memory=MEMORY, queue=queue), name)
 
 
 def _named(obj: dict[str, Any], name: str) -> dict[str, Any]:

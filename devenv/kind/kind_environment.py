@@ -60,6 +60,7 @@ NODE_IMAGE_ENV = "ARMADA_BRIDGE_KIND_NODE_IMAGE"
 
 class KindEnvironment(BaseEnvironment):
     provider = PROVIDER
+    up_command = "armada-bridge dev up --provider kind"
 
     def __init__(self, state_dir: Path | None = None) -> None:
         super().__init__(state_dir)
@@ -78,37 +79,18 @@ class KindEnvironment(BaseEnvironment):
     def front_api_server(self) -> str:
         return kind_mod.internal_server(kind_mod.cluster_name(self.env_id, FRONT))
 
-    def cluster_names(self) -> list[str]:
-        workers = int(self.settings().get("workers", 0))
-        names = [FRONT] + [remote_name(i) for i in range(1, workers + 1)]
-        clusters_dir = self.kind_dir / "clusters"
-        if clusters_dir.is_dir():
-            names += sorted(p.name for p in clusters_dir.iterdir() if p.is_dir() and p.name not in names)
-        return names
+    def clusters_dir(self) -> Path:
+        return self.kind_dir / "clusters"
 
     def cluster(self, name: str) -> KindCluster:
         return KindCluster(
             name=name,
             kind_name=kind_mod.cluster_name(self.env_id, name),
-            workdir=self.kind_dir / "clusters" / name,
+            workdir=self.clusters_dir() / name,
             network=self.network,
             kind=str(self.settings().get("kind_binary") or "kind"),
             kubectl=str(binaries_mod.expected().kubectl),
         )
-
-    def kubeconfig(self, name: str) -> Path:
-        path = self.cluster(name).kubeconfig
-        if not path.is_file():
-            known = ", ".join(self.cluster_names()) or "none (run `armada-bridge dev up --provider kind`)"
-            raise ClusterError(f"no cluster named {name!r}; clusters: {known}")
-        return path
-
-    def remote_kubeconfigs(self) -> dict[str, Path]:
-        return {
-            name: self.cluster(name).kubeconfig
-            for name in self.cluster_names()
-            if name != FRONT and self.cluster(name).kubeconfig.is_file()
-        }
 
     def front_files(self) -> kind_mod.FrontFiles:
         ca = self.kind_dir / "front-ca"

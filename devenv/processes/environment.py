@@ -150,22 +150,8 @@ class Environment(BaseEnvironment):
         network = self.pod_network()
         return RealNodes(self.state_dir, self.supervisor, network) if network else None
 
-    def remote_kubeconfigs(self) -> dict[str, Path]:
-        out = {}
-        for name in self.cluster_names():
-            kubeconfig = self.cluster(name).kubeconfig
-            if name != FRONT and kubeconfig.is_file():
-                out[name] = kubeconfig
-        return out
-
-    def cluster_names(self) -> list[str]:
-        workers = int(self.settings().get("workers", 0))
-        names = [FRONT] + [remote_name(i) for i in range(1, workers + 1)]
-        # Clusters left over from an earlier, larger environment are still ours.
-        clusters_dir = self.kwok_workdir / "clusters"
-        if clusters_dir.is_dir():
-            names += sorted(p.name for p in clusters_dir.iterdir() if p.is_dir() and p.name not in names)
-        return names
+    def clusters_dir(self) -> Path:
+        return self.kwok_workdir / "clusters"
 
     def cluster(self, name: str, bins: binaries_mod.Binaries | None = None) -> ControlPlane:
         bins = bins or binaries_mod.expected()
@@ -183,7 +169,7 @@ class Environment(BaseEnvironment):
                 extra_args=interleaved(
                     [
                         *KWOK_NODES_ONLY,
-                        *vkubelet_setup.front_apiserver_args(self.kwok_workdir / "clusters" / FRONT),
+                        *vkubelet_setup.front_apiserver_args(self.clusters_dir() / FRONT),
                         KUBELETS_BY_ADDRESS,
                         # Its Services' range, which the host reaches through its real node's router.
                         *([f"kube-apiserver=service-cluster-ip-range={services}"] if services else []),
@@ -201,7 +187,7 @@ class Environment(BaseEnvironment):
         # its port) and passes the rest to KWOK. KWOK leaves the real nodes to their kubelets, which
         # kube-apiserver reaches at their InternalIP with a client certificate of the cluster's CA.
         exec_port = self.settings().get("ports", {}).get(kwok_exec.name(name))
-        pki = self.kwok_workdir / "clusters" / name / "pki"
+        pki = self.clusters_dir() / name / "pki"
         return ControlPlane(
             name=name,
             kwok_workdir=self.kwok_workdir,
@@ -219,13 +205,6 @@ class Environment(BaseEnvironment):
             # Its kube-proxy reaches it from the cluster's network namespace.
             pod_facing_address=network.host_address if network else "",
         )
-
-    def kubeconfig(self, name: str) -> Path:
-        c = self.cluster(name)
-        if not c.kubeconfig.is_file():
-            known = ", ".join(self.cluster_names()) or "none (run `armada-bridge dev up`)"
-            raise ClusterError(f"no cluster named {name!r}; clusters: {known}")
-        return c.kubeconfig
 
     # ---------------------------------------------------------------- up
     def _up(self, o: UpOptions) -> list[ClusterStatus]:

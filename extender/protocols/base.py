@@ -25,7 +25,7 @@ class PodGroupMissing(IntentError):
     def __init__(self, ref: PodGroupRef) -> None:
         self.ref = ref
         super().__init__(
-            f"pod references {ref.kind} {ref.namespace}/{ref.name} ({ref.api_version}), which does not "
+            f"pod references {ref.described} ({ref.api_version}), which does not "
             "exist (yet); the pod waits for it"
         )
 
@@ -42,6 +42,11 @@ class PodGroupRef:
     @property
     def group(self) -> str:
         return self.api_version.partition("/")[0]
+
+    @property
+    def described(self) -> str:
+        """``PodGroup <namespace>/<name>``, as messages name it."""
+        return f"{self.kind} {self.namespace}/{self.name}"
 
 
 @dataclass(frozen=True)
@@ -287,6 +292,19 @@ def min_member(spec: ObjView, what: str) -> int:
     return max(1, to_int(spec.get("minMember", 1), f"{what} spec.minMember"))
 
 
+def min_member_gang(protocol: str, ref: PodGroupRef, spec: ObjView, **extra: Any) -> GangSpec:
+    """The gang of a PodGroup that counts its members in ``spec.minMember`` and may reserve
+    ``spec.minResources`` (Volcano's and scheduler-plugins'); `extra`, what only its protocol reads."""
+    return GangSpec(
+        key=f"{protocol}/{ref.name}",
+        protocol=protocol,
+        min_member=min_member(spec, ref.described),
+        min_resources=normalize_min_resources(spec.get("minResources"), f"{ref.described} spec.minResources"),
+        podgroup_ref=ref,
+        **extra,
+    )
+
+
 def check_podgroup(
     podgroup: ObjView, group: str, ref: PodGroupRef, versions: tuple[str, ...] | None = None
 ) -> None:
@@ -295,6 +313,4 @@ def check_podgroup(
         return
     g, _, v = str(api_version).partition("/")
     if g != group or (versions is not None and v not in versions):
-        raise IntentError(
-            f"{ref.kind} {ref.namespace}/{ref.name}: expected apiVersion {group}/..., got {api_version}"
-        )
+        raise IntentError(f"{ref.described}: expected apiVersion {group}/..., got {api_version}")

@@ -22,9 +22,8 @@ from extender.protocols.base import (
     MemberCounts,
     StatusInputs,
     labels_of,
-    min_member,
+    min_member_gang,
     named_podgroup,
-    normalize_min_resources,
     spec_of,
     to_int,
 )
@@ -38,18 +37,10 @@ def podgroup_name(pod: ObjView) -> str | None:
 
 def read(pod: ObjView, name: str | None, podgroup: ObjView | None) -> GangSpec:
     ref, spec = named_podgroup(COSCHEDULING_PODGROUPS, name, pod, podgroup)
-    what = f"{ref.kind} {ref.namespace}/{ref.name}"
     timeout = spec.get("scheduleTimeoutSeconds")
-    return GangSpec(
-        key=f"{NAME}/{ref.name}",
-        protocol=NAME,
-        min_member=min_member(spec, what),
-        min_resources=normalize_min_resources(spec.get("minResources"), f"{what} spec.minResources"),
-        schedule_timeout_seconds=None
-        if timeout is None
-        else to_int(timeout, f"{what} spec.scheduleTimeoutSeconds"),
-        podgroup_ref=ref,
-    )
+    if timeout is not None:
+        timeout = to_int(timeout, f"{ref.described} spec.scheduleTimeoutSeconds")
+    return min_member_gang(NAME, ref, spec, schedule_timeout_seconds=timeout)
 
 
 # --------------------------------------------------------------------------- status

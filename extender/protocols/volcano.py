@@ -35,7 +35,7 @@ from extender.protocols.base import (
     annotations_of,
     condition,
     metadata,
-    min_member,
+    min_member_gang,
     named_podgroup,
     normalize_min_resources,
     spec_of,
@@ -55,15 +55,7 @@ def podgroup_name(pod: ObjView) -> str | None:
 
 def read(pod: ObjView, name: str | None, podgroup: ObjView | None) -> GangSpec:
     ref, spec = named_podgroup(VOLCANO_PODGROUPS, name, pod, podgroup)
-    what = f"{ref.kind} {ref.namespace}/{ref.name}"
-    return GangSpec(
-        key=f"{NAME}/{ref.name}",
-        protocol=NAME,
-        min_member=min_member(spec, what),
-        min_resources=normalize_min_resources(spec.get("minResources"), f"{what} spec.minResources"),
-        podgroup_ref=ref,
-        priority_class_name=spec.get("priorityClassName") or None,
-    )
+    return min_member_gang(NAME, ref, spec, priority_class_name=spec.get("priorityClassName") or None)
 
 
 def named_queue(podgroup: ObjView) -> str | None:

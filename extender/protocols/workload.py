@@ -38,7 +38,7 @@ def read(pod: ObjView, name: str | None, podgroup: ObjView | None) -> GangSpec |
     gang = policy.get("gang") if isinstance(policy, Mapping) else None
     if not isinstance(gang, Mapping):
         return None  # "basic" policy: no gang semantics
-    what = f"{ref.kind} {ref.namespace}/{ref.name} spec.schedulingPolicy.gang.minCount"
+    what = f"{ref.described} spec.schedulingPolicy.gang.minCount"
     topology = (spec.get("schedulingConstraints") or {}).get("topology") or []
     label = topology[0].get("key") or None if topology and isinstance(topology[0], Mapping) else None
     return GangSpec(

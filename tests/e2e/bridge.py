@@ -13,7 +13,8 @@ from armada_bridge.contract.capacity import open_to_all
 from armada_bridge.contract.pods import pod_usage
 from armada_bridge.core.quantities import parse_quantity
 from bench.chaos.invariants import pod_state
-from tests.support import wait_for
+from devenv.pods import busybox_pod
+from tests.support import role_binding, wait_for
 
 Api = Callable[[str], k8s.ApiClient]
 
@@ -29,18 +30,32 @@ def pod(
     scheduler: str = "default-scheduler",
     priority_class: str | None = None,
 ) -> dict[str, Any]:
+    """A managed pod (its queue label where `queue` names one) of one busybox container."""
     lab = dict(labels or {})
     if queue is not None:
         lab[keys.QUEUE_LABEL] = queue
-    spec: dict[str, Any] = {
-        "schedulerName": scheduler,
-        "containers": [
-            {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
-        ],
-    }
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    return {"metadata": {"name": name, "labels": lab, "annotations": dict(annotations or {})}, "spec": spec}
+    return busybox_pod(
+        name,
+        cpu=cpu,
+        memory=memory,
+        labels=lab,
+        annotations=annotations or {},
+        schedulerName=scheduler,
+        **({"priorityClassName": priority_class} if priority_class else {}),
+    )
+
+
+def create_podgroup(
+    api: Api, namespace: str, group: str, version: str, name: str, spec: dict[str, Any]
+) -> None:
+    """A PodGroup `name` of `group`/`version` with `spec` in the front's `namespace`."""
+    k8s.CustomObjectsApi(api("front")).create_namespaced_custom_object(
+        group,
+        version,
+        namespace,
+        "podgroups",
+        {"apiVersion": f"{group}/{version}", "kind": "PodGroup", "metadata": {"name": name}, "spec": spec},
+    )
 
 
 def label_namespace_queue(api: Api, namespace: str, queue: str | None = None) -> None:
@@ -179,10 +194,5 @@ def service_account_token(api: Api, namespace: str, name: str, role: str | None)
 def bind_cluster_role(api: Api, namespace: str, account: str, role: str) -> None:
     """The ClusterRole `role` to the ServiceAccount `account` in `namespace` (a RoleBinding)."""
     k8s.RbacAuthorizationV1Api(api("front")).create_namespaced_role_binding(
-        namespace,
-        {
-            "metadata": {"name": f"{account}-{role}"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
-        },
+        namespace, role_binding(f"{account}-{role}", role, account, namespace)
     )

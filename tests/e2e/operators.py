@@ -8,7 +8,9 @@ import subprocess
 import time
 from collections.abc import Callable
 
+import pytest
 from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
 
 from armada_bridge.objects import Obj
 from tests import support
@@ -16,6 +18,9 @@ from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, remote_pod
 from tests.support import wait_for
 
 REMOTES = ("remote-1", "remote-2")
+#: The mark of a module whose objects name no queue: they run in the queue of their namespace
+#: (the `namespace_in_its_queue` fixture), as the operators' own samples do.
+IN_ITS_NAMESPACES_QUEUE = pytest.mark.usefixtures("namespace_in_its_queue")
 
 
 def run_kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -47,6 +52,11 @@ def conditions(obj: Obj) -> dict[str, str]:
     return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
 
 
+def true_conditions(obj: Obj) -> set[str]:
+    """The types of the object's status conditions that are True."""
+    return {t for t, status in conditions(obj).items() if status == "True"}
+
+
 def one_remote_cluster(api: Api, namespace: str, count: int) -> str:
     """The one remote cluster that all `count` pods of the namespace went to (asserted)."""
     pods = front_pods(api, namespace)
@@ -65,12 +75,29 @@ def wait_gone_from_remotes(api: Api, namespace: str, timeout: float = 90) -> Non
     wait_for(f"no pod of {namespace} left in any remote cluster", probe, timeout=timeout)
 
 
+def delete_and_wait_gone(api: Api, namespace: str, resource: str, name: str = "--all") -> None:
+    """Delete the `resource` `name` (by default, every one) of the front's `namespace` and wait for it,
+    then until no pod of the namespace is left in any remote cluster."""
+    kubectl("delete", resource, name, "-n", namespace, "--wait=true")
+    wait_gone_from_remotes(api, namespace)
+
+
 def podgroup(api: Api, namespace: str, name: str) -> Obj:
     return dict(
         k8s.CustomObjectsApi(api("front")).get_namespaced_custom_object(
             "scheduling.volcano.sh", "v1beta1", namespace, "podgroups", name
         )
     )
+
+
+def found_podgroup(api: Api, namespace: str, name: str) -> Obj | None:
+    """The Volcano PodGroup `name` of the namespace; None while there is none (not made yet)."""
+    try:
+        return podgroup(api, namespace, name)
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
 
 
 def wait_status(obj: Obj, what: str, check: Callable[[Obj], bool], timeout: float = 180) -> Obj:

@@ -8,16 +8,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from armada_bridge import keys
 from devenv.operators.samples import sample
 from devenv.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, front_pods
-from tests.e2e.operators import apply, kubectl, one_remote_cluster, wait_gone_from_remotes, wait_status
+from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
+    apply,
+    delete_and_wait_gone,
+    kubectl,
+    one_remote_cluster,
+    wait_status,
+)
+from tests.support import RBAC_GROUP, role_binding
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 OPERATOR = "argo"
 
@@ -43,8 +48,7 @@ def _runs_and_succeeds(path: str, pods: int, namespace: str, api: Api) -> None:
     assert phase(done) == "Succeeded", done["status"]
     assert one_remote_cluster(api, namespace, pods)
     assert "Succeeded" in kubectl("get", "workflow", "wf", "-n", namespace)
-    kubectl("delete", "workflow", "wf", "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(api, namespace)
+    delete_and_wait_gone(api, namespace, "workflow", "wf")
 
 
 def test_steps_workflow_runs_in_one_remote_cluster_and_succeeds(
@@ -104,15 +108,9 @@ def test_dag_output_parameter_reaches_the_next_task_on_real_nodes(
     prints it; the Workflow ends Succeeded with the output in its status."""
     operators(OPERATOR)
     apply({**EXECUTOR_ROLE, "metadata": {"name": "executor", "namespace": namespace}})
-    apply(
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": "executor", "namespace": namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "executor"},
-            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": namespace}],
-        }
-    )
+    binding = role_binding("executor", "executor", "default", namespace, kind="Role")
+    binding["metadata"]["namespace"] = namespace
+    apply({"apiVersion": f"{RBAC_GROUP}/v1", "kind": "RoleBinding", **binding})
     wf = output_parameter_dag(namespace)
     apply(wf)
     done = wait_status(
@@ -133,5 +131,4 @@ def test_dag_output_parameter_reaches_the_next_task_on_real_nodes(
     log = kubectl("logs", pod.metadata.name, "-c", "main", "-n", namespace)
     assert log.splitlines()[0] == "hello world", log
     assert one_remote_cluster(cluster_api, namespace, 2)
-    kubectl("delete", "workflow", "wf", "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "workflow", "wf")

@@ -35,7 +35,7 @@ from devenv.names import FRONT
 from devenv.operators.samples import adapt, pod_templates
 from tests.e2e.bridge import bind_cluster_role, free_in_remotes, service_account_token
 from tests.e2e.spark_apps import spark_app
-from tests.support import kubectl, wait_for
+from tests.support import kubectl, role_binding, wait_for
 
 Api = Callable[[str], k8s.ApiClient]
 ROOT = Path(__file__).resolve().parents[2]
@@ -336,13 +336,7 @@ def test_queue_calls_are_the_callers_rbac_on_queue_objects(
     )
     try:
         k8s.CoreV1Api(admin).create_namespaced_service_account(namespace, {"metadata": {"name": "manager"}})
-        rbac.create_cluster_role_binding(
-            {
-                "metadata": {"name": manager},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": manager},
-                "subjects": [{"kind": "ServiceAccount", "name": "manager", "namespace": namespace}],
-            }
-        )
+        rbac.create_cluster_role_binding(role_binding(manager, manager, "manager", namespace))
         token = k8s.CoreV1Api(admin).create_namespaced_service_account_token(
             "manager", namespace, {"spec": {}}
         )

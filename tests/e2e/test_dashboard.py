@@ -20,6 +20,7 @@ from devenv.processes.environment import Environment
 from devenv.versions import REPO_ROOT
 from tests.e2e.bridge import REMOTES, Api, pod, wait_running
 from tests.e2e.browser import chromium, headless_page
+from tests.support import role_binding
 
 IMG = REPO_ROOT / "docs" / "img"
 READER = "armada-bridge-extender-reader"
@@ -40,13 +41,7 @@ def reader_token(namespace: str, cluster_api: Api) -> Iterator[str]:
     role["metadata"] = {"name": name}
     rbac.create_cluster_role(role)
     try:
-        rbac.create_cluster_role_binding(
-            {
-                "metadata": {"name": name},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-                "subjects": [{"kind": "ServiceAccount", "name": "dash-reader", "namespace": namespace}],
-            }
-        )
+        rbac.create_cluster_role_binding(role_binding(name, name, "dash-reader", namespace))
         core.create_namespaced_service_account(namespace, {"metadata": {"name": "dash-reader"}})
         review = core.create_namespaced_service_account_token(
             "dash-reader", namespace, {"spec": {"expirationSeconds": 900}}

@@ -8,18 +8,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
 from devenv.operators.samples import sample
 from devenv.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, cluster_of, front_pods
-from tests.e2e.operators import REMOTES, apply, kubectl, wait_gone_from_remotes, wait_status
+from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
+    REMOTES,
+    apply,
+    delete_and_wait_gone,
+    kubectl,
+    wait_status,
+)
 from tests.support import wait_for
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 OPERATOR = "dask"
 SAMPLES = "operator/controller/tests/resources"
@@ -56,8 +61,7 @@ def test_daskcluster_runs_in_one_remote_cluster(
     # with a ClusterIP Service nothing triggers Running again.
     current = wait_status(dc, "a phase", lambda d: bool((d.get("status") or {}).get("phase")))
     assert current["status"]["phase"] in ("Pending", "Running"), current["status"]
-    kubectl("delete", "daskcluster", "simple", "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "daskcluster", "simple")
 
 
 def test_daskjob_runs_in_one_remote_cluster_and_succeeds(
@@ -77,8 +81,7 @@ def test_daskjob_runs_in_one_remote_cluster_and_succeeds(
     )
     assert done["status"]["jobStatus"] == "Successful"
     assert "Successful" in kubectl("get", "daskjob", "simple-job", "-n", namespace)
-    kubectl("delete", "daskjob", "simple-job", "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "daskjob", "simple-job")
 
 
 def _on_real_nodes(obj: dict[str, Any]) -> None:
@@ -127,8 +130,7 @@ def test_daskjob_computes_on_real_nodes_and_succeeds(
     (pod,) = front_pods(cluster_api, namespace, "dask.org/component=job-runner")
     log = kubectl("logs", pod.metadata.name, "-n", namespace)
     assert "2 workers, sum 500500" in log, log
-    kubectl("delete", "daskjob", "simple-job", "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "daskjob", "simple-job")
 
 
 def test_daskcluster_scales_down_through_its_scheduler_on_real_nodes(
@@ -176,5 +178,4 @@ def test_daskcluster_scales_down_through_its_scheduler_on_real_nodes(
     # The phase is the operator's own race (docs/operators.md, "DaskCluster phase"), pods or not.
     current = wait_status(dc, "a phase", lambda d: bool((d.get("status") or {}).get("phase")))
     assert current["status"]["phase"] in ("Pending", "Running"), current["status"]
-    kubectl("delete", "daskcluster", "simple", "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "daskcluster", "simple")

@@ -21,21 +21,11 @@ from kubernetes.client.rest import ApiException
 from armada_bridge import keys
 from devenv.names import FRONT
 from devenv.processes.environment import Environment
-from tests.e2e.bridge import events_for, pod, wait_running
+from tests.e2e.bridge import create_podgroup, events_for, pod, wait_running
 from tests.support import wait_for
 
 Api = Callable[[str], k8s.ApiClient]
 SEED = 20261130
-
-
-def _podgroup(api: Api, ns: str, group: str, version: str, name: str, spec: dict[str, Any]) -> None:
-    k8s.CustomObjectsApi(api(FRONT)).create_namespaced_custom_object(
-        group,
-        version,
-        ns,
-        "podgroups",
-        {"apiVersion": f"{group}/{version}", "kind": "PodGroup", "metadata": {"name": name}, "spec": spec},
-    )
 
 
 def _hostile_pods(namespace: str) -> dict[str, dict[str, Any]]:
@@ -84,7 +74,7 @@ def test_hostile_pods_and_podgroups_wait_with_a_reason_and_others_run(
 ) -> None:
     core = k8s.CoreV1Api(cluster_api(FRONT))
     wanted_reason = dict(WANTED_REASON)
-    _podgroup(
+    create_podgroup(
         cluster_api,
         namespace,
         "scheduling.volcano.sh",
@@ -92,7 +82,7 @@ def test_hostile_pods_and_podgroups_wait_with_a_reason_and_others_run(
         "absurd",
         {"minMember": -3, "minResources": {"cpu": "-5", "nvidia.com/gpu": "1e30"}},
     )
-    _podgroup(
+    create_podgroup(
         cluster_api,
         namespace,
         "scheduling.x-k8s.io",

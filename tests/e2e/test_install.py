@@ -40,12 +40,13 @@ from devenv import binaries
 from devenv.bridge.vkubelet_setup import inline_kubeconfig
 from devenv.clients import api_client, kubectl
 from devenv.images import kube_scheduler, runtime
+from devenv.pods import busybox_pod, real_pod
 from devenv.processes.environment import Environment
 from devenv.realnode import containerd
 from devenv.realnode.placement import on_a_real_node
 from devenv.versions import REPO_ROOT
 from tests import helm_chart as chart
-from tests.support import wait_for
+from tests.support import role_binding, wait_for
 
 CHART = REPO_ROOT / "manifests" / "helm" / "armada-bridge"
 NAMESPACE = "armada-bridge-system"
@@ -124,11 +125,9 @@ def _gang(core: k8s.CoreV1Api, name: str, size: int, cpu: str, namespace: str = 
     """A gang of `size` pods of `cpu` on the KWOK nodes, as a team submits it; their names."""
     names = [f"{name}-{i}" for i in range(size)]
     annotations = {keys.GANG_ID: name, keys.GANG_CARDINALITY: str(size)}
-    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
     for pod in names:
         core.create_namespaced_pod(
-            namespace,
-            {"metadata": {"name": pod, "annotations": annotations}, "spec": {"containers": [container]}},
+            namespace, busybox_pod(pod, cpu=cpu, memory="1Gi", annotations=annotations)
         )
     return names
 
@@ -303,19 +302,7 @@ def _work(f: Front, mode: str) -> None:
     and RayCluster from their operators: all admitted by the installed extender and run remotely."""
     pair = _gang(f.core, "pair", 2, "1")
     said = f"hello from a real container, through the bridge the chart installed in {mode} mode"
-    hello = {
-        "name": "main",
-        "image": "busybox",
-        "command": ["sh", "-c", f"echo {said}"],
-        "resources": {"requests": {"cpu": "100m", "memory": "16Mi"}},
-    }
-    f.core.create_namespaced_pod(
-        "team",
-        {
-            "metadata": {"name": "hello"},
-            "spec": on_a_real_node({"restartPolicy": "Never", "containers": [hello]}),
-        },
-    )
+    f.core.create_namespaced_pod("team", real_pod("hello", ["sh", "-c", f"echo {said}"]))
     _wait_running(f.core, pair, "the gang Running through the installed bridge")
     try:
         wait_for(
@@ -506,12 +493,7 @@ def _submits_through_the_armada_api(f: Front, mode: str) -> None:
     account = f"submitter-{mode}"
     f.core.create_namespaced_service_account("team", {"metadata": {"name": account}})
     k8s.RbacAuthorizationV1Api(f.api).create_namespaced_role_binding(
-        "team",
-        {
-            "metadata": {"name": f"{account}-edit"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
-            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": "team"}],
-        },
+        "team", role_binding(f"{account}-edit", "edit", account, "team")
     )
     token = f.core.create_namespaced_service_account_token(
         account, "team", {"spec": {"expirationSeconds": 900}}

@@ -6,24 +6,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 import yaml
 
 from devenv.operators.samples import adapt
 from devenv.versions import REPO_ROOT
 from tests.e2e.bridge import Api
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     apply,
     assert_waits_whole,
     conditions,
+    delete_and_wait_gone,
     kubectl,
     one_remote_cluster,
-    wait_gone_from_remotes,
     wait_status,
 )
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 SAMPLES = REPO_ROOT / "manifests" / "samples"
 
@@ -43,8 +42,7 @@ def test_jobset_runs_whole_in_one_remote_cluster_and_completes(
     assert one_remote_cluster(cluster_api, namespace, 4)
     name = js["metadata"]["name"]
     assert "Completed" in kubectl("get", "jobset", name, "-n", namespace)  # TerminalState
-    kubectl("delete", "jobset", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "jobset", name)
 
 
 def test_jobset_too_big_for_any_cluster_waits_whole(
@@ -58,8 +56,7 @@ def test_jobset_too_big_for_any_cluster_waits_whole(
     ] = "6"
     apply(adapt(js, namespace, cpu="30"))
     assert_waits_whole(cluster_api, namespace, 6)
-    kubectl("delete", "jobset", js["metadata"]["name"], "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "jobset", js["metadata"]["name"])
 
 
 def test_indexed_job_runs_whole_in_one_remote_cluster_and_completes(namespace: str, cluster_api: Api) -> None:
@@ -68,5 +65,4 @@ def test_indexed_job_runs_whole_in_one_remote_cluster_and_completes(namespace: s
     done = wait_status(job, "Complete", lambda j: conditions(j).get("Complete") == "True")
     assert done["status"].get("succeeded") == 3
     assert one_remote_cluster(cluster_api, namespace, 3)
-    kubectl("delete", "job", job["metadata"]["name"], "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "job", job["metadata"]["name"])

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-import pytest
 import yaml
 
 from armada_bridge import keys
@@ -16,13 +15,14 @@ from devenv.operators.samples import adapt, sample
 from devenv.realnode.placement import on_a_real_node
 from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     apply,
     assert_waits_whole,
+    delete_and_wait_gone,
     get,
     kubectl,
     one_remote_cluster,
     podgroup,
-    wait_gone_from_remotes,
     wait_status,
 )
 from tests.e2e.ray_clusters import (
@@ -35,8 +35,7 @@ from tests.e2e.ray_clusters import (
 )
 from tests.support import wait_for
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 RAY_IMAGE = ray.NAME
 SAMPLE = "config/samples/ray-cluster.sample.yaml"
@@ -58,8 +57,7 @@ def test_raycluster_runs_whole_in_one_remote_cluster_and_is_ready(
     assert podgroup(cluster_api, namespace, f"ray-{name}-pg")["spec"]["minMember"] == 3
     assert "ready" in kubectl("get", "raycluster", name, "-n", namespace)
 
-    kubectl("delete", "raycluster", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "raycluster", name)
 
 
 def test_raycluster_too_big_for_any_cluster_waits_whole(
@@ -75,8 +73,7 @@ def test_raycluster_too_big_for_any_cluster_waits_whole(
     assert_waits_whole(cluster_api, namespace, 5)
     state = (get(rc).get("status") or {}).get("state")
     assert state not in ("ready", "failed"), state
-    kubectl("delete", "raycluster", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "raycluster", name)
 
 
 def test_rayjob_is_submitted_to_the_remote_head_and_succeeds_on_real_nodes(
@@ -135,8 +132,7 @@ def test_rayjob_is_submitted_to_the_remote_head_and_succeeds_on_real_nodes(
     log = kubectl("logs", sub.metadata.name, "-n", namespace)
     assert "test_counter got 5" in log, log
     assert re.search(r"Job .rayjob-sample-\w+. succeeded", log), log
-    kubectl("delete", "rayjob", rj["metadata"]["name"], "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "rayjob", rj["metadata"]["name"])
 
 
 def test_raycluster_autoscaler_scales_its_workers_through_the_front_api_on_real_nodes(
@@ -179,8 +175,7 @@ def test_raycluster_autoscaler_scales_its_workers_through_the_front_api_on_real_
         ),
         timeout=60,
     )
-    kubectl("delete", "raycluster", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "raycluster", name)
 
 
 def _deployment(rayjob: dict[str, object]) -> object:

@@ -8,26 +8,26 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-import pytest
 from kubernetes import client as k8s
 
 from devenv.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     apply,
     assert_waits_whole,
     conditions,
+    delete_and_wait_gone,
+    found_podgroup,
     get,
     kubectl,
     one_remote_cluster,
-    podgroup,
-    wait_gone_from_remotes,
+    true_conditions,
     wait_status,
 )
 from tests.support import wait_for
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 OPERATOR = "mpi-operator"
 SAMPLE = "examples/v2beta1/pi/pi.yaml"
@@ -42,7 +42,8 @@ def test_mpijob_runs_whole_in_one_remote_cluster_and_succeeds(
     name = job["metadata"]["name"]
     apply(adapt(job, namespace, cpu="1", memory="1Gi"))
 
-    assert podgroup_min_member(cluster_api, namespace, name) == 3
+    pg = wait_for("the MPIJob's Volcano PodGroup", lambda: found_podgroup(cluster_api, namespace, name))
+    assert pg["spec"]["minMember"] == 3
     wait_for(
         "launcher and 2 workers placed",
         lambda: len([p for p in front_pods(cluster_api, namespace) if p.spec.node_name]) >= 3,
@@ -58,8 +59,7 @@ def test_mpijob_runs_whole_in_one_remote_cluster_and_succeeds(
     )
     assert "Succeeded" in state, state
 
-    kubectl("delete", "mpijob", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "mpijob", name)
 
 
 def test_mpijob_too_big_for_any_cluster_waits_whole_and_is_not_failed(
@@ -72,10 +72,8 @@ def test_mpijob_too_big_for_any_cluster_waits_whole_and_is_not_failed(
     apply(adapt(job, namespace, cpu="30", memory="1Gi"))
 
     assert_waits_whole(cluster_api, namespace, 5)
-    state = conditions(get(job))
-    assert state.get("Failed") != "True" and state.get("Succeeded") != "True", state
-    kubectl("delete", "mpijob", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    assert not {"Failed", "Succeeded"} & true_conditions(get(job))
+    delete_and_wait_gone(cluster_api, namespace, "mpijob", name)
 
 
 def test_mpijob_pi_really_runs_on_real_nodes_and_its_result_is_in_the_launchers_log(
@@ -99,19 +97,4 @@ def test_mpijob_pi_really_runs_on_real_nodes_and_its_result_is_in_the_launchers_
     assert {f"{name}-worker-0", f"{name}-worker-1"} <= set(re.findall(rf"{name}-worker-\d+", log)), log
     assert cluster
 
-    kubectl("delete", "mpijob", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
-
-
-def podgroup_min_member(api: Api, namespace: str, name: str) -> int:
-    from kubernetes.client.rest import ApiException
-
-    def probe() -> int | None:
-        try:
-            return int(podgroup(api, namespace, name)["spec"]["minMember"])
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise
-
-    return wait_for("the MPIJob's Volcano PodGroup", probe)
+    delete_and_wait_gone(cluster_api, namespace, "mpijob", name)

@@ -25,7 +25,15 @@ from armada_bridge import keys
 from armada_bridge.objects import Obj
 from devenv.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, cluster_of, cordoned, free_by_node, front_pods, gang_rooms, pod
-from tests.e2e.operators import apply, conditions, get, kubectl, wait_gone_from_remotes, wait_status
+from tests.e2e.operators import (
+    apply,
+    conditions,
+    delete_and_wait_gone,
+    get,
+    kubectl,
+    wait_gone_from_remotes,
+    wait_status,
+)
 from tests.support import wait_for
 
 CPU = 20
@@ -140,8 +148,7 @@ def test_with_room_for_one_of_two_gangs_the_second_waits_whole_and_starts_when_t
         pods = of(job)
         assert len(pods) == MEMBERS and len({cluster_of(p) for p in pods}) == 1
         assert conditions(get(job)).get("Failed") != "True"
-    kubectl("delete", "pytorchjob", "--all", "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "pytorchjob")
 
 
 def test_objects_of_two_operators_in_two_queues_share_the_remotes_by_fair_share(

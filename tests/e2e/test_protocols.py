@@ -8,7 +8,6 @@ import ssl
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -20,27 +19,17 @@ from devenv.processes.environment import Environment
 from tests.e2e.bridge import (
     Api,
     cluster_of,
+    create_podgroup,
     events_for,
     front_pods,
     label_namespace_queue,
     pod,
     wait_running,
 )
+from tests.pods import admission_review
 from tests.support import wait_for
 
 N = 4
-
-
-def _create_podgroup(
-    api: Api, namespace: str, group: str, version: str, name: str, spec: dict[str, Any]
-) -> None:
-    k8s.CustomObjectsApi(api("front")).create_namespaced_custom_object(
-        group,
-        version,
-        namespace,
-        "podgroups",
-        {"apiVersion": f"{group}/{version}", "kind": "PodGroup", "metadata": {"name": name}, "spec": spec},
-    )
 
 
 def _assert_gang_waits(api: Api, namespace: str, selector: str) -> None:
@@ -68,75 +57,69 @@ def _assert_gang_waits(api: Api, namespace: str, selector: str) -> None:
 
 
 def _assert_waits_then_runs(
-    api: Api, namespace: str, make: Callable[[int], dict[str, Any]], selector: str
+    api: Api,
+    namespace: str,
+    group: str,
+    *,
+    labels: dict[str, str] | None = None,
+    spec: dict[str, Any] | None = None,
+    **member: Any,
 ) -> None:
+    """The gang of N pods `<group>-<i>` (labelled g=<group> and `labels`, `spec` added to theirs,
+    `member`: the rest of what :func:`pod` makes them of) waits while one is missing, then runs whole
+    in one cluster."""
+
+    def make(i: int) -> dict[str, Any]:
+        p = pod(f"{group}-{i}", cpu="2", labels={"g": group, **(labels or {})}, **member)
+        p["spec"].update(spec or {})
+        return p
+
     core = k8s.CoreV1Api(api("front"))
     for i in range(N - 1):
         core.create_namespaced_pod(namespace, make(i))
-    _assert_gang_waits(api, namespace, selector)
+    _assert_gang_waits(api, namespace, f"g={group}")
     core.create_namespaced_pod(namespace, make(N - 1))
-    running = wait_running(api, namespace, N, selector)
+    running = wait_running(api, namespace, N, f"g={group}")
     assert len({cluster_of(p) for p in running}) == 1
 
 
 def test_armada_annotations(namespace: str, cluster_api: Api) -> None:
     ann = {keys.GANG_ID: "g", keys.GANG_CARDINALITY: str(N)}
-    _assert_waits_then_runs(
-        cluster_api,
-        namespace,
-        lambda i: pod(f"a-{i}", queue=namespace, cpu="2", annotations=ann, labels={"g": "a"}),
-        "g=a",
-    )
+    _assert_waits_then_runs(cluster_api, namespace, "a", queue=namespace, annotations=ann)
 
 
 def test_volcano_podgroup(namespace: str, cluster_api: Api) -> None:
     # Volcano's `default` (as the operators write it where nobody named a queue) yields to the
     # namespace's queue.
     label_namespace_queue(cluster_api, namespace)
-    _create_podgroup(
+    create_podgroup(
         cluster_api, namespace, "scheduling.volcano.sh", "v1beta1", "vg", {"minMember": N, "queue": "default"}
     )
-
-    def make(i: int) -> dict[str, Any]:
-        return pod(
-            f"v-{i}",
-            queue=None,
-            cpu="2",
-            scheduler="volcano",
-            labels={"g": "v"},
-            annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "vg"},
-        )
-
-    _assert_waits_then_runs(cluster_api, namespace, make, "g=v")
+    ann = {keys.VOLCANO_GROUP_NAME_ANNOTATION: "vg"}
+    _assert_waits_then_runs(cluster_api, namespace, "v", queue=None, scheduler="volcano", annotations=ann)
 
 
 def test_scheduler_plugins_podgroup(namespace: str, cluster_api: Api) -> None:
-    _create_podgroup(cluster_api, namespace, "scheduling.x-k8s.io", "v1alpha1", "cg", {"minMember": N})
-
-    def make(i: int) -> dict[str, Any]:
-        return pod(
-            f"c-{i}",
-            queue=namespace,
-            cpu="2",
-            scheduler="scheduler-plugins-scheduler",
-            labels={"g": "c", keys.COSCHEDULING_POD_GROUP_LABEL: "cg"},
-        )
-
-    _assert_waits_then_runs(cluster_api, namespace, make, "g=c")
+    create_podgroup(cluster_api, namespace, "scheduling.x-k8s.io", "v1alpha1", "cg", {"minMember": N})
+    _assert_waits_then_runs(
+        cluster_api,
+        namespace,
+        "c",
+        labels={keys.COSCHEDULING_POD_GROUP_LABEL: "cg"},
+        queue=namespace,
+        scheduler="scheduler-plugins-scheduler",
+    )
 
 
 def test_kueue_pod_group(namespace: str, cluster_api: Api) -> None:
-    def make(i: int) -> dict[str, Any]:
-        labels = {"g": "k", keys.KUEUE_POD_GROUP_NAME_LABEL: "kg", keys.KUEUE_QUEUE_NAME_LABEL: namespace}
-        return pod(
-            f"k-{i}",
-            queue=None,
-            cpu="2",
-            labels=labels,
-            annotations={keys.KUEUE_POD_GROUP_TOTAL_COUNT_ANNOTATION: str(N)},
-        )
-
-    _assert_waits_then_runs(cluster_api, namespace, make, "g=k")
+    _assert_waits_then_runs(
+        cluster_api,
+        namespace,
+        "k",
+        labels={keys.KUEUE_POD_GROUP_NAME_LABEL: "kg", keys.KUEUE_QUEUE_NAME_LABEL: namespace},
+        queue=None,
+        annotations={keys.KUEUE_POD_GROUP_TOTAL_COUNT_ANNOTATION: str(N)},
+    )
 
 
 def test_volcano_group_min_member_on_a_job(namespace: str, cluster_api: Api) -> None:
@@ -196,19 +179,7 @@ def test_admission_names_the_job_podgroup_and_creates_nothing(
             "controller": True,
         }
     ]
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "review-1",
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "operation": "CREATE",
-            "namespace": namespace,
-            "object": member,
-            "dryRun": True,
-        },
-    }
+    review = admission_review(member, namespace=namespace, dryRun=True)
     ctx = ssl.create_default_context()
     ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE  # loopback, the dev CA's certificate
     req = urllib.request.Request(
@@ -233,7 +204,7 @@ def test_volcano_podgroup_goes_inqueue_before_pods_exist(
     namespace: str, cluster_api: Api, phase_before_pods: str
 ) -> None:
     """training-operator creates pods only once its Volcano PodGroup is Inqueue."""
-    _create_podgroup(
+    create_podgroup(
         cluster_api,
         namespace,
         "scheduling.volcano.sh",
@@ -262,7 +233,7 @@ def test_volcano_podgroup_goes_inqueue_before_pods_exist(
 
 def test_native_workload_podgroup(namespace: str, cluster_api: Api) -> None:
     """The native scheduling.k8s.io PodGroup (gang minCount) and the pod field spec.schedulingGroup."""
-    _create_podgroup(
+    create_podgroup(
         cluster_api,
         namespace,
         "scheduling.k8s.io",
@@ -271,12 +242,9 @@ def test_native_workload_podgroup(namespace: str, cluster_api: Api) -> None:
         {"schedulingPolicy": {"gang": {"minCount": N}}},
     )
 
-    def make(i: int) -> dict[str, Any]:
-        p = pod(f"n-{i}", queue=namespace, cpu="2", labels={"g": "n"})
-        p["spec"]["schedulingGroup"] = {"podGroupName": "ng"}
-        return p
-
-    _assert_waits_then_runs(cluster_api, namespace, make, "g=n")
+    _assert_waits_then_runs(
+        cluster_api, namespace, "n", spec={"schedulingGroup": {"podGroupName": "ng"}}, queue=namespace
+    )
 
 
 def test_late_member_does_not_deadlock_its_gang(namespace: str, cluster_api: Api) -> None:
@@ -285,7 +253,7 @@ def test_late_member_does_not_deadlock_its_gang(namespace: str, cluster_api: Api
     room reserved; the launcher then joins them in the same cluster."""
     label_namespace_queue(cluster_api, namespace)
     spec = {"minMember": 3, "queue": "default", "minResources": {"cpu": "6", "memory": "3Gi"}}
-    _create_podgroup(cluster_api, namespace, "scheduling.volcano.sh", "v1beta1", "mpi", spec)
+    create_podgroup(cluster_api, namespace, "scheduling.volcano.sh", "v1beta1", "mpi", spec)
     core = k8s.CoreV1Api(cluster_api("front"))
     ann = {keys.VOLCANO_GROUP_NAME_ANNOTATION: "mpi"}
 
@@ -311,23 +279,11 @@ def test_pods_created_right_after_their_podgroup_and_namespace_are_managed(
     them on a real front node outside every queue. A burst of fresh namespaces, each with a
     Volcano gang of two (one member: it waits) and a pod that names only its namespace's queue."""
     core = k8s.CoreV1Api(cluster_api("front"))
-    crd = k8s.CustomObjectsApi(cluster_api("front"))
     names = [f"t-read-through-{uuid.uuid4().hex[:6]}-{i}" for i in range(16)]
 
     def make(ns: str) -> None:
         core.create_namespace({"metadata": {"name": ns, "labels": {keys.QUEUE_LABEL: namespace}}})
-        crd.create_namespaced_custom_object(
-            "scheduling.volcano.sh",
-            "v1beta1",
-            ns,
-            "podgroups",
-            {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "PodGroup",
-                "metadata": {"name": "vg"},
-                "spec": {"minMember": 2},
-            },
-        )
+        create_podgroup(cluster_api, ns, "scheduling.volcano.sh", "v1beta1", "vg", {"minMember": 2})
         member = pod("member", queue=None, cpu="100m", scheduler="volcano")
         member["metadata"]["annotations"] = {keys.VOLCANO_GROUP_NAME_ANNOTATION: "vg"}
         core.create_namespaced_pod(ns, member)

@@ -23,7 +23,7 @@ from kubernetes import client as k8s
 from kubernetes.stream import portforward
 
 from armada_bridge import keys
-from devenv import binaries
+from devenv import pods
 from devenv.clients import api_client
 from devenv.images.recipes import RECIPES
 from devenv.network.podnet import PodNetwork
@@ -34,7 +34,7 @@ from devenv.realnode.node import RealNodes
 from devenv.realnode.placement import on_a_real_node
 from devenv.simulated import kwok_exec
 from tests.e2e.bridge import Api
-from tests.support import kubectl, wait_for
+from tests.support import grant, kubectl, kubectl_argv, wait_for
 
 PROGRAMS = Path(__file__).with_name("realnode_programs")
 
@@ -47,17 +47,9 @@ def real(dev_env: Environment, cluster_api: Api, namespace_in_its_queue: str) ->
     yield k8s.CoreV1Api(cluster_api("front"))
 
 
-def real_pod(
-    name: str, command: list[str], *, image: str = "busybox", memory_limit: str = "64Mi", **spec: Any
-) -> dict[str, Any]:
-    container = {
-        "name": "main",
-        "image": image,
-        "command": command,
-        "resources": {"requests": {"cpu": "100m", "memory": "16Mi"}, "limits": {"memory": memory_limit}},
-    }
-    body = on_a_real_node({"restartPolicy": "Never", "containers": [container], **spec})
-    return {"metadata": {"name": name, "labels": {}}, "spec": body}
+def real_pod(name: str, command: list[str], *, memory_limit: str = "64Mi", **spec: Any) -> dict[str, Any]:
+    """A pod running `command` once on a real node, with a labels map (a test may add to it)."""
+    return pods.real_pod(name, command, memory_limit=memory_limit, labels={}, **spec)
 
 
 def ended(front: k8s.CoreV1Api, namespace: str, name: str, timeout: float = 90) -> Any:
@@ -157,22 +149,8 @@ def test_a_remote_pod_uses_the_front_api_with_its_own_token(
     """A process in a real container creates a ConfigMap and a pod in the front with its own
     ServiceAccount's token, and finds the front API at `kubernetes.default.svc` too; the pod is
     queued and admitted by the extender like any other."""
-    rbac = k8s.RbacAuthorizationV1Api(cluster_api("front"))
-    rbac.create_namespaced_role(
-        namespace,
-        {
-            "metadata": {"name": "maker"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps", "pods"], "verbs": ["create", "get"]}],
-        },
-    )
-    rbac.create_namespaced_role_binding(
-        namespace,
-        {
-            "metadata": {"name": "maker"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "maker"},
-            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": namespace}],
-        },
-    )
+    makes = [{"apiGroups": [""], "resources": ["configmaps", "pods"], "verbs": ["create", "get"]}]
+    grant(k8s.RbacAuthorizationV1Api(cluster_api("front")), namespace, "maker", makes, "default")
     program = "front_api_client.py"
     real.create_namespaced_config_map(
         namespace, {"metadata": {"name": "programs"}, "data": {program: (PROGRAMS / program).read_text()}}
@@ -443,7 +421,7 @@ def _cluster_of(front: k8s.CoreV1Api, namespace: str, name: str) -> str:
 def _kubectl_background(env: Environment, *args: str) -> tuple[subprocess.Popen[str], list[str]]:
     """kubectl running in the background; its output lines gathered as they come."""
     proc = subprocess.Popen(
-        [str(binaries.expected().kubectl), "--kubeconfig", str(env.kubeconfig("front")), *args],
+        kubectl_argv(env, *args),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

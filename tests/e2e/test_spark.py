@@ -10,28 +10,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
-
-import pytest
-from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
+from armada_bridge.objects import Obj
 from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods, running_pods
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     REMOTES,
     apply,
     assert_waits_whole,
+    delete_and_wait_gone,
+    found_podgroup,
     get,
     kubectl,
-    podgroup,
-    wait_gone_from_remotes,
     wait_status,
 )
 from tests.e2e.spark_apps import DRIVER, EXECUTOR, OPERATOR, elastic_app, spark_app, state
 from tests.support import wait_for
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 
 def test_sparkapplication_driver_runs_in_a_remote_cluster_and_completes(
@@ -44,7 +41,7 @@ def test_sparkapplication_driver_runs_in_a_remote_cluster_and_completes(
     apply(app)
 
     # The operator's Volcano PodGroup: one member (the driver) reserving driver + 2 executors.
-    pg = wait_for("the application's Volcano PodGroup", lambda: _podgroup(cluster_api, namespace, name))
+    pg = _podgroup(cluster_api, namespace, name)
     assert pg["spec"]["minMember"] == 1
     assert pg["spec"]["minResources"]["cpu"] == "3", pg["spec"]
     driver = wait_for(
@@ -68,8 +65,7 @@ def test_sparkapplication_driver_runs_in_a_remote_cluster_and_completes(
     # `kubectl get` tells the truth: its STATUS column is the operator's application state.
     assert "COMPLETED" in kubectl("get", "sparkapplication", name, "-n", namespace)
 
-    kubectl("delete", "sparkapplication", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "sparkapplication", name)
 
 
 def test_sparkapplication_too_big_for_any_cluster_waits_whole_and_is_not_failed(
@@ -82,14 +78,13 @@ def test_sparkapplication_too_big_for_any_cluster_waits_whole_and_is_not_failed(
     name = app["metadata"]["name"]
     apply(app)
 
-    pg = wait_for("the application's Volcano PodGroup", lambda: _podgroup(cluster_api, namespace, name))
+    pg = _podgroup(cluster_api, namespace, name)
     assert pg["spec"]["minResources"]["cpu"] == "330", pg["spec"]
     wait_for("the driver pod", lambda: front_pods(cluster_api, namespace, DRIVER), timeout=120)
     assert_waits_whole(cluster_api, namespace, 1)
     current = get(app)
     assert state(current) == "SUBMITTED", current.get("status")
-    kubectl("delete", "sparkapplication", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "sparkapplication", name)
 
 
 def test_sparkpi_really_runs_its_driver_and_executors_on_real_nodes(
@@ -121,8 +116,7 @@ def test_sparkpi_really_runs_its_driver_and_executors_on_real_nodes(
     assert len(done["status"].get("executorState") or {}) == 2, done["status"]
     log = kubectl("logs", driver.metadata.name, "-n", namespace)
     assert re.search(r"Pi is roughly 3\.1\d*", log), log[-3000:]
-    kubectl("delete", "sparkapplication", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "sparkapplication", name)
 
 
 def test_dynamic_allocation_executors_come_and_go_under_the_applications_queue_on_real_nodes(
@@ -163,14 +157,11 @@ def test_dynamic_allocation_executors_come_and_go_under_the_applications_queue_o
     assert state(done) == "COMPLETED", done["status"]
     log = kubectl("logs", driver.metadata.name, "-n", namespace)
     assert "first stage: 120" in log and "second stage: 12" in log, log[-3000:]
-    kubectl("delete", "sparkapplication", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "sparkapplication", name)
 
 
-def _podgroup(api: Api, namespace: str, name: str) -> dict[str, Any] | None:
-    try:
-        return podgroup(api, namespace, f"spark-{name}-pg")
-    except ApiException as e:
-        if e.status == 404:
-            return None
-        raise
+def _podgroup(api: Api, namespace: str, name: str) -> Obj:
+    """The application's Volcano PodGroup, once the operator made it."""
+    return wait_for(
+        "the application's Volcano PodGroup", lambda: found_podgroup(api, namespace, f"spark-{name}-pg")
+    )

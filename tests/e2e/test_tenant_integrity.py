@@ -22,7 +22,7 @@ from kubernetes.client.rest import ApiException
 from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey
 from tests.e2e.bridge import REMOTES, Api, events_for, pod, remote_pods
-from tests.support import HOLD_SCHEDULER, decision_key, wait_for
+from tests.support import HOLD_SCHEDULER, decision_key, grant, role_binding, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -68,14 +68,7 @@ def tenant(namespace: str, cluster_api: Api) -> Iterator[Tenant]:
     core.create_namespace({"metadata": {"name": unqueued}})
     core.create_namespaced_service_account(namespace, {"metadata": {"name": "team"}})
     for ns in (namespace, unqueued):
-        rbac.create_namespaced_role_binding(
-            ns,
-            {
-                "metadata": {"name": "team-edit"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
-                "subjects": [{"kind": "ServiceAccount", "name": "team", "namespace": namespace}],
-            },
-        )
+        rbac.create_namespaced_role_binding(ns, role_binding("team-edit", "edit", "team", namespace))
     token = core.create_namespaced_service_account_token(
         "team", namespace, {"spec": {"expirationSeconds": 1800}}
     )
@@ -216,21 +209,14 @@ def test_a_tenant_cannot_write_the_bridges_keys_or_lift_its_gate(tenant: Tenant,
 
 def test_a_binding_to_a_virtual_node_is_refused(tenant: Tenant, cluster_api: Api) -> None:
     """Even for a tenant granted pods/binding (as for a scheduler of its own): not to a virtual node."""
-    rbac = k8s.RbacAuthorizationV1Api(cluster_api(FRONT))
-    rbac.create_namespaced_role(
+    binds = [{"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}]
+    grant(
+        k8s.RbacAuthorizationV1Api(cluster_api(FRONT)),
         tenant.unqueued,
-        {
-            "metadata": {"name": "binder"},
-            "rules": [{"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}],
-        },
-    )
-    rbac.create_namespaced_role_binding(
-        tenant.unqueued,
-        {
-            "metadata": {"name": "binder"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "binder"},
-            "subjects": [{"kind": "ServiceAccount", "name": "team", "namespace": tenant.queued}],
-        },
+        "binder",
+        binds,
+        "team",
+        tenant.queued,
     )
     for name in ("to-virtual", "to-front"):
         tenant.api.create_namespaced_pod(tenant.unqueued, pod(name, queue=None, scheduler=HOLD_SCHEDULER))

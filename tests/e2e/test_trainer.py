@@ -7,23 +7,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from devenv.operators.samples import sample
 from tests.e2e.bridge import Api
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     apply,
     assert_waits_whole,
-    conditions,
+    delete_and_wait_gone,
     get,
     kubectl,
     one_remote_cluster,
-    wait_gone_from_remotes,
+    true_conditions,
     wait_status,
 )
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 OPERATOR = "trainer"
 SAMPLE = "examples/yaml/04-volcano-integration.yaml"
@@ -45,15 +43,14 @@ def test_trainjob_runs_whole_in_one_remote_cluster_and_completes(
 ) -> None:
     operators(OPERATOR)
     job = _trainjob(cluster_api, namespace, 4, "1")
-    done = wait_status(job, "Complete or Failed", lambda j: {"Complete", "Failed"} & _true(j))
-    assert "Complete" in _true(done), done.get("status")
+    done = wait_status(job, "Complete or Failed", lambda j: {"Complete", "Failed"} & true_conditions(j))
+    assert "Complete" in true_conditions(done), done.get("status")
     assert one_remote_cluster(cluster_api, namespace, 4)
     name = job["metadata"]["name"]
     assert "Complete" in kubectl(
         "get", "trainjob", name, "-n", namespace, "-o", "custom-columns=S:.status.conditions[*].type"
     )
-    kubectl("delete", "trainjob", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, "trainjob", name)
 
 
 def test_trainjob_too_big_for_any_cluster_waits_whole(
@@ -62,10 +59,5 @@ def test_trainjob_too_big_for_any_cluster_waits_whole(
     operators(OPERATOR)
     job = _trainjob(cluster_api, namespace, 5, "30")
     assert_waits_whole(cluster_api, namespace, 5)
-    assert "Failed" not in _true(get(job))
-    kubectl("delete", "trainjob", job["metadata"]["name"], "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
-
-
-def _true(obj: dict[str, Any]) -> set[str]:
-    return {t for t, status in conditions(obj).items() if status == "True"}
+    assert "Failed" not in true_conditions(get(job))
+    delete_and_wait_gone(cluster_api, namespace, "trainjob", job["metadata"]["name"])

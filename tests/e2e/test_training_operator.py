@@ -21,20 +21,22 @@ from devenv.operators.install import SHARED_CRD, enabled
 from devenv.operators.samples import adapt, sample
 from tests.e2e.bridge import Api, front_pods, remote_pods
 from tests.e2e.operators import (
+    IN_ITS_NAMESPACES_QUEUE,
     apply,
     conditions,
+    delete_and_wait_gone,
+    found_podgroup,
     get,
     kubectl,
     one_remote_cluster,
     podgroup,
     run_kubectl,
-    wait_gone_from_remotes,
+    true_conditions,
     wait_status,
 )
 from tests.support import wait_for
 
-# Their objects name no queue: they run in the queue of the namespace (`namespace_in_its_queue`).
-pytestmark = pytest.mark.usefixtures("namespace_in_its_queue")
+pytestmark = IN_ITS_NAMESPACES_QUEUE
 
 OPERATOR = "training-operator"
 # MPIJob kubeflow.org/v1: the training operator v1.9.4 serving that kind alone, in place of the MPI
@@ -133,7 +135,7 @@ def _runs_whole_in_one_remote_cluster_and_succeeds(
     name = job["metadata"]["name"]
     apply(adapt(job, namespace, runtime="3s"))
 
-    pg = wait_for("the job's Volcano PodGroup", lambda: _podgroup(cluster_api, namespace, name))
+    pg = wait_for("the job's Volcano PodGroup", lambda: found_podgroup(cluster_api, namespace, name))
     assert pg["spec"]["minMember"] == size
     wait_for(
         f"{size} pods, each admitted to a remote cluster",
@@ -147,8 +149,7 @@ def _runs_whole_in_one_remote_cluster_and_succeeds(
     assert "Succeeded" in kubectl("get", kind.lower(), name, "-n", namespace)
     assert cluster
 
-    kubectl("delete", kind.lower(), name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    delete_and_wait_gone(cluster_api, namespace, kind.lower(), name)
 
 
 def _served(api: Api, crd: str) -> list[str]:
@@ -169,7 +170,7 @@ def test_pytorchjob_too_big_for_any_cluster_waits_whole_and_is_not_failed(
     pg = wait_for(
         "the PodGroup to say why it waits",
         lambda: (
-            (g := _podgroup(cluster_api, namespace, name))
+            (g := found_podgroup(cluster_api, namespace, name))
             and any(c.get("type") == "Unschedulable" for c in (g.get("status") or {}).get("conditions") or [])
             and g
         ),
@@ -182,10 +183,8 @@ def test_pytorchjob_too_big_for_any_cluster_waits_whole_and_is_not_failed(
     assert (podgroup(cluster_api, namespace, name).get("status") or {}).get("phase") == "Pending"
     # The operator waits for the gang scheduler: no pod at all, and the job is not failed.
     assert front_pods(cluster_api, namespace) == []
-    state = conditions(get(job))
-    assert state.get("Failed") != "True" and state.get("Running") != "True", state
-    kubectl("delete", "pytorchjob", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
+    assert not {"Failed", "Running"} & true_conditions(get(job))
+    delete_and_wait_gone(cluster_api, namespace, "pytorchjob", name)
 
 
 def test_pytorchjob_workers_really_rendezvous_and_all_reduce_on_real_nodes(
@@ -238,16 +237,4 @@ def test_pytorchjob_workers_really_rendezvous_and_all_reduce_on_real_nodes(
     init_log = kubectl("logs", worker, "-c", "init-pytorch", "-n", namespace)
     assert f"Name:\t{master}.{namespace}.svc.cluster.local" in init_log, init_log
 
-    kubectl("delete", "pytorchjob", name, "-n", namespace, "--wait=true")
-    wait_gone_from_remotes(cluster_api, namespace)
-
-
-def _podgroup(api: Api, namespace: str, name: str) -> dict[str, object] | None:
-    from kubernetes.client.rest import ApiException
-
-    try:
-        return podgroup(api, namespace, name)
-    except ApiException as e:
-        if e.status == 404:
-            return None
-        raise
+    delete_and_wait_gone(cluster_api, namespace, "pytorchjob", name)

@@ -13,6 +13,7 @@ from kubernetes import client as k8s
 from armada_bridge import keys
 from armada_bridge.core.quantities import parse_quantity
 from devenv import versions
+from devenv.pods import busybox, busybox_pod
 from devenv.processes.environment import FRONT, Environment
 from tests.support import wait_for
 
@@ -20,10 +21,7 @@ REMOTES = ["remote-1", "remote-2"]
 
 
 def _pod(name: str, scheduler: str = "default-scheduler") -> dict[str, object]:
-    return {
-        "metadata": {"name": name},
-        "spec": {"schedulerName": scheduler, "containers": [{"name": "main", "image": "busybox"}]},
-    }
+    return busybox_pod(name, schedulerName=scheduler)
 
 
 @pytest.mark.parametrize("cluster", REMOTES)
@@ -83,9 +81,7 @@ def test_pod_runs_and_job_completes(
             "spec": {
                 "completions": 2,
                 "parallelism": 2,
-                "template": {
-                    "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}
-                },
+                "template": {"spec": {"restartPolicy": "Never", "containers": [busybox()]}},
             },
         },
     )

@@ -8,6 +8,7 @@ import asyncio
 from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey
 from armada_bridge.kube import PODS, Kube, load_config
+from devenv.pods import busybox_pod
 from devenv.processes.environment import Environment
 from extender.controller import Controller, Settings
 from extender.metrics import Metrics
@@ -30,10 +31,7 @@ def test_a_bind_is_checked_against_the_pod_read_again_when_the_cache_shows_no_de
 
             async def cached_then_decided(name: str, cluster: str | None) -> ExtenderBindingArgs:
                 """A pod cached without a decision, then given `cluster`'s (None: none) in the API."""
-                body = {
-                    "metadata": {"name": name},
-                    "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "busybox"}]},
-                }
+                body = busybox_pod(name, schedulerName="nobody")
                 pod = await kube.create(PODS, body, namespace)
                 inputs.pods.remember(pod)
                 uid = pod["metadata"]["uid"]

@@ -12,6 +12,7 @@ import pytest
 
 from armada_bridge.kube import NAMESPACES, PODS, Kube, load_config
 from armada_bridge.kube.resources import CORE_EVENTS
+from devenv.pods import busybox_pod
 from devenv.processes.environment import Environment
 from extender.events import WAITING, EventRecorder
 from extender.metrics import Metrics
@@ -57,8 +58,9 @@ def test_an_event_waiting_to_be_written_keeps_what_it_names_not_the_object(
 
     async def scenario() -> None:
         async with Kube(load_config(dev_env.kubeconfig("front"))) as front:
-            spec = {"schedulingGates": [{"name": "test/hold"}], "containers": [{"name": "c", "image": "x"}]}
-            pod = await front.create(PODS, {"metadata": {"name": "p"}, "spec": spec}, namespace)
+            pod = await front.create(
+                PODS, busybox_pod("p", schedulingGates=[{"name": "test/hold"}]), namespace
+            )
             assert pod["metadata"].get("managedFields")
             metrics = Metrics()
             recorder = EventRecorder(front, metrics)

@@ -24,6 +24,7 @@ from devenv.processes.environment import Environment
 from extender.controller import Controller, Settings
 from extender.metrics import Metrics
 from extender.server import Api, make_app
+from tests.pods import admission_review
 
 SEED = 20261130
 CASES = 300
@@ -52,18 +53,7 @@ def valid_bind() -> dict[str, Any]:
 
 
 def valid_review() -> dict[str, Any]:
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "r-1",
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "operation": "CREATE",
-            "namespace": FAKE_NAMESPACE,
-            "object": valid_pod(),
-        },
-    }
+    return admission_review(valid_pod(), namespace=FAKE_NAMESPACE, uid="r-1")
 
 
 JUNK: list[Any] = [None, 0, -1, 1e308, "", "x" * 10_000, [], {}, [1, "a"], {"k": None}, True, "\u0000", "💥"]

@@ -9,6 +9,7 @@ import uuid
 from armada_bridge import keys
 from armada_bridge.kube import NAMESPACES, Kube, load_config
 from armada_bridge.kube.resources import VOLCANO_PODGROUPS
+from devenv.pods import busybox_pod
 from devenv.processes.environment import Environment
 from extender.inputs import Inputs
 from extender.protocols import volcano
@@ -16,10 +17,8 @@ from extender.protocols import volcano
 
 def test_what_the_caches_have_not_seen_is_read_from_the_api_server(dev_env: Environment) -> None:
     ns = f"t-read-through-{uuid.uuid4().hex[:6]}"
-    pod = {
-        "metadata": {"name": "p", "namespace": ns, "annotations": {keys.VOLCANO_GROUP_NAME_ANNOTATION: "vg"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-    }
+    pod = busybox_pod("p", annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "vg"})
+    pod["metadata"]["namespace"] = ns
 
     async def scenario() -> None:
         async with Kube(load_config(dev_env.kubeconfig("front"))) as kube:

@@ -14,6 +14,7 @@ import yaml
 
 from armada_bridge import keys
 from armada_bridge.kube import NODES, PODS, SECRETS, Kube, load_config
+from devenv.pods import busybox_pod
 from devenv.processes.environment import Environment
 from extender.inputs import Inputs
 from tests.support import wait_for_async
@@ -23,16 +24,7 @@ CLUSTER = "restarted"  # the watcher's name here: the dev environment's own Remo
 
 def _remote_pod(name: str, node: str) -> dict[str, Any]:
     """A pod of the remote cluster's own (no front pod), bound to one of its nodes."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
-            "terminationGracePeriodSeconds": 0,
-        },
-    }
+    return busybox_pod(name, cpu="1", nodeName=node, terminationGracePeriodSeconds=0)
 
 
 def _usage_in(inputs: Inputs, namespace: str) -> set[str]:

@@ -8,6 +8,7 @@ import pytest
 
 from armada_bridge.kube import PODS, Kube, load_config
 from armada_bridge.kube.client import ApiError
+from devenv.pods import busybox_pod
 
 
 def test_a_patch_with_another_objects_uid_changes_nothing(dev_env: object, namespace: str) -> None:
@@ -17,7 +18,7 @@ def test_a_patch_with_another_objects_uid_changes_nothing(dev_env: object, names
 
     async def scenario() -> None:
         async with Kube(load_config(dev_env.kubeconfig("remote-1"))) as kube:
-            body = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+            body = busybox_pod("p")
             old = await kube.create(PODS, body, namespace)
             await kube.delete(PODS, "p", namespace, body={"gracePeriodSeconds": 0})
             while await kube.get_or_none(PODS, "p", namespace) is not None:
@@ -51,11 +52,9 @@ def test_a_bind_is_done_only_when_that_pod_is_bound_to_that_node(dev_env: object
 
     async def scenario() -> None:
         async with Kube(load_config(dev_env.kubeconfig("front"))) as kube:
-            body = {
-                "metadata": {"name": "p"},
-                # No scheduler takes it: only these binds place it.
-                "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "busybox"}]},
-            }
+            body = busybox_pod(
+                "p", schedulerName="nobody"
+            )  # no scheduler takes it: only these binds place it
             uid = (await kube.create(PODS, body, namespace))["metadata"]["uid"]
             other_uid = "00000000-0000-0000-0000-000000000000"
             assert "Precondition failed: UID" in (await bind(kube, namespace, "p", other_uid, "n1") or "")
@@ -88,13 +87,7 @@ def test_a_status_patch_on_an_older_version_never_undoes_a_newer_status(
     async def scenario() -> None:
         async with Kube(load_config(dev_env.kubeconfig("front"))) as kube:
             for name in ("blind", "guarded"):
-                body = {
-                    "metadata": {"name": name},
-                    "spec": {
-                        "schedulingGates": [{"name": "test"}],
-                        "containers": [{"name": "c", "image": "busybox"}],
-                    },
-                }
+                body = busybox_pod(name, schedulingGates=[{"name": "test"}])
                 await kube.create(PODS, body, namespace)
                 seen = await kube.patch(PODS, name, running, namespace, subresource="status")
                 await kube.patch(PODS, name, preempted, namespace, subresource="status")

@@ -20,8 +20,15 @@ from armada_bridge import keys
 from devenv import binaries
 from devenv.clients import api_client
 from devenv.processes.environment import Environment
-from tests.integration.vkubelet_pods import bound_pod, exists, node_ready, phases, remote_pods
-from tests.support import create_bound, kubectl, wait_for
+from tests.integration.vkubelet_pods import (
+    bound_pod,
+    exists,
+    node_ready,
+    phases,
+    remote_pods,
+    run_bound,
+)
+from tests.support import create_bound, kubectl, kubectl_argv, wait_for
 from vkubelet.manager import CLEANUP_TIMEOUT
 
 NS = "vk-private"
@@ -50,8 +57,7 @@ def clients(env: Environment) -> Iterator[dict[str, k8s.CoreV1Api]]:
 
 def test_kubectl_logs_on_a_front_pod(env: Environment, clients: dict[str, k8s.CoreV1Api]) -> None:
     front = clients["front"]
-    create_bound(front, NS, bound_pod("talker", "remote-1"))
-    wait_for("pod Running", lambda: phases(front, NS).get("talker") == "Running", timeout=30)
+    run_bound(front, NS, bound_pod("talker", "remote-1"))
 
     logs = kubectl(env, "logs", "-n", NS, "talker")
     assert logs.returncode == 0, logs.stderr
@@ -59,12 +65,11 @@ def test_kubectl_logs_on_a_front_pod(env: Environment, clients: dict[str, k8s.Co
 
     # Follow streams until the client goes (the container keeps running): read the first line.
     follow = subprocess.Popen(
-        [str(binaries.expected().kubectl), "--kubeconfig", str(env.kubeconfig("front")),
-         "logs", "-f", "-n", NS, "talker", "-c", "main"],
+        kubectl_argv(env, "logs", "-f", "-n", NS, "talker", "-c", "main"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )  # fmt: skip
+    )
     try:
         assert follow.stdout is not None
         first = follow.stdout.readline()
@@ -178,8 +183,7 @@ def test_runs_with_the_shipped_front_rbac(env: Environment, clients: dict[str, k
     try:
         env.supervisor.ensure(as_sa)
         env.supervisor.wait_ready(as_sa)
-        create_bound(front, NS, bound_pod("least-privilege", "remote-2"))
-        wait_for("pod Running", lambda: phases(front, NS).get("least-privilege") == "Running", timeout=60)
+        run_bound(front, NS, bound_pod("least-privilege", "remote-2"), timeout=60)
         logs = kubectl(env, "logs", "-n", NS, "least-privilege")
         assert logs.returncode == 0, logs.stderr
         assert "hello from the remote cluster" in logs.stdout
@@ -219,13 +223,11 @@ def test_standby_replica_takes_over(env: Environment, clients: dict[str, k8s.Cor
             procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ}))
             if i == 0:
                 wait_for("replica-0 leads", lambda: _node_port(front, "remote-2") == ports[0], timeout=30)
-        create_bound(front, NS, bound_pod("before-failover", "remote-2"))
-        wait_for("pod Running", lambda: phases(front, NS).get("before-failover") == "Running", timeout=30)
+        run_bound(front, NS, bound_pod("before-failover", "remote-2"))
         procs[0].send_signal(signal.SIGTERM)  # a clean stop releases the Lease at once
         procs[0].wait(20)
         wait_for("replica-1 leads", lambda: _node_port(front, "remote-2") == ports[1], timeout=30)
-        create_bound(front, NS, bound_pod("after-failover", "remote-2"))
-        wait_for("pod Running", lambda: phases(front, NS).get("after-failover") == "Running", timeout=30)
+        run_bound(front, NS, bound_pod("after-failover", "remote-2"))
         for name in ("remote-1", "remote-2"):
             ready = next(c for c in front.read_node(name).status.conditions if c.type == "Ready")
             assert ready.status == "True", (
@@ -415,8 +417,7 @@ def test_remote_cluster_that_does_not_answer_keeps_its_finalizer_until_removed_b
     remote pod, given up on, is still there (deleted once the cluster is registered again)."""
     front, remote2 = clients["front"], clients["remote-2"]
     custom = k8s.CustomObjectsApi(front.api_client)
-    create_bound(front, NS, bound_pod("stranded", "remote-2"))
-    wait_for("pod Running", lambda: phases(front, NS).get("stranded") == "Running", timeout=60)
+    run_bound(front, NS, bound_pod("stranded", "remote-2"), timeout=60)
     try:
         front.delete_namespaced_secret("remote-2-kubeconfig", keys.SYSTEM_NAMESPACE)
         deleted = time.monotonic()

@@ -6,10 +6,7 @@ import base64
 import contextlib
 import os
 import signal
-import ssl
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +18,16 @@ from armada_bridge.core.quantities import parse_quantity
 from devenv import binaries
 from devenv.bridge import vkubelet_setup
 from devenv.processes.environment import Environment
-from tests.integration.vkubelet_pods import bound_pod, exists, node_ready, phases, remote_pods
+from tests.integration.vkubelet_pods import (
+    bound_pod,
+    exists,
+    kubelet_status,
+    node_ready,
+    phases,
+    remote_pods,
+    run_bound,
+    wait_failed,
+)
 from tests.support import create_bound, wait_for
 
 Api = Callable[[str], k8s.ApiClient]
@@ -80,8 +86,7 @@ def test_pod_runs_remotely_with_constraints_restored(
         "remote-1",
         annotations={keys.SCHEDULING_CONSTRAINTS: constraints, keys.ASSIGNED_REMOTE_NODE: "remote-1-node-1"},
     )
-    create_bound(front, namespace, pod)
-    wait_for("front pod Running", lambda: phases(front, namespace).get("pinned") == "Running", timeout=30)
+    run_bound(front, namespace, pod)
     remote = remote1.read_namespaced_pod("pinned", namespace)
     fp = front.read_namespaced_pod("pinned", namespace)
     assert remote.metadata.labels[keys.FRONT_UID] == fp.metadata.uid
@@ -289,8 +294,7 @@ def test_unmanaged_remote_objects_are_left_alone(
         "remote-1",
         containers=[{"name": "main", "image": "busybox", "envFrom": [{"configMapRef": {"name": "theirs"}}]}],
     )
-    create_bound(front, namespace, pod)
-    wait_for("pod Running", lambda: phases(front, namespace).get("reader") == "Running", timeout=30)
+    run_bound(front, namespace, pod)
     front.delete_namespaced_pod("reader", namespace)
     wait_for("pod gone", lambda: not phases(front, namespace), timeout=30)
     assert remote1.read_namespaced_config_map("theirs", namespace).data == {"owner": "remote"}
@@ -299,14 +303,9 @@ def test_unmanaged_remote_objects_are_left_alone(
 def test_remote_pod_deleted_by_hand_fails_front_pod(
     front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
 ) -> None:
-    create_bound(front, namespace, bound_pod("victim", "remote-1"))
-    wait_for("pod Running", lambda: phases(front, namespace).get("victim") == "Running", timeout=30)
+    run_bound(front, namespace, bound_pod("victim", "remote-1"))
     remote1.delete_namespaced_pod("victim", namespace)
-    pod = wait_for(
-        "front pod Failed",
-        lambda: (p := front.read_namespaced_pod("victim", namespace)).status.phase == "Failed" and p,
-        timeout=10,
-    )
+    pod = wait_failed(front, namespace, "victim", timeout=10)
     assert pod.status.reason == "RemotePodDeleted"
     assert "remote-1" in pod.status.message
     wait_for(  # the Event follows the status write
@@ -326,8 +325,7 @@ def test_remote_pod_deleted_by_hand_fails_front_pod(
 def test_front_deletion_deletes_remote_pod_first(
     front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
 ) -> None:
-    create_bound(front, namespace, bound_pod("gone", "remote-1"))
-    wait_for("pod Running", lambda: phases(front, namespace).get("gone") == "Running", timeout=30)
+    run_bound(front, namespace, bound_pod("gone", "remote-1"))
     front.delete_namespaced_pod("gone", namespace, grace_period_seconds=20)
     wait_for(
         "front pod deleted", lambda: not exists(front.read_namespaced_pod, "gone", namespace), timeout=30
@@ -337,28 +335,14 @@ def test_front_deletion_deletes_remote_pod_first(
 
 def test_host_access_refused_by_default(front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str) -> None:
     create_bound(front, namespace, bound_pod("hosty", "remote-1", hostNetwork=True))
-    pod = wait_for(
-        "front pod Failed",
-        lambda: (p := front.read_namespaced_pod("hosty", namespace)).status.phase == "Failed" and p,
-        timeout=15,
-    )
+    pod = wait_failed(front, namespace, "hosty", timeout=15)
     assert pod.status.reason == "HostAccessRefused"
     assert "hostNetwork" in pod.status.message
     assert not exists(remote1.read_namespaced_pod, "hosty", namespace)
 
 
 def _kubelet_get(env: Environment, path: str, headers: dict[str, str] | None = None) -> int:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    req = urllib.request.Request(
-        f"https://127.0.0.1:{vkubelet_setup.kubelet_port(env)}{path}", headers=headers or {}
-    )
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
-            return int(r.status)
-    except urllib.error.HTTPError as e:
-        return int(e.code)
+    return kubelet_status(env, path, headers or {})
 
 
 def test_kubelet_api_refuses_anonymous_and_unauthorized(
@@ -377,8 +361,7 @@ def test_kubelet_api_refuses_anonymous_and_unauthorized(
         403,
         404,
     )
-    create_bound(front, namespace, bound_pod("logged", "remote-1"))
-    wait_for("pod Running", lambda: phases(front, namespace).get("logged") == "Running", timeout=30)
+    run_bound(front, namespace, bound_pod("logged", "remote-1"))
     assert (
         _kubelet_get(
             vkubelet, f"/containerLogs/{namespace}/logged/main", {"Authorization": f"Bearer {token}"}
@@ -518,8 +501,7 @@ def test_sigkill_during_churn_loses_and_duplicates_nothing(
 def test_completed_pod_is_never_started_again(
     front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
 ) -> None:
-    create_bound(front, namespace, bound_pod("done", "remote-1"))
-    wait_for("pod Running", lambda: phases(front, namespace).get("done") == "Running", timeout=30)
+    run_bound(front, namespace, bound_pod("done", "remote-1"))
     # The remote container exits 0 (KWOK runs no containers: say so through the status).
     remote = remote1.read_namespaced_pod("done", namespace)
     finished = {
@@ -554,8 +536,7 @@ def test_completed_pod_is_never_started_again(
 def test_front_label_changes_reach_the_remote_pod(
     front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
 ) -> None:
-    create_bound(front, namespace, bound_pod("relabel", "remote-1"))
-    wait_for("pod Running", lambda: phases(front, namespace).get("relabel") == "Running", timeout=30)
+    run_bound(front, namespace, bound_pod("relabel", "remote-1"))
     front.patch_namespaced_pod("relabel", namespace, {"metadata": {"labels": {"role": "leader"}}})
     wait_for(
         "remote pod relabelled",
@@ -568,8 +549,7 @@ def test_front_pod_declared_failed_stops_its_remote_pod(
     front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, namespace: str
 ) -> None:
     """The extender preempts by marking the front pod Failed/Preempted: the remote pod goes."""
-    create_bound(front, namespace, bound_pod("preempted", "remote-1"))
-    wait_for("pod Running", lambda: phases(front, namespace).get("preempted") == "Running", timeout=30)
+    run_bound(front, namespace, bound_pod("preempted", "remote-1"))
     front.patch_namespaced_pod_status(
         "preempted", namespace, {"status": {"phase": "Failed", "reason": "Preempted", "message": "by a test"}}
     )

@@ -24,19 +24,17 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
-from devenv import binaries
 from devenv.bridge import vkubelet_setup
 from devenv.clients import token_kubeconfig
 from devenv.ports import free_ports
 from devenv.processes.environment import Environment
-from tests.integration.vkubelet_pods import bound_pod, phases
-from tests.support import create_bound, kubectl, wait_for
+from tests.integration.vkubelet_pods import bound_pod, kubelet_status, run_bound
+from tests.support import grant, kubectl, kubectl_argv, wait_for
 
 
 @pytest.fixture
 def running(vkubelet: Environment, front: k8s.CoreV1Api, namespace: str) -> Iterator[str]:
-    create_bound(front, namespace, bound_pod("shell", "remote-1"))
-    wait_for("pod Running", lambda: phases(front, namespace).get("shell") == "Running", timeout=30)
+    run_bound(front, namespace, bound_pod("shell", "remote-1"))
     yield "shell"
 
 
@@ -93,22 +91,13 @@ def test_exec_output_and_exit_code(vkubelet: Environment, namespace: str, runnin
 def test_exec_with_a_tty(vkubelet: Environment, namespace: str, running: str) -> None:
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
-    argv = [
-        str(binaries.expected().kubectl),
-        "--kubeconfig",
-        str(vkubelet.kubeconfig("front")),
-        "exec",
-        "-it",
-        "-n",
-        namespace,
-        running,
-        "--",
-        "sh",
-        "-c",
+    argv = kubectl_argv(
+        vkubelet,
+        *("exec", "-it", "-n", namespace, running, "--", "sh", "-c"),
         # kubectl sends the terminal's size as a resize once the session is up: read it a moment
         # later; then, after a line of input, the size again.
         "test -t 0 && echo is-a-tty; sleep 1; stty size; read l; echo got:$l; stty size; exit 5",
-    ]
+    )
     proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
     os.close(slave)
     out = b""
@@ -169,16 +158,7 @@ def test_cp_both_ways(vkubelet: Environment, namespace: str, running: str, tmp_p
 
 def test_port_forward_both_ways(vkubelet: Environment, namespace: str, running: str) -> None:
     port = free_ports(1)[0]
-    argv = [
-        str(binaries.expected().kubectl),
-        "--kubeconfig",
-        str(vkubelet.kubeconfig("front")),
-        "port-forward",
-        "-n",
-        namespace,
-        running,
-        f"{port}:8080",
-    ]
+    argv = kubectl_argv(vkubelet, "port-forward", "-n", namespace, running, f"{port}:8080")
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -200,17 +180,7 @@ def test_port_forward_both_ways(vkubelet: Environment, namespace: str, running: 
 
 
 def test_attach_sees_output(vkubelet: Environment, namespace: str, running: str) -> None:
-    argv = [
-        str(binaries.expected().kubectl),
-        "--kubeconfig",
-        str(vkubelet.kubeconfig("front")),
-        "attach",
-        "-n",
-        namespace,
-        running,
-        "-c",
-        "main",
-    ]
+    argv = kubectl_argv(vkubelet, "attach", "-n", namespace, running, "-c", "main")
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = f"attached to {namespace}"
     log = vkubelet_setup.remote_attach_log(vkubelet.state_dir)
@@ -230,19 +200,8 @@ def test_attach_sees_output(vkubelet: Environment, namespace: str, running: str)
 
 
 def _kubelet_post(env: Environment, path: str, headers: dict[str, str]) -> int:
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    req = urllib.request.Request(
-        f"https://127.0.0.1:{vkubelet_setup.kubelet_port(env)}{path}",
-        method="POST",
-        headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1", **headers},
-    )
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
-            return int(r.status)
-    except urllib.error.HTTPError as e:
-        return int(e.code)
+    """A streaming request (an SPDY upgrade) straight to the kubelet API."""
+    return kubelet_status(env, path, {"Connection": "Upgrade", "Upgrade": "SPDY/3.1", **headers}, "POST")
 
 
 def test_exec_refused_without_rights(
@@ -264,21 +223,8 @@ def test_exec_refused_without_rights(
     # A user who may read pods but not exec into them: 403 from the front apiserver (pods/exec)...
     front.create_namespaced_service_account(namespace, {"metadata": {"name": "reader"}})
     rbac = k8s.RbacAuthorizationV1Api(cluster_api("front"))  # type: ignore[operator]
-    rbac.create_namespaced_role(
-        namespace,
-        {
-            "metadata": {"name": "pod-reader"},
-            "rules": [{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]}],
-        },
-    )
-    rbac.create_namespaced_role_binding(
-        namespace,
-        {
-            "metadata": {"name": "pod-reader"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
-            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
-        },
-    )
+    reads = [{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]}]
+    grant(rbac, namespace, "pod-reader", reads, "reader")
     token = front.create_namespaced_service_account_token(
         "reader", namespace, {"spec": {"audiences": [], "expirationSeconds": 600}}
     ).status.token

@@ -15,8 +15,8 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from devenv.processes.environment import Environment
-from tests.integration.vkubelet_pods import bound_pod, exists, phases
-from tests.support import create_bound, wait_for
+from tests.integration.vkubelet_pods import bound_pod, exists, phases, run_bound
+from tests.support import create_bound, grant, wait_for
 from vkubelet import tokens
 
 Api = Callable[[str], k8s.ApiClient]
@@ -70,8 +70,7 @@ def test_remote_pod_sees_the_front_api(
     worker_sa: str,
     tmp_path: Path,
 ) -> None:
-    create_bound(front, namespace, bound_pod("driver", "remote-1", serviceAccountName=worker_sa))
-    wait_for("pod Running", lambda: phases(front, namespace).get("driver") == "Running", timeout=30)
+    run_bound(front, namespace, bound_pod("driver", "remote-1", serviceAccountName=worker_sa))
     fpod = front.read_namespaced_pod("driver", namespace)
     uid = fpod.metadata.uid
     secret = wait_for("token Secret", lambda: _secret(remote1, namespace, uid), timeout=15)
@@ -133,21 +132,8 @@ def test_remote_pod_sees_the_front_api(
 
     # Pods the remote pod creates with it are front pods, scheduled through the extender.
     rbac = k8s.RbacAuthorizationV1Api(cluster_api("front"))
-    rbac.create_namespaced_role(
-        namespace,
-        {
-            "metadata": {"name": "pod-maker"},
-            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list"]}],
-        },
-    )
-    rbac.create_namespaced_role_binding(
-        namespace,
-        {
-            "metadata": {"name": "pod-maker"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-maker"},
-            "subjects": [{"kind": "ServiceAccount", "name": worker_sa, "namespace": namespace}],
-        },
-    )
+    makes = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list"]}]
+    grant(rbac, namespace, "pod-maker", makes, worker_sa)
     as_pod = k8s.CoreV1Api(_client(vkubelet, renewed, tmp_path))
     executor = {
         "metadata": {"name": "executor", "labels": {keys.QUEUE_LABEL: namespace}},
@@ -234,8 +220,7 @@ def test_remote_cluster_can_turn_it_off(
     worker_sa: str,
     front_api_off: None,
 ) -> None:
-    create_bound(front, namespace, bound_pod("local", "remote-2", serviceAccountName=worker_sa))
-    wait_for("pod Running", lambda: phases(front, namespace).get("local") == "Running", timeout=30)
+    run_bound(front, namespace, bound_pod("local", "remote-2", serviceAccountName=worker_sa))
     uid = front.read_namespaced_pod("local", namespace).metadata.uid
     rpod = remote2.read_namespaced_pod("local", namespace)
     assert rpod.spec.automount_service_account_token is None

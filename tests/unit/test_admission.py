@@ -12,6 +12,7 @@ import pytest
 from armada_bridge import keys
 from armada_bridge.contract import pods
 from extender.admission import AdmissionError, admission_response, pod_of, pod_patch, virtual_node_toleration
+from tests.pods import admission_review, pod
 
 NOT_READY_300 = {
     "key": "node.kubernetes.io/not-ready",
@@ -42,28 +43,23 @@ SPREAD = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSched
 
 def new_pod(**spec: Any) -> dict[str, Any]:
     """A pod as the webhook sees it on CREATE: DefaultTolerationSeconds already ran."""
-    base: dict[str, Any] = {
-        "containers": [{"name": "c", "image": "x"}],
-        "tolerations": [NOT_READY_300, UNREACHABLE_300],
-    }
-    base.update(spec)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": base}
+    return pod(
+        "p",
+        namespace="ns",
+        spec={
+            "containers": [{"name": "c", "image": "x"}],
+            "tolerations": [NOT_READY_300, UNREACHABLE_300],
+            **spec,
+        },
+    )
 
 
 def review(
     pod: Any, *, operation: str = "CREATE", sub: str | None = None, uid: str = "req-1"
 ) -> dict[str, Any]:
-    request: dict[str, Any] = {
-        "uid": uid,
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "namespace": "ns",
-        "operation": operation,
-        "object": pod,
-    }
-    if sub:
-        request["subResource"] = sub
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return admission_review(
+        pod, namespace="ns", uid=uid, operation=operation, **({"subResource": sub} if sub else {})
+    )
 
 
 def apply_patch(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:

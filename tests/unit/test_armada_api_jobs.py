@@ -12,9 +12,11 @@ from armada_client.k8s.io.apimachinery.pkg.api.resource.generated_pb2 import Qua
 from armada_api import ids, jobs, queues, states
 from armada_api.errors import Refused, status_for
 from armada_api.front import Caller, bearer_token, certificate_caller, subject_attributes
+from armada_api.services import QueueCalls
 from armada_bridge import keys
 from armada_bridge.contract.pods import job_priority, job_priority_value
 from armada_bridge.kube.client import ApiError
+from tests.pods import pod
 
 
 def _spec(**kw: object) -> core.PodSpec:
@@ -182,18 +184,16 @@ def test_a_queue_the_bridge_cannot_keep_is_refused(queue: submit_pb2.Queue, mess
 
 
 def test_job_states_from_the_pod_and_the_bridges_decision() -> None:
-    def pod(phase: str, cluster: str | None = None) -> dict[str, object]:
+    def job_pod(phase: str, cluster: str | None = None, **status: str) -> dict[str, object]:
         annotations = {keys.ASSIGNED_CLUSTER: cluster} if cluster else {}
-        return {"metadata": {"annotations": annotations}, "status": {"phase": phase}}
+        return pod(annotations=annotations, phase=phase, status=status)
 
-    assert states.job_state(pod("Pending")) == states.QUEUED
-    assert states.job_state(pod("Pending", "remote-1")) == states.PENDING
-    assert states.job_state(pod("Running", "remote-1")) == states.RUNNING
-    assert states.job_state(pod("Succeeded", "remote-1")) == states.SUCCEEDED
-    assert states.job_state(pod("Failed")) == states.FAILED
-    preempted = pod("Failed", "remote-1")
-    preempted["status"]["reason"] = "Preempted"  # type: ignore[index]
-    assert states.job_state(preempted) == states.PREEMPTED
+    assert states.job_state(job_pod("Pending")) == states.QUEUED
+    assert states.job_state(job_pod("Pending", "remote-1")) == states.PENDING
+    assert states.job_state(job_pod("Running", "remote-1")) == states.RUNNING
+    assert states.job_state(job_pod("Succeeded", "remote-1")) == states.SUCCEEDED
+    assert states.job_state(job_pod("Failed")) == states.FAILED
+    assert states.job_state(job_pod("Failed", "remote-1", reason="Preempted")) == states.PREEMPTED
 
 
 def test_the_callers_bearer_token() -> None:
@@ -237,6 +237,38 @@ def test_armadas_codes_for_the_fronts_answers() -> None:
     }
     assert status_for(jobs.RequestError("bad"))[0] is grpc.StatusCode.INVALID_ARGUMENT
     assert status_for(ValueError("x")) == (grpc.StatusCode.INTERNAL, "internal error: ValueError")
+
+
+async def test_a_batch_of_queue_calls_answers_the_queues_that_failed_each_with_why() -> None:
+    class Queues:
+        async def create(self, caller: Caller, queue: submit_pb2.Queue) -> None:
+            if queue.name == "taken":
+                raise Refused(grpc.StatusCode.ALREADY_EXISTS, f"queue {queue.name} exists")
+
+        update = create
+
+    class Context:
+        def auth_context(self) -> dict[str, list[bytes]]:
+            return {}
+
+        def invocation_metadata(self) -> list[tuple[str, str]]:
+            return [("authorization", "Bearer t")]
+
+    calls = QueueCalls()
+    calls.queues = Queues()  # type: ignore[assignment]
+    request = submit_pb2.QueueList(queues=[submit_pb2.Queue(name="free"), submit_pb2.Queue(name="taken")])
+    created = await calls.CreateQueues(request, Context())
+    assert created == submit_pb2.BatchQueueCreateResponse(
+        failed_queues=[
+            submit_pb2.QueueCreateResponse(queue=submit_pb2.Queue(name="taken"), error="queue taken exists")
+        ]
+    )
+    updated = await calls.UpdateQueues(request, Context())
+    assert updated == submit_pb2.BatchQueueUpdateResponse(
+        failed_queues=[
+            submit_pb2.QueueUpdateResponse(queue=submit_pb2.Queue(name="taken"), error="queue taken exists")
+        ]
+    )
 
 
 def test_the_extender_gives_the_core_the_job_priority_a_pod_carries() -> None:

@@ -16,6 +16,7 @@ from armada_api.kind_states import KindsError, ObjectKind, load_kinds, parse_kin
 from armada_api.object_events import object_events
 from armada_bridge import keys
 from armada_bridge.kube.resources import Resource
+from tests.pods import pod
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "manifests" / "armada-api" / "object-kinds.yaml"
@@ -48,18 +49,16 @@ def _found(resource: Resource, status: dict[str, Any], pods: tuple[dict[str, Any
 
 
 def _running_pod() -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": "driver",
-            "namespace": "team",
-            "uid": "uid-driver",
-            "creationTimestamp": "2026-12-02T08:00:01Z",
-            "labels": {keys.QUEUE_OWNER_LABEL: "obj-uid"},
-            "annotations": {keys.ASSIGNED_CLUSTER: "remote-1"},
-        },
-        "spec": {"nodeName": "remote-1"},
-        "status": {"phase": "Running"},
-    }
+    return pod(
+        "driver",
+        namespace="team",
+        created="2026-12-02T08:00:01Z",
+        labels={keys.QUEUE_OWNER_LABEL: "obj-uid"},
+        annotations={keys.ASSIGNED_CLUSTER: "remote-1"},
+        cpu=None,
+        spec={"nodeName": "remote-1"},
+        phase="Running",
+    )
 
 
 def _kinds(found: Found) -> list[str]:

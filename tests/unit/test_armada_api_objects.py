@@ -154,14 +154,14 @@ def test_an_objects_state_and_error_come_from_its_events() -> None:
 
 
 def test_the_webhook_gives_a_pod_its_owners_queue_as_labels() -> None:
-    pod = {"metadata": {"name": "p", "namespace": "team", "labels": {"app": "a"}}, "spec": {"containers": []}}
-    ops = pod_patch(pod, extra_labels={keys.QUEUE_LABEL: "q1", keys.QUEUE_OWNER_LABEL: "obj-uid"})
+    labelled = pod("p", namespace="team", labels={"app": "a"}, cpu=None)
+    ops = pod_patch(labelled, extra_labels={keys.QUEUE_LABEL: "q1", keys.QUEUE_OWNER_LABEL: "obj-uid"})
     added = {o["path"]: o["value"] for o in ops if o["path"].startswith("/metadata/labels")}
     assert added == {
         "/metadata/labels/armadaproject.io~1queue": "q1",
         "/metadata/labels/bridge.armadaproject.io~1queue-owner": "obj-uid",
     }
-    bare = {"metadata": {"name": "p", "namespace": "team"}, "spec": {"containers": []}}
+    bare = pod("p", namespace="team", cpu=None)
     ops = pod_patch(bare, extra_labels={keys.QUEUE_LABEL: "q1"})
     assert {"op": "add", "path": "/metadata/labels", "value": {keys.QUEUE_LABEL: "q1"}} in ops
 

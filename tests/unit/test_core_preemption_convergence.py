@@ -56,29 +56,18 @@ def scenario(seed: int) -> tuple[Scheduler, list[Job]]:
         cpu = rng.choice([1, 1, 2, 4, 8, 16])
         pinned = (rng.choice(pools),) if rng.random() < 0.2 else None
         t = float(rng.randint(0, 3))
-        if rng.random() < 0.2:
-            card = rng.randint(2, 3)
-            for m in range(card):
-                jobs.append(
-                    job(
-                        f"{q}-{k}-{m}",
-                        q,
-                        {"cpu": cpu, "memory": f"{cpu * 8}Gi"},
-                        priority_class=pc,
-                        submit_time=t,
-                        gang_id=f"g{k}",
-                        gang_cardinality=card,
-                        pools=pinned,
-                    )
-                )
-        else:
+        is_gang = rng.random() < 0.2
+        card = rng.randint(2, 3) if is_gang else 1
+        for m in range(card):
             jobs.append(
                 job(
-                    f"{q}-{k}",
+                    f"{q}-{k}-{m}" if is_gang else f"{q}-{k}",
                     q,
                     {"cpu": cpu, "memory": f"{cpu * 8}Gi"},
                     priority_class=pc,
                     submit_time=t,
+                    gang_id=f"g{k}" if is_gang else None,
+                    gang_cardinality=card,
                     pools=pinned,
                 )
             )

@@ -150,16 +150,12 @@ def test_the_image_is_the_charts_default_tagged_with_the_projects_version() -> N
 def test_the_images_key_follows_the_wheels_sources_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for rel in (
-        "pyproject.toml",
-        "README.md",
-        "extender/a.py",
-        "vkubelet/b.py",
-        "armada_bridge/c.py",
-        "cli/e.py",
-    ):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(rel)
+    def write(*rels: str) -> None:
+        for rel in rels:
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(rel)
+
+    write("pyproject.toml", "README.md", "extender/a.py", "vkubelet/b.py", "armada_bridge/c.py", "cli/e.py")
     monkeypatch.setattr(versions, "REPO_ROOT", tmp_path)
     before = runtime.inputs()
     assert runtime.project_files() == [
@@ -171,14 +167,7 @@ def test_the_images_key_follows_the_wheels_sources_only(
         "vkubelet/b.py",
     ]
     # The local environment (with the demo), caches, the tests: not in the wheel, not in the key.
-    for rel in (
-        "devenv/d.py",
-        "devenv/demo.py",
-        "extender/__pycache__/a.pyc",
-        "tests/t.py",
-    ):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(rel)
+    write("devenv/d.py", "devenv/demo.py", "extender/__pycache__/a.pyc", "tests/t.py")
     assert runtime.inputs() == before
     (tmp_path / "extender" / "a.py").write_text("changed")
     assert runtime.inputs() != before

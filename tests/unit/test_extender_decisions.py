@@ -67,11 +67,7 @@ def _pod(name: str, *, cpu: str = "1", annotations: dict[str, str] | None = None
 
 def _remote_pod(name: str, node: str, *, front_uid: str | None = None, cpu: str = "1") -> Obj:
     labels = {keys.FRONT_UID: front_uid} if front_uid else {}
-    return {
-        "metadata": {"name": name, "namespace": "team-a", "uid": f"r-{name}", "labels": labels},
-        "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-        "status": {"phase": "Running"},
-    }
+    return pod(name, uid=f"r-{name}", labels=labels, cpu=cpu, spec={"nodeName": node}, phase="Running")
 
 
 def _controller(nodes: list[Obj], settings: Settings | None = None) -> Controller:

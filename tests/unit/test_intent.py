@@ -12,6 +12,7 @@ from armada_bridge.core.quantities import parse_resources
 from extender import intent, protocols
 from extender.protocols import volcano
 from extender.protocols.base import GangSpec, IntentError, PodGroupMissing, PodGroupRef
+from tests import pods
 
 NS = "team-a"
 
@@ -23,46 +24,28 @@ def pod(
     spec: dict[str, Any] | None = None,
     owners: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    md: dict[str, Any] = {"name": "p-0", "namespace": NS, "uid": "pod-uid"}
-    if labels is not None:
-        md["labels"] = labels
-    if annotations is not None:
-        md["annotations"] = annotations
-    if owners is not None:
-        md["ownerReferences"] = owners
+    return pods.pod(namespace=NS, labels=labels, annotations=annotations, spec=spec, owners=owners)
+
+
+def podgroup(api_version: str, name: str, **spec: Any) -> dict[str, Any]:
     return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": md,
-        "spec": spec or {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        "apiVersion": api_version,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": spec,
     }
 
 
 def volcano_pg(name: str = "job-1", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": spec,
-    }
+    return podgroup("scheduling.volcano.sh/v1beta1", name, **spec)
 
 
 def cosched_pg(name: str = "job-1", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": spec,
-    }
+    return podgroup("scheduling.x-k8s.io/v1alpha1", name, **spec)
 
 
 def native_pg(name: str = "ray-cluster", version: str = "v1beta1", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": f"scheduling.k8s.io/{version}",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": spec,
-    }
+    return podgroup(f"scheduling.k8s.io/{version}", name, **spec)
 
 
 def gang(p: dict[str, Any], **pgs: Any) -> GangSpec | None:
@@ -185,84 +168,105 @@ def test_podgroup_refs_per_protocol() -> None:
     assert protocols.podgroup_names(pod()) == {}
 
 
-# ------------------------------------------------------------------------------------- one test per protocol
-def test_volcano_gang() -> None:
-    p = pod(annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "pytorch-1"})
-    pg = volcano_pg(
-        "pytorch-1",
-        minMember=3,
-        minResources={"cpu": "3", "memory": "12Gi"},
-        queue="q",
-        priorityClassName="high",
-    )
-    g = gang(p, volcano=pg)
-    assert g == GangSpec(
-        key="volcano/pytorch-1",
-        protocol="volcano",
-        min_member=3,
-        min_resources=parse_resources({"cpu": "3", "memory": "12Gi"}),
-        podgroup_ref=PodGroupRef("scheduling.volcano.sh/v1beta1", "PodGroup", "pytorch-1", NS),
-        priority_class_name="high",
-    )
-    assert not g.is_reservation
-
-
-def test_coscheduling_gang() -> None:
-    p = pod(labels={keys.COSCHEDULING_POD_GROUP_LABEL: "ray-c"})
-    pg = cosched_pg("ray-c", minMember=5, minResources={"cpu": "10"}, scheduleTimeoutSeconds=60)
-    g = gang(p, coscheduling=pg)
-    assert g is not None
-    assert g.key == "coscheduling/ray-c"
-    assert g.protocol == "coscheduling"
-    assert g.min_member == 5
-    assert g.min_resources == {"cpu": 10_000}
-    assert g.schedule_timeout_seconds == 60
-    assert g.podgroup_ref == PodGroupRef("scheduling.x-k8s.io/v1alpha1", "PodGroup", "ray-c", NS)
-
-
-def test_kueue_gang() -> None:
-    p = pod(
-        labels={keys.KUEUE_POD_GROUP_NAME_LABEL: "grp"},
-        annotations={keys.KUEUE_POD_GROUP_TOTAL_COUNT_ANNOTATION: "4"},
-    )
-    assert gang(p) == GangSpec(key="kueue/grp", protocol="kueue", min_member=4)
-
-
-def test_armada_gang() -> None:
-    p = pod(
-        annotations={
-            keys.GANG_ID: "g-1",
-            keys.GANG_CARDINALITY: "8",
-            keys.GANG_NODE_UNIFORMITY_LABEL: "topology.kubernetes.io/zone",
-        }
-    )
-    assert gang(p) == GangSpec(
-        key="armada/g-1",
-        protocol="armada",
-        min_member=8,
-        node_uniformity_label="topology.kubernetes.io/zone",
+# ------------------------------------------------------------------------------------- one case per protocol
+def _native_case(version: str) -> Any:
+    return pytest.param(
+        pod(spec={"containers": [], "schedulingGroup": {"podGroupName": "rc-cluster"}}),
+        {
+            "workload": native_pg(
+                "rc-cluster",
+                version,
+                schedulingPolicy={"gang": {"minCount": 5}},
+                schedulingConstraints={"topology": [{"key": "topology.kubernetes.io/rack"}]},
+                priorityClassName="batch",
+            )
+        },
+        GangSpec(
+            key="workload/rc-cluster",
+            protocol="workload",
+            min_member=5,
+            node_uniformity_label="topology.kubernetes.io/rack",
+            podgroup_ref=PodGroupRef(f"scheduling.k8s.io/{version}", "PodGroup", "rc-cluster", NS),
+            priority_class_name="batch",
+        ),
+        id=f"native workload {version}",
     )
 
 
-@pytest.mark.parametrize("version", ["v1beta1", "v1alpha3", "v1alpha2"])
-def test_native_workload_gang(version: str) -> None:
-    p = pod(spec={"containers": [], "schedulingGroup": {"podGroupName": "rc-cluster"}})
-    pg = native_pg(
-        "rc-cluster",
-        version,
-        schedulingPolicy={"gang": {"minCount": 5}},
-        schedulingConstraints={"topology": [{"key": "topology.kubernetes.io/rack"}]},
-        priorityClassName="batch",
-    )
-    g = gang(p, workload=pg)
-    assert g == GangSpec(
-        key="workload/rc-cluster",
-        protocol="workload",
-        min_member=5,
-        node_uniformity_label="topology.kubernetes.io/rack",
-        podgroup_ref=PodGroupRef(f"scheduling.k8s.io/{version}", "PodGroup", "rc-cluster", NS),
-        priority_class_name="batch",
-    )
+PROTOCOL_GANGS = [
+    pytest.param(
+        pod(annotations={keys.VOLCANO_GROUP_NAME_ANNOTATION: "pytorch-1"}),
+        {
+            "volcano": volcano_pg(
+                "pytorch-1",
+                minMember=3,
+                minResources={"cpu": "3", "memory": "12Gi"},
+                queue="q",
+                priorityClassName="high",
+            )
+        },
+        GangSpec(
+            key="volcano/pytorch-1",
+            protocol="volcano",
+            min_member=3,
+            min_resources=parse_resources({"cpu": "3", "memory": "12Gi"}),
+            podgroup_ref=PodGroupRef("scheduling.volcano.sh/v1beta1", "PodGroup", "pytorch-1", NS),
+            priority_class_name="high",
+        ),
+        id="volcano",
+    ),
+    pytest.param(
+        pod(labels={keys.COSCHEDULING_POD_GROUP_LABEL: "ray-c"}),
+        {
+            "coscheduling": cosched_pg(
+                "ray-c", minMember=5, minResources={"cpu": "10"}, scheduleTimeoutSeconds=60
+            )
+        },
+        GangSpec(
+            key="coscheduling/ray-c",
+            protocol="coscheduling",
+            min_member=5,
+            min_resources={"cpu": 10_000},
+            schedule_timeout_seconds=60,
+            podgroup_ref=PodGroupRef("scheduling.x-k8s.io/v1alpha1", "PodGroup", "ray-c", NS),
+        ),
+        id="coscheduling",
+    ),
+    pytest.param(
+        pod(
+            labels={keys.KUEUE_POD_GROUP_NAME_LABEL: "grp"},
+            annotations={keys.KUEUE_POD_GROUP_TOTAL_COUNT_ANNOTATION: "4"},
+        ),
+        {},
+        GangSpec(key="kueue/grp", protocol="kueue", min_member=4),
+        id="kueue",
+    ),
+    pytest.param(
+        pod(
+            annotations={
+                keys.GANG_ID: "g-1",
+                keys.GANG_CARDINALITY: "8",
+                keys.GANG_NODE_UNIFORMITY_LABEL: "topology.kubernetes.io/zone",
+            }
+        ),
+        {},
+        GangSpec(
+            key="armada/g-1",
+            protocol="armada",
+            min_member=8,
+            node_uniformity_label="topology.kubernetes.io/zone",
+        ),
+        id="armada",
+    ),
+    *(_native_case(version) for version in ("v1beta1", "v1alpha3", "v1alpha2")),
+]
+
+
+@pytest.mark.parametrize(("p", "podgroups", "expected"), PROTOCOL_GANGS)
+def test_each_protocols_gang(p: dict[str, Any], podgroups: dict[str, Any], expected: GangSpec) -> None:
+    g = gang(p, **podgroups)
+    assert g == expected
+    assert g is not None and not g.is_reservation
 
 
 def test_native_basic_policy_is_not_a_gang_and_falls_through() -> None:
@@ -545,4 +549,4 @@ def test_volcano_podgroup_name_uses_controller_uid() -> None:
         {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-uid-1", "controller": True},
     ]
     assert volcano.auto_podgroup_name(pod(owners=owners)) == "podgroup-job-uid-1"
-    assert volcano.auto_podgroup_name(pod()) == "podgroup-pod-uid"
+    assert volcano.auto_podgroup_name(pod()) == "podgroup-uid-p-0"

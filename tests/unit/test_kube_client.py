@@ -18,6 +18,7 @@ from armada_bridge.kube.client import ApiError, Kube, KubeConfig, RetryPolicy
 from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.resources import PODS
 from armada_bridge.kube.shapes import IDENTITY
+from tests.pods import pod
 
 FAST = RetryPolicy(attempts=4, base_seconds=0.01, max_seconds=0.05)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -40,14 +41,10 @@ async def server(routes: dict[tuple[str, str], Handler]) -> AsyncIterator[str]:
 
 
 def _pod(name: str, rv: str) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "resourceVersion": rv,
-            "managedFields": [{"manager": "x"}],
-        }
-    }
+    """A pod as the API server sends it: its resourceVersion `rv`, managedFields."""
+    p = pod(name, namespace="ns", cpu=None)
+    p["metadata"] |= {"resourceVersion": rv, "managedFields": [{"manager": "x"}]}
+    return p
 
 
 def test_idempotent_requests_are_retried_and_retry_after_is_honoured() -> None:
@@ -234,7 +231,7 @@ def test_a_relist_tells_handlers_whole_objects_whatever_the_cache_keeps(form: st
     the cache keeps them packed or keeps only their identity; a packed cache hands out copies."""
     lists: list[int] = []
 
-    def pod(name: str, rv: str) -> dict[str, Any]:
+    def placed(name: str, rv: str) -> dict[str, Any]:
         return {**_pod(name, rv), "spec": {"nodeName": f"node-{name}"}}
 
     async def listing(request: web.Request) -> web.StreamResponse:
@@ -250,7 +247,8 @@ def test_a_relist_tells_handlers_whole_objects_whatever_the_cache_keeps(form: st
         token = request.query.get("continue")
         if not token:
             lists.append(1)
-        snapshot = [[pod("a", "1"), pod("b", "2")], [pod("a", "7"), pod("c", "8")]][len(lists) - 1]
+        first, second = [placed("a", "1"), placed("b", "2")], [placed("a", "7"), placed("c", "8")]
+        snapshot = (first, second)[len(lists) - 1]
         page = snapshot[1:] if token else snapshot[:1]
         more = {} if token else {"continue": "next"}
         return web.json_response(
@@ -297,7 +295,7 @@ def test_a_relist_tells_handlers_whole_objects_whatever_the_cache_keeps(form: st
             assert a == {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7"},
+                "metadata": {"name": "a", "namespace": "ns", "uid": "uid-a", "resourceVersion": "7"},
             }
 
     asyncio.run(scenario())

@@ -13,6 +13,7 @@ from armada_bridge.contract.pods import USAGE_SHAPE, pod_usage
 from armada_bridge.kube.shapes import WHOLE, project, shaped
 from extender.inputs import FRONT_POD_SHAPE
 from extender.overview import read_pod
+from tests.pods import pod
 from vkubelet.agent import REMOTE_POD_SHAPE
 from vkubelet.status import front_status, unschedulable_since
 
@@ -31,21 +32,16 @@ def _pod() -> dict[str, Any]:
         "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets"}],
         "ports": [{"containerPort": 6379, "hostPort": 6379}],
     }
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": "head-0",
-            "namespace": "ray",
-            "uid": "u-1",
-            "resourceVersion": "42",
-            "creationTimestamp": "2026-12-01T10:00:00Z",
-            "labels": {keys.QUEUE_LABEL: "a", keys.FRONT_UID: "f-1"},
-            "annotations": {keys.ASSIGNED_CLUSTER: "remote-1", keys.GANG_ID: "g", keys.GANG_CARDINALITY: "2"},
-            "ownerReferences": [{"kind": "RayCluster", "name": "rc", "uid": "o", "controller": True}],
-            "managedFields": [{"manager": "kuberay", "fieldsV1": {"f:spec": {"f:containers": {}}}}] * 5,
-        },
-        "spec": {
+    p = pod(
+        "head-0",
+        namespace="ray",
+        uid="u-1",
+        created="2026-12-01T10:00:00Z",
+        labels={keys.QUEUE_LABEL: "a", keys.FRONT_UID: "f-1"},
+        annotations={keys.ASSIGNED_CLUSTER: "remote-1", keys.GANG_ID: "g", keys.GANG_CARDINALITY: "2"},
+        owners=[{"kind": "RayCluster", "name": "rc", "uid": "o", "controller": True}],
+        cpu=None,
+        spec={
             "nodeName": "vnode-remote-1",
             "priorityClassName": "armada-preemptible",
             "schedulingGates": [{"name": keys.SCHEDULING_GATE}],
@@ -62,8 +58,8 @@ def _pod() -> dict[str, Any]:
                 {"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {}}] * 3}}
             ],
         },
-        "status": {
-            "phase": "Running",
+        phase="Running",
+        status={
             "reason": "",
             "conditions": [
                 {"type": "PodScheduled", "status": "True"},
@@ -72,7 +68,12 @@ def _pod() -> dict[str, Any]:
             "containerStatuses": [{"name": "main", "ready": True, "state": {"running": {}}, "image": "x"}],
             "podIP": "10.0.0.1",
         },
+    )
+    p["metadata"] |= {
+        "resourceVersion": "42",
+        "managedFields": [{"manager": "kuberay", "fieldsV1": {"f:spec": {"f:containers": {}}}}] * 5,
     }
+    return p
 
 
 def test_project_keeps_listed_keys_and_the_star_default() -> None:

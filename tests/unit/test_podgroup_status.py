@@ -11,23 +11,20 @@ from extender.protocols import coscheduling, volcano, workload
 from extender.protocols.base import GangState, MemberCounts
 from extender.protocols.coscheduling import CoschedulingPhase, occupied_by
 from extender.protocols.volcano import VOLCANO_SCHEDULED_REASON, VolcanoPhase
+from tests.pods import pod
 
 T0 = "2026-01-01T00:00:00Z"
 T1 = "2026-01-01T00:01:00Z"
 
 
 def member(phase: str = "Pending", node: str | None = None, owner: str = "job") -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": []}
-    if node:
-        spec["nodeName"] = node
-    return {
-        "metadata": {
-            "namespace": "ns",
-            "ownerReferences": [{"kind": "PyTorchJob", "name": owner, "controller": True}],
-        },
-        "spec": spec,
-        "status": {"phase": phase},
-    }
+    return pod(
+        namespace="ns",
+        owners=[{"kind": "PyTorchJob", "name": owner, "controller": True}],
+        cpu=None,
+        spec={"nodeName": node} if node else {},
+        phase=phase,
+    )
 
 
 def pods(*specs: tuple[str, bool]) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ from armada_bridge.core.quantities import parse_resources
 from extender import translate
 from extender.protocols.base import GangSpec
 from extender.translate import NODE_NAME_FIELD
+from tests.pods import pod
 
 
 def c(
@@ -49,10 +50,7 @@ def pod_of(
     init: list[dict[str, Any]] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
-        "spec": {"containers": containers, "initContainers": init or [], **spec},
-    }
+    return pod("p", namespace="ns", spec={"containers": containers, "initContainers": init or [], **spec})
 
 
 def R(**values: str) -> dict[str, int]:

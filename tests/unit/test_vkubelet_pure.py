@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+from functools import partial
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from armada_bridge.contract.capacity import cluster_capacity
 from armada_bridge.contract.remotecluster import HostAccess, parse_spec
 from armada_bridge.core.quantities import format_quantity
 from armada_bridge.kube import Kube, KubeConfig
+from tests.pods import pod
 from vkubelet import deps, remote_pod
 from vkubelet import status as pod_status
 from vkubelet.agent import NodeEndpoint
@@ -26,16 +28,14 @@ from vkubelet.workqueue import WorkQueue
 
 
 def front_pod(**spec: Any) -> dict[str, Any]:
-    annotations = spec.pop("annotations", {})
-    return {
-        "metadata": {
-            "name": "p",
-            "namespace": "ns",
-            "uid": "u-1",
-            "labels": {"app": "a"},
-            "annotations": annotations,
-        },
-        "spec": {
+    return pod(
+        "p",
+        namespace="ns",
+        uid="u-1",
+        labels={"app": "a"},
+        annotations=spec.pop("annotations", {}),
+        cpu=None,
+        spec={
             "nodeName": "remote-1",
             "schedulerName": "volcano",
             "priorityClassName": "high",
@@ -66,7 +66,7 @@ def front_pod(**spec: Any) -> dict[str, Any]:
             ],
             **spec,
         },
-    }
+    )
 
 
 def test_remote_pod_keeps_identity_and_drops_front_only_fields() -> None:
@@ -267,11 +267,7 @@ def node(name: str, cpu: str, ready: bool = True, **extra: Any) -> dict[str, Any
 
 def pod_on(node_name: str, cpu: str, bridge: bool = False) -> dict[str, Any]:
     labels = {keys.FRONT_UID: "x"} if bridge else {}
-    return {
-        "metadata": {"labels": labels},
-        "spec": {"nodeName": node_name, "containers": [{"resources": {"requests": {"cpu": cpu}}}]},
-        "status": {"phase": "Running"},
-    }
+    return pod(labels=labels, cpu=cpu, spec={"nodeName": node_name}, phase="Running")
 
 
 def test_capacity_counts_usable_nodes_minus_foreign_pods() -> None:
@@ -340,26 +336,11 @@ def test_node_status_keeps_transition_time_and_spec_patch() -> None:
 
     cap = Capacity({"cpu": "1"}, {"cpu": "1"}, 1)
     t1, t2 = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
-    s1 = node_status(
-        ready=True,
-        reason="r",
-        message="m",
-        capacity=cap,
-        address="127.0.0.1",
-        port=1,
-        heartbeat=t1,
-        previous=None,
+    status = partial(
+        node_status, ready=True, reason="r", message="m", capacity=cap, address="127.0.0.1", port=1
     )
-    s2 = node_status(
-        ready=True,
-        reason="r",
-        message="m",
-        capacity=cap,
-        address="127.0.0.1",
-        port=1,
-        heartbeat=t2,
-        previous={"status": s1},
-    )
+    s1 = status(heartbeat=t1, previous=None)
+    s2 = status(heartbeat=t2, previous={"status": s1})
     assert s2["conditions"][0]["lastTransitionTime"] == s1["conditions"][0]["lastTransitionTime"]
     spec = parse_spec({"metadata": {"name": "rc"}, "spec": {"cordoned": True, "nodeLabels": {"x": "y"}}})
     patch = spec_patch({"metadata": {"labels": {}}, "spec": {}}, "rc", spec)

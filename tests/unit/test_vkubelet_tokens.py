@@ -8,6 +8,7 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.remotecluster import FrontApi
+from tests.pods import pod
 from vkubelet import remote_pod, tokens
 
 MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -42,7 +43,7 @@ def front_pod(with_token: bool = True) -> dict[str, Any]:
         spec["initContainers"][0]["volumeMounts"] = [mount]
     else:
         spec["automountServiceAccountToken"] = False
-    return {"metadata": {"name": "driver", "namespace": "ns", "uid": "u-1"}, "spec": spec}
+    return pod("driver", namespace="ns", uid="u-1", cpu=None, spec=spec)
 
 
 def test_remote_pod_mounts_the_front_token_where_the_front_pod_did() -> None:
