@@ -195,7 +195,7 @@ def _host_view(env: Environment, network: PodNetwork, real: RealNodes) -> dict[s
             if link.get("master") == network.bridge or link["ifname"].startswith(f"{network.bridge}-")
         ],
         "namespaces": network.namespaces(),
-        # Through a cluster's router: the front's Service range.
+        # Through a cluster's router: the front's Service range (isolated, and its pod range).
         "routes": [
             r["dst"]
             for r in json.loads(
@@ -204,7 +204,7 @@ def _host_view(env: Environment, network: PodNetwork, real: RealNodes) -> dict[s
                 ).stdout
                 or "[]"
             )
-            if r.get("dev") == network.bridge and r.get("gateway")
+            if str(r.get("dev", "")).startswith(network.bridge) and r.get("gateway")
         ],
         "cgroups": cgroups,
         "mounts": host.mounts_under(env.state_dir),
@@ -304,7 +304,8 @@ def test_up_repairs_an_environment_and_down_leaves_the_host_as_found(dev_env: En
         during_sysctls = host.read_sysctls()
         assert during["bridge"] and during["veths"] and during["namespaces"] and during["cgroups"], during
         assert during["mounts"] and during["processes"], during
-        assert during["routes"] == [env.settings()["front_services"]], during
+        front_routes = [env.settings()["front_services"], *([network.subnet] if network.outside else [])]
+        assert sorted(during["routes"]) == sorted(front_routes), during
         assert host.read_sysctls() != before  # kubelet set its values
         # kubelet's and kube-proxy's iptables rules are in the cluster's network namespace only.
         assert _host_rules() == rules
