@@ -7,13 +7,15 @@ PyPI's: PyPI's Linux wheels of torch pull in gigabytes of CUDA libraries. No rec
 recommend a compiler and libtorch-dev), no documentation. The program at PROGRAM
 (hack/images/pytorch/allreduce.py) is this repository's own: it meets the other ranks through what
 the training operator sets in each pod (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK), all-reduces
-their rank numbers and trains a little with DistributedDataParallel, printing both.
+their rank numbers and trains a little with DistributedDataParallel, printing both; beside it the
+programs' shared rendezvous.py (framework.py), with which it waits for MASTER_ADDR to resolve.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from devenv.images.framework import PROGRAM_DIR, SHARED
 from devenv.images.oci import ImageConfig
 from devenv.images.rootfs import PATH, SOURCES, DebianRoot, install
 
@@ -21,18 +23,19 @@ TORCH_VERSION = "1.13"  # bookworm's python3-torch 1.13.1
 NAME = f"armada-bridge.local/pytorch:{TORCH_VERSION}-bookworm"
 PACKAGES = ("python3-torch",)
 SOURCE = SOURCES / "pytorch" / "allreduce.py"
-PROGRAM = "/opt/armada-bridge/allreduce.py"
+PROGRAM = f"{PROGRAM_DIR}/allreduce.py"
 
 CONFIG = ImageConfig(env={"PATH": PATH, "LANG": "C.UTF-8"}, cmd=["python3", PROGRAM])
 
 
 def _lay_out(work: Path, root: Path) -> None:
     install(root, PROGRAM, SOURCE)
+    install(root, f"{PROGRAM_DIR}/{SHARED.name}", SHARED)  # what it shares with the others
 
 
 ROOT = DebianRoot(PACKAGES, customize=_lay_out)
 
 
 def inputs() -> tuple[str, ...]:
-    """The root's packages, the program and this module (the layout)."""
-    return (*ROOT.inputs(), SOURCE.read_text(), Path(__file__).read_text())
+    """The root's packages, the program, what it shares and this module (the layout)."""
+    return (*ROOT.inputs(), SOURCE.read_text(), SHARED.read_text(), Path(__file__).read_text())

@@ -22,6 +22,14 @@ packages and this repository's sources, each under the name the pods that use it
   `dask[distributed]` (dask.py).
 - `pytorch`: `armada-bridge.local/pytorch:1.13-bookworm`, Debian's PyTorch (CPU, gloo) with our own
   distributed program, for PyTorchJobs on real nodes (pytorch.py).
+- `tensorflow`, `xgboost`, `paddle`, `mxnet`, `jax`: `armada-bridge.local/<key>:<version>-bookworm`,
+  Debian's Python 3 with the framework's CPU wheels from PyPI (tensorflow-cpu 2.21, xgboost-cpu 3.2,
+  paddlepaddle 3.3, mxnet 1.9.1 with numpy 1.23.5, jax and jaxlib 0.10) and a distributed program of
+  our own wired as the training operator wires each job kind (framework.py and one module each),
+  for TFJob, XGBoostJob, PaddleJob, MXJob and JAXJob on real nodes.
+- `kubectl-delivery`: `ghcr.io/kubeflow/training-v1/kubectl-delivery:latest`, the init container
+  the training operator adds to an MPIJob v1 launcher: BusyBox and the pinned kubectl, which it
+  copies into the launcher for the operator's kubexec.sh (kubectl_delivery.py).
 - `bridge`: the bridge's own runtime image, what the Dockerfile describes, under the name the Helm
   chart runs (`ghcr.io/armadaproject/armada-bridge:<tag>`): Debian's Python 3.11 and openssl, this
   repository's wheel without the local environment, its dependencies from PyPI (runtime.py).
@@ -36,13 +44,29 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from devenv.images import argoexec, dask, kube_scheduler, mpi, pytorch, ray, runtime, spark
+from devenv.images import (
+    argoexec,
+    busybox,
+    dask,
+    jax,
+    kube_scheduler,
+    kubectl_delivery,
+    mpi,
+    mxnet,
+    paddle,
+    pytorch,
+    ray,
+    runtime,
+    spark,
+    tensorflow,
+    xgboost,
+)
+from devenv.images.framework import FrameworkImage
 from devenv.images.oci import ImageConfig
 from devenv.images.rootfs import (
     DEBIAN_SUITE,
@@ -50,7 +74,6 @@ from devenv.images.rootfs import (
     PATH,
     SOURCES,
     DebianRoot,
-    add_dir,
     add_file,
     install,
     package_version,
@@ -83,31 +106,9 @@ def _pause(work: Path, rootfs: Path) -> None:
         add_file(out, "pause", binary.read_bytes(), 0o755)
 
 
-BASE_FILES = {
-    "etc/passwd": b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
-    "etc/group": b"root:x:0:\nnogroup:x:65534:\n",
-    "etc/hostname": b"localhost\n",
-}
-
-
 def _busybox(work: Path, rootfs: Path) -> None:
-    busybox = require("busybox", "busybox-static")
-    applets = subprocess.run(
-        [busybox, "--list-full"], capture_output=True, text=True, check=True
-    ).stdout.split()
     with tarfile.open(rootfs, "w") as out:
-        for d in ("bin", "sbin", "usr", "usr/bin", "usr/sbin", "etc", "root", "proc", "sys", "dev"):
-            add_dir(out, d)
-        add_dir(out, "tmp", 0o1777)
-        for name, data in BASE_FILES.items():
-            add_file(out, name, data)
-        add_file(out, "bin/busybox", Path(busybox).read_bytes(), 0o755)
-        for applet in applets:
-            if applet == "bin/busybox":
-                continue
-            link = tarfile.TarInfo(applet)
-            link.type, link.linkname = tarfile.SYMTYPE, "/bin/busybox"
-            out.addfile(link)
+        busybox.write(out)
 
 
 # The training operator's PyTorch init container image (`--pytorch-init-container-image`'s default).
@@ -125,6 +126,11 @@ ALPINE_ROOT = DebianRoot(("busybox",), customize=_alpine_nslookup)
 
 
 PYTHON_PACKAGES = ("python3", "ca-certificates")
+
+
+def _framework(image: FrameworkImage) -> Recipe:
+    return Recipe(image.key, image.name, image.config, image.root.build, image.inputs)
+
 
 RECIPES = {
     r.key: r
@@ -165,6 +171,15 @@ RECIPES = {
         ),
         Recipe("mpi-pi", mpi.IMAGE, mpi.CONFIG, mpi.build, mpi.inputs),
         Recipe("pytorch", pytorch.NAME, pytorch.CONFIG, pytorch.ROOT.build, pytorch.inputs),
+        *(_framework(m.IMAGE) for m in (tensorflow, xgboost, paddle, mxnet, jax)),
+        Recipe(
+            "kubectl-delivery",
+            kubectl_delivery.IMAGE,
+            kubectl_delivery.CONFIG,
+            kubectl_delivery.build,
+            kubectl_delivery.inputs,
+            from_builds=True,
+        ),
         Recipe("bridge", runtime.NAME, runtime.CONFIG, runtime.build, runtime.inputs),
         Recipe(
             "kube-scheduler",

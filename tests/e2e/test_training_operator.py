@@ -2,8 +2,13 @@
 each job kind run whole in one remote cluster and end Succeeded, MXJob through v1.8.1 (the last
 release that serves it) beside v1.9.4, and MPIJob v1 with the front serving its CRD in place of the
 MPI operator's for the test; a job too big for any cluster waits whole (the operator creates no pod
-before its PodGroup is Inqueue) and is not failed. On real nodes a PyTorchJob's master and worker
-really rendezvous and all-reduce with PyTorch's gloo backend."""
+before its PodGroup is Inqueue) and is not failed. On real nodes every kind really computes, its
+pods wired as the operator wires them: a PyTorchJob's master and worker rendezvous and all-reduce
+with PyTorch's gloo backend, TFJob workers train with MultiWorkerMirroredStrategy, an XGBoostJob's
+master and workers train through its tracker, PaddleJob workers all-reduce, an MXJob's scheduler,
+server and workers run a dist_sync kvstore, JAXJob processes psum, and an MPIJob v1 launcher's
+mpirun reaches its workers through `kubectl exec` (the operator's kubexec.sh, kubectl delivered by
+its init container)."""
 
 from __future__ import annotations
 
@@ -15,7 +20,9 @@ import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from devenv.images import pytorch
+from armada_bridge.objects import Obj
+from devenv.images import jax, mpi, mxnet, paddle, pytorch, tensorflow, xgboost
+from devenv.images.framework import PROGRAM_DIR, SHARED, FrameworkImage
 from devenv.operators.catalog import catalog
 from devenv.operators.install import SHARED_CRD, enabled
 from devenv.operators.samples import adapt, sample
@@ -207,21 +214,10 @@ def test_pytorchjob_workers_really_rendezvous_and_all_reduce_on_real_nodes(
         container.update(
             image=pytorch.NAME, imagePullPolicy="IfNotPresent", command=["python3", pytorch.PROGRAM, "5"]
         )
-    apply(adapt(job, namespace, cpu="200m", cpu_limit="1", memory="1Gi", real=True))
-
-    done = wait_status(job, "Succeeded", lambda j: conditions(j).get("Succeeded") == "True", timeout=300)
-    assert conditions(done).get("Failed") != "True"
-    cluster = one_remote_cluster(cluster_api, namespace, 2)
-    remote = k8s.CoreV1Api(cluster_api(cluster))
-    for p in remote_pods(cluster_api, cluster, namespace):
-        labels = remote.read_node(p.spec.node_name).metadata.labels or {}
-        assert labels.get(keys.NODE_TYPE_LABEL) != keys.DEV_NODE_TYPE_VALUE, (
-            p.metadata.name,
-            p.spec.node_name,
-        )
+    _succeeds_on_real_nodes(job, namespace, cluster_api, 2)
 
     master, worker = f"{name}-master-0", f"{name}-worker-0"
-    logs = {pod: kubectl("logs", pod, "-c", "pytorch", "-n", namespace) for pod in (master, worker)}
+    logs = _logs(namespace, "pytorch", master, worker)
     assert "rank 0/2: all_reduce sum = 1.0" in logs[master], logs[master]
     assert "rank 1/2: all_reduce sum = 1.0" in logs[worker], logs[worker]
     for rank, pod in enumerate((master, worker)):
@@ -238,3 +234,236 @@ def test_pytorchjob_workers_really_rendezvous_and_all_reduce_on_real_nodes(
     assert f"Name:\t{master}.{namespace}.svc.cluster.local" in init_log, init_log
 
     delete_and_wait_gone(cluster_api, namespace, "pytorchjob", name)
+
+
+# Real computations: each kind's own sample, its pods given our image and program (the samples'
+# images download data sets, which no pod here can reach), its wiring left as the operator sets it.
+
+# Each pod's share of a real node: a little CPU, a limit of one core, the framework's memory.
+REAL_CPU, REAL_CPU_LIMIT = "200m", "1"
+
+
+def _succeeds_on_real_nodes(
+    job: Obj, namespace: str, cluster_api: Api, size: int, memory: str = "1Gi", timeout: float = 300
+) -> str:
+    """Apply the job with its pods on the real nodes; once it is Succeeded (and not Failed), all
+    `size` pods are in one remote cluster, none of them on a KWOK node. Returns that cluster."""
+    apply(adapt(job, namespace, cpu=REAL_CPU, cpu_limit=REAL_CPU_LIMIT, memory=memory, real=True))
+    done = wait_status(job, "Succeeded", lambda j: conditions(j).get("Succeeded") == "True", timeout=timeout)
+    assert conditions(done).get("Failed") != "True"
+    cluster = one_remote_cluster(cluster_api, namespace, size)
+    _on_real_nodes(cluster_api, cluster, namespace)
+    return cluster
+
+
+def _on_real_nodes(cluster_api: Api, cluster: str, namespace: str) -> None:
+    remote = k8s.CoreV1Api(cluster_api(cluster))
+    for p in remote_pods(cluster_api, cluster, namespace):
+        labels = remote.read_node(p.spec.node_name).metadata.labels or {}
+        assert labels.get(keys.NODE_TYPE_LABEL) != keys.DEV_NODE_TYPE_VALUE, (
+            p.metadata.name,
+            p.spec.node_name,
+        )
+
+
+def _logs(namespace: str, container: str, *pods: str) -> dict[str, str]:
+    """Each front pod's `kubectl logs` of `container`."""
+    return {pod: kubectl("logs", pod, "-c", container, "-n", namespace) for pod in pods}
+
+
+def _run_ours(
+    specs: dict[str, Obj], image: FrameworkImage, *args: str, command: list[str] | None = None
+) -> None:
+    """Every replica's one container runs our program (or `command`) in our image, imported on the
+    real nodes (never pulled), in place of the sample's image, command and arguments."""
+    for spec in specs.values():
+        (container,) = spec["template"]["spec"]["containers"]
+        container.pop("args", None)
+        container.update(
+            image=image.name,
+            imagePullPolicy="IfNotPresent",
+            command=command or ["python3", image.path, *args],
+        )
+
+
+def _agree(pattern: str, logs: dict[str, str]) -> str:
+    """The one value `pattern` finds in every log (asserted: once in each, the same in all)."""
+    found = {pod: re.findall(pattern, log) for pod, log in logs.items()}
+    values = {tuple(v) for v in found.values()}
+    assert len(values) == 1 and len(next(iter(values))) == 1, found
+    return str(next(iter(values))[0])
+
+
+def test_tfjob_workers_train_with_multi_worker_mirrored_strategy_on_real_nodes(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """The operator's TFJob sample (2 workers) with our TensorFlow image and program: each worker
+    reads the TF_CONFIG the operator set (both workers' `<pod>.<namespace>.svc:2222`, its own task),
+    MultiWorkerMirroredStrategy meets the other over gRPC, they all-reduce their indices (0 + 1) and
+    train 5 steps on their own data to the same weights; the job (worker 0 done) ends Succeeded."""
+    operators(OPERATOR)
+    (job,) = sample(OPERATOR, "examples/tensorflow/simple.yaml")
+    name, specs = job["metadata"]["name"], job["spec"]["tfReplicaSpecs"]
+    assert {r: s["replicas"] for r, s in specs.items()} == {"Worker": 2}
+    _run_ours(specs, tensorflow.IMAGE, "5")
+    _succeeds_on_real_nodes(job, namespace, cluster_api, 2, memory="2Gi")
+
+    logs = _logs(namespace, "tensorflow", f"{name}-worker-0", f"{name}-worker-1")
+    for i, log in enumerate(logs.values()):
+        assert f"worker {i}/2: all-reduce sum = 1.0" in log, log
+        assert f"worker {i}/2: step 5 loss " in log, log
+    _agree(r"weights sum = (-?[\d.]+)", logs)
+    delete_and_wait_gone(cluster_api, namespace, "tfjob", name)
+
+
+def test_xgboostjob_master_and_workers_train_through_the_tracker_on_real_nodes(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """The operator's XGBoostJob sample (Master 1 + Worker 2) with our XGBoost image and program:
+    the master runs the tracker at MASTER_PORT (its `xgboostjob-port`, 9991), the three ranks
+    (RANK as the operator numbered them) join it at MASTER_ADDR and train 10 rounds together, each
+    on its own rows, to one model; the master's log has the model's evaluation; the job (its master
+    done) ends Succeeded."""
+    operators(OPERATOR)
+    (job,) = sample(OPERATOR, "examples/xgboost/xgboostjob.yaml")
+    name, specs = job["metadata"]["name"], job["spec"]["xgbReplicaSpecs"]
+    assert {r: s["replicas"] for r, s in specs.items()} == {"Master": 1, "Worker": 2}
+    _run_ours(specs, xgboost.IMAGE, "10")
+    _succeeds_on_real_nodes(job, namespace, cluster_api, 3)
+
+    pods = (f"{name}-master-0", f"{name}-worker-0", f"{name}-worker-1")
+    logs = _logs(namespace, "xgboost", *pods)
+    for rank, pod in enumerate(pods):
+        assert f"rank {rank}/3: trained 10 rounds, model " in logs[pod], logs[pod]
+    _agree(r"trained 10 rounds, model ([0-9a-f]+)", logs)  # one model, trained together
+    evaluation = re.search(
+        r"master: train-logloss=([\d.]+) train-error=([\d.]+) test-accuracy=([\d.]+)", logs[pods[0]]
+    )
+    assert evaluation is not None, logs[pods[0]]
+    assert float(evaluation[3]) > 0.9, evaluation[0]
+    delete_and_wait_gone(cluster_api, namespace, "xgboostjob", name)
+
+
+def test_paddlejob_workers_all_reduce_and_train_data_parallel_on_real_nodes(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """The operator's collective PaddleJob sample (2 workers, `python -m paddle.distributed.launch`)
+    with our Paddle image and program in place of `run_check`: worker 0's launcher serves at
+    PADDLE_MASTER (its pod address), the other's reaches it by worker 0's Service (waited for until
+    it resolves), the launchers rank the two, and the ranks all-reduce (0 + 1) and train 5
+    data-parallel steps to the same weights over gloo; the job ends Succeeded."""
+    operators(OPERATOR)
+    (job,) = sample(OPERATOR, "examples/paddlepaddle/simple-cpu.yaml")
+    name, specs = job["metadata"]["name"], job["spec"]["paddleReplicaSpecs"]
+    assert {r: s["replicas"] for r, s in specs.items()} == {"Worker": 2}
+    launch = (
+        f'python3 {PROGRAM_DIR}/{SHARED.name} "$PADDLE_MASTER" && exec python3 -m paddle.distributed.launch'
+    )
+    _run_ours(specs, paddle.IMAGE, command=["sh", "-c", f"{launch} {paddle.IMAGE.path} 5"])
+    _succeeds_on_real_nodes(job, namespace, cluster_api, 2, memory="2Gi")
+
+    logs = _logs(namespace, "paddle", f"{name}-worker-0", f"{name}-worker-1")
+    ranks = sorted(r for log in logs.values() for r in re.findall(r"rank (\d)/2: all_reduce sum = 1\.0", log))
+    assert ranks == ["0", "1"], logs  # each pod one rank, whichever the launchers gave it
+    _agree(r"weights sum = (-?[\d.]+)", logs)
+    delete_and_wait_gone(cluster_api, namespace, "paddlejob", name)
+
+
+def test_mxjob_scheduler_server_and_workers_run_a_dist_sync_kvstore_on_real_nodes(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """training-operator v1.8.1's MXJob sample (Scheduler, Server, Worker), its workers made 2, with
+    our MXNet 1.9.1 image and program: every pod has the DMLC_* variables the operator set (the
+    scheduler's Service and port as DMLC_PS_ROOT_URI/PORT), the workers push (rank + 1) to a
+    `dist_sync` kvstore and pull the servers' aggregate, 1 + 2 = 3 in every element; the scheduler
+    ends when the workers are done, and with it the job, Succeeded."""
+    operator = "training-operator-mxjob"
+    operators(operator)
+    (job,) = sample(operator, "examples/mxnet/mxjob_dist_v1.yaml")
+    name, specs = job["metadata"]["name"], job["spec"]["mxReplicaSpecs"]
+    assert {r: s["replicas"] for r, s in specs.items()} == {"Scheduler": 1, "Server": 1, "Worker": 1}
+    specs["Worker"]["replicas"] = 2
+    _run_ours(specs, mxnet.IMAGE)
+    _succeeds_on_real_nodes(job, namespace, cluster_api, 4)
+
+    logs = _logs(namespace, "mxnet", f"{name}-worker-0", f"{name}-worker-1")
+    ranks = sorted(
+        r for log in logs.values() for r in re.findall(r"worker (\d)/2: pulled \[\[3\.0, 3\.0, 3\.0\]", log)
+    )
+    assert ranks == ["0", "1"], logs
+    assert "scheduler: serving" in _logs(namespace, "mxnet", f"{name}-scheduler-0")[f"{name}-scheduler-0"]
+    delete_and_wait_gone(cluster_api, namespace, "mxjob", name)
+
+
+def test_jaxjob_processes_initialize_jax_distributed_and_psum_on_real_nodes(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """The operator's JAXJob sample (2 workers) with our JAX image and program: each process calls
+    `jax.distributed.initialize` at COORDINATOR_ADDRESS:COORDINATOR_PORT (worker 0's Service and
+    `jaxjob-port`) with NUM_PROCESSES and PROCESS_ID as the operator set them, and psums over both
+    processes' devices with gloo, 1 + 2 = 3 on each; the job ends Succeeded."""
+    operators(OPERATOR)
+    (job,) = sample(OPERATOR, "examples/jax/cpu-demo/demo.yaml")
+    name, specs = job["metadata"]["name"], job["spec"]["jaxReplicaSpecs"]
+    assert {r: s["replicas"] for r, s in specs.items()} == {"Worker": 2}
+    _run_ours(specs, jax.IMAGE)
+    _succeeds_on_real_nodes(job, namespace, cluster_api, 2)
+
+    logs = _logs(namespace, "jax", f"{name}-worker-0", f"{name}-worker-1")
+    for i, log in enumerate(logs.values()):
+        assert f"process {i}/2: 2 devices, 1 local" in log, log
+        assert f"process {i}/2: psum = 3.0" in log, log
+    delete_and_wait_gone(cluster_api, namespace, "jaxjob", name)
+
+
+# The MPIJob v1 launcher's command: wait until every worker of the operator's hostfile takes a
+# `kubectl exec` (the operator starts the launcher with its workers, and its restart policy is
+# Never), then the sample's mpirun with the pi program in place of Horovod's.
+MPI_LAUNCHER = (
+    "for w in $(cut -d' ' -f1 /etc/mpi/hostfile); do"
+    ' until /opt/kube/kubectl exec "$w" -- true; do sleep 2; done; done;'
+    " exec mpirun --allow-run-as-root -np 2 -bind-to none -map-by slot -mca pml ob1 -mca btl ^openib "
+)
+
+
+def test_mpijob_v1_launcher_reaches_its_workers_through_kubectl_exec_on_real_nodes(
+    namespace: str, cluster_api: Api, mpijob_v1: None
+) -> None:
+    """The training operator's MPIJob v1 sample (Launcher + 2 workers) with the MPI operator's pi
+    image (`mpioperator/mpi-pi:openmpi`, Debian's OpenMPI) in place of Horovod's: the launcher's
+    init container (the operator's `kubectl-delivery`, built here) copies kubectl into /opt/kube,
+    and mpirun starts its daemons on the workers through the operator's /etc/mpi/kubexec.sh, a
+    `kubectl exec` through the front's API server and the bridge's vkubelet into each worker in
+    its remote cluster; both ranks compute pi, the launcher's log has the result, the job ends
+    Succeeded."""
+    (job,) = sample(MPIJOB_V1, "examples/mpi/tensorflow-mnist.yaml")
+    name, specs = job["metadata"]["name"], job["spec"]["mpiReplicaSpecs"]
+    assert {r: s["replicas"] for r, s in specs.items()} == {"Launcher": 1, "Worker": 2}
+    for spec in specs.values():
+        (container,) = spec["template"]["spec"]["containers"]
+        container.update(image=mpi.IMAGE, imagePullPolicy="IfNotPresent")
+        container.pop("command", None)
+        container.pop("args", None)
+    (launcher,) = specs["Launcher"]["template"]["spec"]["containers"]
+    launcher["command"] = ["sh", "-c", MPI_LAUNCHER + mpi.PROGRAM]
+    apply(adapt(job, namespace, cpu=REAL_CPU, cpu_limit=REAL_CPU_LIMIT, memory="512Mi", real=True))
+    # Placed before it ends: the sample's cleanPodPolicy Running deletes the workers after.
+    wait_for(
+        "3 pods, each admitted to a remote cluster",
+        lambda: len([p for p in front_pods(cluster_api, namespace) if p.spec.node_name]) == 3,
+        timeout=120,
+    )
+    cluster = one_remote_cluster(cluster_api, namespace, 3)
+    _on_real_nodes(cluster_api, cluster, namespace)
+    done = wait_status(job, "Succeeded", lambda j: conditions(j).get("Succeeded") == "True", timeout=300)
+    assert conditions(done).get("Failed") != "True"
+
+    log = _logs(namespace, "mpi", f"{name}-launcher")[f"{name}-launcher"]
+    assert re.search(r"pi is approximately 3\.14159", log), log
+    # Both ranks ran, each on a worker, reached by kubexec.sh's `kubectl exec`.
+    assert {f"{name}-worker-0", f"{name}-worker-1"} <= set(re.findall(rf"{name}-worker-\d+", log)), log
+    (init,) = next(
+        p for p in front_pods(cluster_api, namespace) if p.metadata.name == f"{name}-launcher"
+    ).status.init_container_statuses
+    assert init.name == "kubectl-delivery" and init.state.terminated.exit_code == 0, init
+    delete_and_wait_gone(cluster_api, namespace, "mpijob", name)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from devenv.images import pytorch, recipes
+from devenv.images import framework, pytorch, recipes
 from devenv.images.oci import full_name
 from devenv.images.recipes import RECIPES
 from devenv.images.rootfs import DebianRoot
@@ -38,6 +38,9 @@ def test_pytorch_lays_the_program_out_where_the_image_runs_it(tmp_path: Path) ->
     program = tmp_path / "root" / pytorch.PROGRAM.lstrip("/")
     assert program.read_text() == pytorch.SOURCE.read_text()
     assert program.stat().st_mode & 0o777 == 0o644
+    # The programs' shared rendezvous.py beside it, which it imports.
+    assert (program.parent / "rendezvous.py").read_text() == framework.SHARED.read_text()
+    assert "from rendezvous import wait_for_names" in program.read_text()
 
 
 @pytest.mark.parametrize("change", ["program", "packages", "module"])

@@ -11,40 +11,25 @@ and RANK (the master is 0).
 """
 
 import os
-import socket
 import sys
-import time
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+from rendezvous import wait_for_names
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 # torch 1.13 gives up at once when MASTER_ADDR does not resolve yet: a Service's name is in DNS
-# only once its pod is ready (the master's own too), so wait for it first.
-RESOLVE_TIMEOUT = 300.0
+# only once its pod is ready (the master's own too), so it waits for it first (rendezvous.py).
 RENDEZVOUS_TIMEOUT = timedelta(minutes=5)
-
-
-def wait_until_resolved(host: str) -> None:
-    deadline = time.monotonic() + RESOLVE_TIMEOUT
-    while True:
-        try:
-            socket.getaddrinfo(host, None)
-            return
-        except socket.gaierror as e:
-            if time.monotonic() > deadline:
-                raise
-            print(f"waiting for {host} to resolve: {e}", flush=True)
-            time.sleep(2)
 
 
 def main() -> None:
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.set_num_threads(1)
-    wait_until_resolved(os.environ["MASTER_ADDR"])
+    wait_for_names(os.environ["MASTER_ADDR"])
     dist.init_process_group("gloo", timeout=RENDEZVOUS_TIMEOUT)  # env:// from the variables above
     me = f"rank {dist.get_rank()}/{dist.get_world_size()}"
     assert (dist.get_rank(), dist.get_world_size()) == (rank, world)
