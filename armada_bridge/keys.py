@@ -135,6 +135,8 @@ RELAY_FRONT_POD = f"{GROUP}/relay-front-pod"
 RELAY_TOKEN = f"{GROUP}/relay-token"
 RELAY_SPEC_HASH = f"{GROUP}/relay-spec-hash"
 COMPONENT_LABEL = "app.kubernetes.io/component"
+# On the vkubelet pod that holds the Lease (the relay endpoint's Service selects it).
+VKUBELET_LEADER = f"{GROUP}/vkubelet-leader"
 RELAY_COMPONENT = "relay"
 # Default key of the kubeconfig in a RemoteCluster's Secret.
 KUBECONFIG_SECRET_KEY = "kubeconfig"

@@ -20,7 +20,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from armada_bridge import keys
-from armada_bridge.kube import Kube, auth, load_config
+from armada_bridge.kube import PODS, ApiError, Kube, auth, load_config
 from armada_bridge.kube.leader import LeaderElector
 from armada_bridge.kube.lifecycle import run_until_stopped
 from vkubelet import certs
@@ -117,6 +117,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a pod or Service range of the front cluster (repeat): a Routable cluster's pod address "
         "inside one is never shown",
     )
+    p.add_argument(
+        "--pod-name",
+        default=os.environ.get("POD_NAME", ""),
+        help="this replica's pod in the bridge's namespace, labelled while it leads (the relay endpoint's "
+        "Service selects it) [$POD_NAME]",
+    )
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
@@ -192,12 +198,42 @@ async def run(args: argparse.Namespace) -> int:
     relay_server = await RelayServer(manager.relay_target).start(rhost, rport)
     log.info("relay endpoint on %s:%d", rhost, rport)
 
+    leader_label = LeaderLabel(front, args.leader_election_namespace, args.pod_name)
+    await leader_label.set(False)  # a restarted replica leads no more
+
+    async def lead() -> None:
+        await leader_label.set(True)
+        await manager.run()
+
     return await run_until_stopped(
-        lead=manager.run,
+        lead=lead,
         elector=elector,
         always=[lambda: certs.keep_renewed(ssl_ctx, serving_certificate)],
-        cleanup=[*(r.cleanup for r in runners), _closer(relay_server), front.close],
+        cleanup=[
+            *(r.cleanup for r in runners),
+            _closer(relay_server),
+            lambda: leader_label.set(False),
+            front.close,
+        ],
     )
+
+
+class LeaderLabel:
+    """The leader's pod carries keys.VKUBELET_LEADER (none without a pod name: not in a pod)."""
+
+    def __init__(self, front: Kube, namespace: str, pod: str) -> None:
+        self.front, self.namespace, self.pod = front, namespace, pod
+
+    async def set(self, leading: bool) -> None:
+        if not self.pod:
+            return
+        patch = {"metadata": {"labels": {keys.VKUBELET_LEADER: "true" if leading else None}}}
+        try:
+            await self.front.patch(PODS, self.pod, patch, self.namespace)
+        except (ApiError, OSError, TimeoutError) as e:
+            if leading:
+                raise
+            log.warning("pod %s: leader label not removed: %s", self.pod, e)
 
 
 def _closer(server: asyncio.Server) -> Callable[[], Coroutine[Any, Any, None]]:

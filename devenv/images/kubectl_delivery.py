@@ -18,14 +18,14 @@ from pathlib import Path
 from devenv import binaries
 from devenv.images import busybox
 from devenv.images.oci import ImageConfig
-from devenv.images.rootfs import PATH, add_file, package_version
+from devenv.images.rootfs import PATH, add_file
 from devenv.images.static import content_inputs
 
 IMAGE = "ghcr.io/kubeflow/training-v1/kubectl-delivery:latest"
-KUBECTL = "bin/kubectl"
+KUBECTL = "usr/bin/kubectl"  # upstream's /bin/kubectl: /bin is usr/bin (busybox.py)
 TARGET = "/opt/kube"  # the operator's kubectlMountPath (its TARGET_DIR)
 CONFIG = ImageConfig(
-    env={"PATH": PATH}, entrypoint=["/bin/sh", "-c"], cmd=[f"cp /{KUBECTL} {TARGET}/kubectl"]
+    env={"PATH": PATH}, entrypoint=["/bin/sh", "-c"], cmd=[f"cp /bin/kubectl {TARGET}/kubectl"]
 )
 
 
@@ -35,7 +35,7 @@ def _kubectl() -> Path:
 
 def inputs() -> tuple[str, ...]:
     return (
-        package_version(busybox.PACKAGE),
+        *busybox.inputs(),
         *content_inputs({KUBECTL: (_kubectl(), 0o755)}),
         Path(__file__).read_text(),
     )
@@ -43,5 +43,5 @@ def inputs() -> tuple[str, ...]:
 
 def build(work: Path, rootfs: Path) -> None:
     with tarfile.open(rootfs, "w") as out:
-        busybox.write(out)
+        busybox.write(out, work)
         add_file(out, KUBECTL, _kubectl().read_bytes(), 0o755)

@@ -2,8 +2,8 @@
 packages and this repository's sources, each under the name the pods that use it already write.
 
 - `pause`: the pod sandbox (hack/images/pause.c, built static): containerd's `sandbox_image`.
-- `busybox`: the tests' shell image (Debian's `busybox-static` and its applets), as `busybox`
-  (`docker.io/library/busybox:latest`).
+- `busybox`: the tests' shell image (Debian's `busybox`, its applets and the C library: busybox.py),
+  as `busybox` (`docker.io/library/busybox:latest`).
 - `alpine`: `alpine:3.10`, the image the training operator gives a PyTorchJob worker's init
   container (`--pytorch-init-container-image`'s default), which waits with `sh`, `seq` and
   `nslookup` for the master's Service: Debian's essential packages (dash as `sh`) and BusyBox, its
@@ -76,7 +76,6 @@ from devenv.images.rootfs import (
     DebianRoot,
     add_file,
     install,
-    package_version,
     require,
     run,
 )
@@ -108,7 +107,7 @@ def _pause(work: Path, rootfs: Path) -> None:
 
 def _busybox(work: Path, rootfs: Path) -> None:
     with tarfile.open(rootfs, "w") as out:
-        busybox.write(out)
+        busybox.write(out, work)
 
 
 # The training operator's PyTorch init container image (`--pytorch-init-container-image`'s default).
@@ -147,7 +146,7 @@ RECIPES = {
             "busybox",
             ImageConfig(env={"PATH": PATH}, cmd=["sh"]),
             _busybox,
-            lambda: (package_version("busybox-static"),),
+            busybox.inputs,
         ),
         Recipe(
             "alpine",

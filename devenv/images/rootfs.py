@@ -173,16 +173,20 @@ def mmdebstrap(
     skip: Sequence[str] = (),
     directory: bool = False,
     hook_dirs: Sequence[str] = (),
+    variant: str = "essential",
+    suite: str = DEBIAN_SUITE,
 ) -> list[str]:
     """The command that lays out Debian `DEBIAN_SUITE`'s essential packages and `packages` (without
     documentation) at `target` (a tarball, a directory when `directory`, or /dev/null for a root
     that only its hooks use), then runs `hooks` (mmdebstrap's customize hooks: `$1` is the root;
     `upload`, `download`, ...); `skip`: steps of mmdebstrap's to leave out (its --skip, e.g.
-    `cleanup/run`); `hook_dirs`: directories of mmdebstrap's hook scripts (e.g. MERGED_USR_HOOKS)."""
+    `cleanup/run`); `hook_dirs`: directories of mmdebstrap's hook scripts (e.g. MERGED_USR_HOOKS);
+    `variant` "extract": `packages` alone, unpacked (no essential package, no maintainer script);
+    `suite`: another Debian release's."""
     return [
         require("mmdebstrap", "mmdebstrap"),
         "--mode=root",
-        "--variant=essential",
+        f"--variant={variant}",
         "--quiet",
         *(["--format=directory"] if directory else []),
         *(f"--hook-dir={d}" for d in hook_dirs),
@@ -194,7 +198,7 @@ def mmdebstrap(
         *(f"--customize-hook={h}" for h in hooks),
         *(f"--skip={s}" for s in skip),
         '--customize-hook=rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*',
-        DEBIAN_SUITE,
+        suite,
         target,
     ]
 

@@ -91,6 +91,25 @@ def test_a_managed_pods_command_really_runs(real: k8s.CoreV1Api, cluster_api: Ap
     assert "-real-" in remote_node_of(cluster_api, p)
 
 
+def test_the_busybox_images_network_tools_work(real: k8s.CoreV1Api, namespace: str) -> None:
+    """What users debug a pod with: `wget` with a timeout (a served page by name, a closed port
+    answered with an error, not a crash), `nc` and `nslookup` of a cluster name."""
+    script = (
+        "mkdir -p /tmp/www && echo hello-busybox > /tmp/www/index.html && httpd -p 8080 -h /tmp/www"
+        " && wget -T 5 -q -O - http://localhost:8080/index.html"
+        " ; wget -T 2 -q -O - http://127.0.0.1:9/ ; echo wget-closed=$?"
+        " ; nc -w 2 127.0.0.1 9 </dev/null ; echo nc-closed=$?"
+        " ; nslookup kubernetes.default.svc.cluster.local >/dev/null ; echo nslookup=$?"
+    )
+    real.create_namespaced_pod(namespace, real_pod("tools", ["sh", "-c", script]))
+    done = ended(real, namespace, "tools")
+    log = real.read_namespaced_pod_log("tools", namespace)
+    assert done.status.phase == "Succeeded", log
+    lines = log.splitlines()  # with the tools' own messages (stderr) between
+    for expected in ("hello-busybox", "wget-closed=1", "nc-closed=1", "nslookup=0"):
+        assert expected in lines, log
+
+
 def test_an_over_limit_allocation_ends_oomkilled(real: k8s.CoreV1Api, namespace: str) -> None:
     # `tail` keeps the current line, and /dev/zero has no end of line: memory until the limit.
     real.create_namespaced_pod(

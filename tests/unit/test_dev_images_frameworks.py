@@ -183,8 +183,8 @@ def test_kubectl_delivery_has_busybox_and_the_pinned_kubectl(
     kubectl_delivery.build(tmp_path, rootfs)
     with tarfile.open(rootfs) as t:
         members = {m.name: m for m in t.getmembers()}
-        assert t.extractfile("bin/kubectl").read() == kubectl.read_bytes()  # type: ignore[union-attr]
-    assert members["bin/kubectl"].mode == 0o755
-    assert members["bin/sh"].issym() and members["bin/cp"].issym()
+        assert t.extractfile("usr/bin/kubectl").read() == kubectl.read_bytes()  # type: ignore[union-attr]
+    assert members["usr/bin/kubectl"].mode == 0o755
+    assert members["usr/bin/sh"].issym() and members["usr/bin/cp"].issym() and members["bin"].issym()
     kubectl.write_bytes(b"\x7fELF another kubectl")
     assert RECIPES["kubectl-delivery"].digest() != before
