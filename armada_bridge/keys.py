@@ -135,6 +135,9 @@ RELAY_FRONT_POD = f"{GROUP}/relay-front-pod"
 RELAY_TOKEN = f"{GROUP}/relay-token"
 RELAY_SPEC_HASH = f"{GROUP}/relay-spec-hash"
 COMPONENT_LABEL = "app.kubernetes.io/component"
+# A Routable RemoteCluster's status condition: False once a remote pod's address fell inside the
+# front's pod or Service ranges (not shown: docs/networking.md).
+ROUTABLE_CONDITION = "AddressesShown"
 # On the vkubelet pod that holds the Lease (the relay endpoint's Service selects it).
 VKUBELET_LEADER = f"{GROUP}/vkubelet-leader"
 RELAY_COMPONENT = "relay"

@@ -106,6 +106,10 @@ class BaseEnvironment:
         port, the vkubelet's kubelet API): loopback, unless the front runs elsewhere."""
         return "127.0.0.1"
 
+    def front_ranges(self) -> tuple[str, ...]:
+        """The front's pod and Service ranges, where they are real (with real nodes)."""
+        return ()
+
     def host_for_front_pods(self) -> str:
         """The host address the front's real pods reach the bridge's processes at ("" when the
         front runs no real pod: then no relay pods are made)."""

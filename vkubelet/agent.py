@@ -102,6 +102,8 @@ class ClusterAgent:
         self.remote: Kube | None = None
         self.pods: PodController | None = None
         self.relay_controller: RelayController | None = None
+        # Routable: the last remote pod address the front could not be shown (inside its ranges).
+        self.network_problem = ""
         self.mirror_dirty = asyncio.Event()
         self.problem = ("Starting", "connecting to the remote cluster")
         self.synced = asyncio.Event()  # the remote side is listed and its controllers run
@@ -116,6 +118,7 @@ class ClusterAgent:
     def update_spec(self, spec: RemoteClusterSpec, generation: int) -> None:
         """A new spec for the same remote cluster: node labels, cordon and policy apply at once."""
         self.spec, self.generation = spec, generation
+        self.network_problem = ""
         if self.pods is not None:
             self.pods.spec = spec
             self.pods.enqueue_all()  # the network mode decides their addresses
@@ -300,7 +303,11 @@ class ClusterAgent:
     def _addresses(self, uid: str, remote: Obj) -> Obj:
         """The addresses a front pod shows: its relay's, or in a Routable cluster the remote pod's."""
         if self.spec.network == NetworkMode.ROUTABLE:
-            return routable_addresses(remote, self.front_ranges)
+            shown, left_out = routable_addresses(remote, self.front_ranges)
+            if left_out:
+                md = remote["metadata"]
+                self.network_problem = f"pod {md.get('namespace')}/{md.get('name')}: {left_out}, not shown"
+            return shown
         return self.relays.addresses(uid)
 
     # ---------------------------------------------------------------- mirrors

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from armada_bridge.contract.capacity import Capacity
-from armada_bridge.contract.remotecluster import RemoteClusterSpec
+from armada_bridge.contract.remotecluster import NetworkMode, RemoteClusterSpec
+from armada_bridge.keys import ROUTABLE_CONDITION
 from armada_bridge.kube import ApiError, Kube
 from armada_bridge.kube.lifecycle import run_together, wait_set
 from armada_bridge.kube.resources import REMOTECLUSTERS
@@ -72,6 +73,8 @@ class Source(Protocol):
     problem: tuple[str, str]
     #: set once the remote side is listed and its controllers run.
     synced: asyncio.Event
+    #: Routable: the last remote pod address inside the front's ranges, not shown ("" for none).
+    network_problem: str
 
     def capacity(self, node: Obj) -> Capacity: ...
 
@@ -205,6 +208,8 @@ class Heartbeat:
                     "nodeCount": capacity.nodes,
                     "pods": self.src.pod_count(),
                     "generation": self.src.generation,
+                    "routable": self.src.spec.network == NetworkMode.ROUTABLE,
+                    "network_problem": self.src.network_problem,
                 }
                 t = loop.time()
                 if cs != written or t - last_write > CLUSTER_STATUS_REFRESH_SECONDS:
@@ -232,14 +237,17 @@ class Heartbeat:
             "nodeCount": cs["nodeCount"],
             "pods": cs["pods"],
         }
+        if cs["routable"]:
+            status["conditions"].append(routable_condition(cs["network_problem"], t, generation))
         if cs["ready"]:
             status["lastSyncTime"] = t
         current = await self.front.get_or_none(REMOTECLUSTERS, self.src.name)
         if current is None:
             return
         for c in (current.get("status") or {}).get("conditions") or []:
-            if c.get("type") == "Ready" and c.get("status") == status["conditions"][0]["status"]:
-                status["conditions"][0]["lastTransitionTime"] = c.get("lastTransitionTime", t)
+            for mine in status["conditions"]:
+                if c.get("type") == mine["type"] and c.get("status") == mine["status"]:
+                    mine["lastTransitionTime"] = c.get("lastTransitionTime", t)
         await self.front.patch(
             REMOTECLUSTERS,
             self.src.name,
@@ -247,6 +255,23 @@ class Heartbeat:
             subresource="status",
             uid=current["metadata"]["uid"],
         )
+
+
+def routable_condition(problem: str, t: str, generation: int) -> Obj:
+    """A Routable cluster's condition `AddressesShown`: False once a remote pod's address fell
+    inside the front's pod or Service ranges (it was not shown: it would name some front pod)."""
+    return {
+        "type": ROUTABLE_CONDITION,
+        "status": "False" if problem else "True",
+        "reason": "InsideFrontRanges" if problem else "Apart",
+        "message": (
+            f"{problem}: the clusters' pod networks overlap; declare the cluster `network: Relay`"
+            if problem
+            else "remote pods' addresses are outside the front's ranges"
+        )[:1000],
+        "lastTransitionTime": t,
+        "observedGeneration": generation,
+    }
 
 
 async def _wait_any(events: tuple[asyncio.Event, ...], timeout: float) -> None:

@@ -26,26 +26,31 @@ POD_ADDRESSES = ("podIP", "podIPs")
 HOST_ADDRESSES = ("hostIP", "hostIPs")
 
 
-def _inside(address: Any, networks: Iterable[Network]) -> bool:
+def _inside(address: Any, networks: Iterable[Network]) -> str | None:
+    """The network of `networks` that holds `address` ("not an address" for what is not one)."""
     try:
         ip = ipaddress.ip_address(str(address))
     except ValueError:
-        return True  # not an address: never shown
-    return any(ip.version == n.version and ip in n for n in networks)
+        return "not an address"
+    return next((str(n) for n in networks if ip.version == n.version and ip in n), None)
 
 
-def routable_addresses(remote: Obj, excluded: Iterable[Network]) -> Obj:
+def routable_addresses(remote: Obj, excluded: Iterable[Network]) -> tuple[Obj, str]:
     """A Routable cluster's pod shows the remote pod's own addresses, except those inside
-    `excluded` (the front's pod and Service ranges: there they would name some front pod)."""
+    `excluded` (the front's pod and Service ranges: there they would name some front pod); with
+    them, what was left out and why ("" for nothing)."""
     rs = remote.get("status") or {}
     excluded = list(excluded)
     out: Obj = {}
+    why = ""
     for single, plural in (POD_ADDRESSES, HOST_ADDRESSES):
         addresses = [rs.get(single), *(a.get("ip") for a in rs.get(plural) or [])]
-        clash = any(a and _inside(a, excluded) for a in addresses)
+        clash = next(((a, n) for a in addresses if a and (n := _inside(a, excluded))), None)
         out[single] = None if clash else rs.get(single)
         out[plural] = None if clash else rs.get(plural)
-    return out
+        if clash and not why:
+            why = f"{single} {clash[0]} is inside the front's range {clash[1]}"
+    return out, why
 
 
 def marker(cluster: str, created: str) -> Obj:

@@ -216,6 +216,7 @@ def component(env: BaseEnvironment) -> Component:
             "--cert-dir",
             str(env.state_dir / "vkubelet" / "certs"),
             *relay_args(env),
+            *(f"--front-cidr={cidr}" for cidr in env.front_ranges()),
         ],
         env={"PYTHONPATH": str(versions.REPO_ROOT)},
         ready_url=f"https://{env.bridge_host}:{port}/readyz",

@@ -132,6 +132,10 @@ class Environment(BaseEnvironment):
         # call it), or at the host's address on the pod network when there are real nodes.
         return self._pod_facing(self.cluster(FRONT).server())
 
+    def front_ranges(self) -> tuple[str, ...]:
+        network, services = self.pod_network(), self.settings().get("front_services")
+        return (network.subnet, services) if network and services else ()
+
     def host_for_front_pods(self) -> str:
         network = self.pod_network()
         return network.host_address if network else ""

@@ -20,6 +20,7 @@ from vkubelet import deps, remote_pod
 from vkubelet import status as pod_status
 from vkubelet.agent import NodeEndpoint
 from vkubelet.events import PendingEvents
+from vkubelet.heartbeat import routable_condition
 from vkubelet.manager import Manager
 from vkubelet.metrics import METRICS
 from vkubelet.mirror import differs, mirror_of
@@ -176,12 +177,28 @@ def test_a_routable_clusters_pod_shows_its_own_address_unless_it_names_a_front_o
             "hostIPs": [{"ip": "192.0.2.1"}],
         }
     }
-    assert pod_status.routable_addresses(remote, front_ranges) == remote["status"]
+    assert pod_status.routable_addresses(remote, front_ranges) == (remote["status"], "")
     remote["status"].update(podIP="10.244.3.4", podIPs=[{"ip": "10.244.3.4"}])
-    shown = pod_status.routable_addresses(remote, front_ranges)
+    shown, why = pod_status.routable_addresses(remote, front_ranges)
     assert shown == {"podIP": None, "podIPs": None, "hostIP": "192.0.2.1", "hostIPs": [{"ip": "192.0.2.1"}]}
+    assert why == "podIP 10.244.3.4 is inside the front's range 10.244.0.0/16"
     remote["status"].update(podIP="10.50.1.2", podIPs=[{"ip": "10.50.1.2"}, {"ip": "fd00::3"}])
-    assert pod_status.routable_addresses(remote, [ipaddress.ip_network("fd00::/64")])["podIP"] is None
+    assert pod_status.routable_addresses(remote, [ipaddress.ip_network("fd00::/64")])[0]["podIP"] is None
+
+
+def test_a_routable_cluster_says_when_a_pod_address_was_not_shown() -> None:
+    ok = routable_condition("", "2026-01-01T00:00:00Z", 3)
+    assert (ok["type"], ok["status"], ok["reason"], ok["observedGeneration"]) == (
+        "AddressesShown",
+        "True",
+        "Apart",
+        3,
+    )
+    bad = routable_condition(
+        "pod a/b: podIP 10.244.3.4 is inside the front's range 10.244.0.0/16, not shown", "t", 3
+    )
+    assert (bad["status"], bad["reason"]) == ("False", "InsideFrontRanges")
+    assert bad["message"].startswith("pod a/b: podIP 10.244.3.4") and "network: Relay" in bad["message"]
 
 
 def test_failed_patch_terminates_running_containers() -> None:
