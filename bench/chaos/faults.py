@@ -100,7 +100,7 @@ class Faults:
         fault lets it: `held`). Runs until the soak ends, convergence included."""
         clusters = {c: self.ctx.env.cluster(c, self.ctx.bins) for c in ("front", *REMOTES)}
         commands = {
-            (c, comp): _command(pid)
+            (c, comp): process_command(pid)
             for c, kc in clusters.items()
             for comp, pid in kc.component_pids().items()
             if pid is not None
@@ -110,7 +110,7 @@ class Faults:
                 kc = clusters[c]
                 if (c, comp) in self.held or kc.component_pids().get(comp) is not None:
                     continue
-                new = _restart(command, kc.workdir / "logs" / f"{comp}.log")
+                new = restart_process(command, kc.workdir / "logs" / f"{comp}.log")
                 (kc.workdir / "pids" / f"{comp}.pid").write_text(str(new))
                 if (c, comp) in self.killed:
                     self.killed.discard((c, comp))
@@ -151,7 +151,7 @@ class Faults:
                 self.kinds_done.add(kind)
 
 
-def _command(pid: int) -> tuple[list[str], str, dict[str, str]]:
+def process_command(pid: int) -> tuple[list[str], str, dict[str, str]]:
     """argv, working directory and environment of a running process."""
     proc = Path(f"/proc/{pid}")
     argv = [a.decode() for a in proc.joinpath("cmdline").read_bytes().split(b"\0") if a]
@@ -161,7 +161,7 @@ def _command(pid: int) -> tuple[list[str], str, dict[str, str]]:
     return argv, os.readlink(proc / "cwd"), env
 
 
-def _restart(command: tuple[list[str], str, dict[str, str]], log_file: Path) -> int:
+def restart_process(command: tuple[list[str], str, dict[str, str]], log_file: Path) -> int:
     argv, cwd, env = command
     with log_file.open("ab") as out:
         proc = subprocess.Popen(

@@ -6,6 +6,10 @@ through the front API server's service and pod proxies (as KubeRay follows a Ray
 from __future__ import annotations
 
 import ipaddress
+import os
+import signal
+import socket
+import time
 import uuid
 from typing import Any
 
@@ -13,6 +17,9 @@ import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
+from bench.chaos import faults
+from devenv import binaries
+from devenv.bridge import vkubelet_setup
 from devenv.images.recipes import RECIPES
 from devenv.processes.environment import Environment
 from devenv.realnode.placement import on_a_real_node
@@ -148,3 +155,74 @@ def test_a_pod_no_front_service_selects_shows_no_address_of_its_remote_cluster(
     assert ipaddress.ip_address(web.status.pod_ip) == ipaddress.ip_address(
         _relay_of(front, web.metadata.uid).status.pod_ip
     )
+
+
+def _get(address: str, path: str = "/index.html", timeout: float = 10) -> str | None:
+    """What the web server answers at `address` (the relay's, from this host), None on failure."""
+    try:
+        with socket.create_connection((address, SERVER_PORT), timeout=timeout) as s:
+            s.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
+        return answer.decode(errors="replace") or None
+    except OSError:
+        return None
+
+
+def test_relayed_connections_end_with_what_carries_them_and_new_ones_follow(
+    dev_env: Environment, cluster_api: Api, namespace_in_its_queue: str
+) -> None:
+    """The remote API server killed under an open relayed connection: that connection ends, a new
+    one works once it is back; the vkubelet killed: the same relay carries new connections once it
+    runs again. (The host reaches the front's pods, relays among them, as its control plane does.)"""
+    namespace = namespace_in_its_queue
+    if dev_env.real_nodes() is None:
+        pytest.fail("the environment has no real nodes: `armada-bridge dev up --real-nodes 1`")
+    front = k8s.CoreV1Api(cluster_api("front"))
+    marker = uuid.uuid4().hex
+    front.create_namespaced_pod(namespace, _server(marker))
+    front.create_namespaced_service(
+        namespace,
+        {"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
+    )
+    web = _addressed(front, namespace, "web")
+    relay = _relay_of(front, web.metadata.uid)
+    address = web.status.pod_ip
+    assert marker in (wait_for("the page through the relay", lambda: _get(address), timeout=30) or "")
+
+    # An open connection (a request not finished yet), then the remote API server killed.
+    cluster = web.metadata.annotations[keys.ASSIGNED_CLUSTER]
+    control_plane = dev_env.cluster(cluster)
+    pid = control_plane.component_pids()["kube-apiserver"]
+    assert pid is not None
+    command = faults.process_command(pid)
+    open_connection = socket.create_connection((address, SERVER_PORT), timeout=30)
+    open_connection.sendall(b"GET /index.html HTTP/1.0\r\n")
+    time.sleep(1)
+    os.kill(pid, signal.SIGKILL)
+    try:
+        open_connection.settimeout(30)
+        assert open_connection.recv(65536) == b"", "the connection outlived the API server carrying it"
+    except ConnectionResetError:
+        pass
+    finally:
+        open_connection.close()
+        new = faults.restart_process(command, control_plane.workdir / "logs" / "kube-apiserver.log")
+        (control_plane.workdir / "pids" / "kube-apiserver.pid").write_text(str(new))
+    control_plane.wait_healthy(60)
+    started = time.monotonic()
+    assert marker in (wait_for("a new connection through the relay", lambda: _get(address), timeout=60) or "")
+    print(
+        f"a new relayed connection answered {time.monotonic() - started:.1f}s after the API server was back"
+    )
+
+    # The vkubelet killed: its relay endpoint goes, and comes back with it; the relay stays.
+    vkubelet = dev_env.supervisor.pid(vkubelet_setup.COMPONENT)
+    assert vkubelet is not None
+    os.kill(vkubelet, signal.SIGKILL)
+    wait_for("vkubelet gone", lambda: dev_env.supervisor.pid(vkubelet_setup.COMPONENT) is None, timeout=10)
+    assert marker not in (_get(address, timeout=5) or ""), "a relayed connection without the vkubelet"
+    vkubelet_setup.setup(dev_env, binaries.expected())
+    assert marker in (wait_for("the relay carrying again", lambda: _get(address), timeout=60) or "")
+    assert _relay_of(front, web.metadata.uid).metadata.uid == relay.metadata.uid
