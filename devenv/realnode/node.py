@@ -36,7 +36,13 @@ KEPT_FOR_THE_ENVIRONMENT = 4 * 2**30
 # upgrade's surge (one more of each) beside them.
 FRONT_SHARE_CPU_M = 3000
 FRONT_SHARE_MEMORY = 4 * 2**30
-FRONT_IMAGES = ("pause", "busybox", "bridge", "kube-scheduler")
+FRONT_IMAGES = (
+    "pause",
+    "busybox",
+    "bridge",
+    "kube-scheduler",
+    "ray",
+)  # ray: a front client of a remote RayCluster
 MAX_PODS = 30
 # The front's also holds a relay pod for each front pod a Service selects in a Relay cluster.
 FRONT_MAX_PODS = 200

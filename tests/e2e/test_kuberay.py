@@ -1,13 +1,16 @@
 """KubeRay, released and unchanged, with `--batch-scheduler=volcano`: its own RayCluster sample runs
 whole in one remote cluster and reports `ready`; one too big for any cluster waits whole. On real
-nodes its RayJob sample is submitted to the remote head and followed to SUCCEEDED."""
+nodes its RayJob sample is submitted to the remote head and followed to SUCCEEDED, and a front pod
+submits a job to a remote RayCluster through its front Service."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import yaml
+from kubernetes import client as k8s
 
 from armada_bridge import keys
 from devenv.images import ray
@@ -181,3 +184,49 @@ def test_raycluster_autoscaler_scales_its_workers_through_the_front_api_on_real_
 def _deployment(rayjob: dict[str, object]) -> object:
     status = rayjob.get("status")
     return status.get("jobDeploymentStatus") if isinstance(status, dict) else None
+
+
+def test_a_front_pod_submits_a_ray_job_to_a_remote_raycluster_through_its_front_service(
+    namespace: str, cluster_api: Api, operators: Callable[..., None]
+) -> None:
+    """KubeRay's RayCluster sample on real nodes, in a remote cluster whose pod network the front
+    does not reach: a client pod on the front's real node runs `ray job submit` against the head's
+    dashboard at its front Service's DNS name (through the head's relay), and the job runs on the
+    remote Ray cluster to SUCCEEDED, its output in the client's log."""
+    operators(OPERATOR)
+    (rc,) = sample(OPERATOR, SAMPLE)
+    name = rc["metadata"]["name"]
+    apply(adapt(rc, namespace, cpu="200m", cpu_limit="1", memory="2Gi", real=True))
+    wait_status(rc, "state ready", lambda r: (r.get("status") or {}).get("state") == "ready", timeout=300)
+    dashboard = f"http://{name}-head-svc.{namespace}.svc.cluster.local:8265"
+    job = "import ray; ray.init(); f = ray.remote(lambda x: x * x); print('squares', sum(ray.get([f.remote(i) for i in range(4)])))"
+    client = {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "submit",
+                "image": RAY_IMAGE,
+                "command": ["ray", "job", "submit", "--address", dashboard, "--", "python", "-c", job],
+                "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+            }
+        ],
+    }
+    # Not managed (the bridge's namespace): the front's own scheduler puts it on the front's real node.
+    system = keys.SYSTEM_NAMESPACE
+    client_name = f"ray-submit-{namespace[-6:]}"
+    front = k8s.CoreV1Api(cluster_api("front"))
+    front.create_namespaced_pod(system, {"metadata": {"name": client_name}, "spec": on_a_real_node(client)})
+    try:
+
+        def ended() -> Any:
+            p = front.read_namespaced_pod(client_name, system)
+            return p if p.status.phase in ("Succeeded", "Failed") else None
+
+        done = wait_for("ray job submit ended", ended, timeout=300)
+        log = front.read_namespaced_pod_log(client_name, system)
+        assert done.spec.node_name == "front-real-0"
+        assert done.status.phase == "Succeeded" and "squares 14" in log, log
+        assert re.search(r"Job 'raysubmit_\w+' succeeded", log), log
+    finally:
+        front.delete_namespaced_pod(client_name, system, grace_period_seconds=0)
+    delete_and_wait_gone(cluster_api, namespace, "raycluster", name)
