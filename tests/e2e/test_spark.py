@@ -4,12 +4,18 @@ controller through a real `spark-submit` (PyPI pyspark, Debian's Java); the driv
 the bridge to a remote cluster and the application ends COMPLETED when the driver does; one whose
 reservation (its PodGroup's minResources: driver + executors) fits no cluster waits whole and is not
 failed. On real nodes the driver really runs and creates its executors through the front API,
-which run in its cluster, and SparkPi's result is in the driver's log."""
+which run in its cluster, and SparkPi's result is in the driver's log; an elastic application's web
+UI answers through its front Service."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from armada_bridge.objects import Obj
@@ -148,7 +154,28 @@ def test_dynamic_allocation_executors_come_and_go_under_the_applications_queue_o
         lambda: left if len(left := front_pods(cluster_api, namespace, EXECUTOR)) == 1 else None,
         timeout=180,
     )
-    assert state(get(app)) == "RUNNING"  # released while the application runs on
+    running = get(app)
+    assert state(running) == "RUNNING"  # released while the application runs on
+    # Its web UI, through the front Service the operator made for it (the front API server's proxy
+    # dials the driver's front address: its relay's), while it runs.
+    info = running["status"]["driverInfo"]
+    front = k8s.CoreV1Api(cluster_api("front"))
+    service = f"{info['webUIServiceName']}:{info['webUIPort']}"
+
+    def applications() -> Any:
+        try:
+            return json.loads(
+                front.connect_get_namespaced_service_proxy_with_path(
+                    service, namespace, "api/v1/applications", _preload_content=False
+                ).data
+            )
+        except (ApiException, ValueError):
+            return None
+
+    ui = wait_for("the driver's web UI through its front Service", applications, timeout=60)
+    assert ui and str(ui[0].get("id", "")).startswith("spark-"), (
+        ui
+    )  # Spark's id of an application on Kubernetes
     gone = {e.metadata.name for e in peak} - {e.metadata.name for e in released}
     remaining = {p.metadata.name for p in remote_pods(cluster_api, str(cluster), namespace)}
     assert gone and not gone & remaining, (gone, remaining)
