@@ -57,10 +57,9 @@ def _addressed(front: k8s.CoreV1Api, namespace: str, name: str) -> Any:
     return wait_for(f"pod {name} Running with an address", probe, timeout=120)
 
 
-def test_a_pod_a_front_service_selects_is_reached_at_its_relays_address(
-    dev_env: Environment, cluster_api: Api, namespace_in_its_queue: str
-) -> None:
-    namespace = namespace_in_its_queue
+def _served(dev_env: Environment, cluster_api: Api, namespace: str) -> tuple[k8s.CoreV1Api, str, Any]:
+    """A web server on a remote real node behind the front Service `web` (port 80 to its `http`):
+    the front's API, the page's text, the front pod once it has an address."""
     if dev_env.real_nodes() is None:
         pytest.fail("the environment has no real nodes: `armada-bridge dev up --real-nodes 1`")
     front = k8s.CoreV1Api(cluster_api("front"))
@@ -73,7 +72,14 @@ def test_a_pod_a_front_service_selects_is_reached_at_its_relays_address(
             "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": "http"}]},
         },
     )
-    web = _addressed(front, namespace, "web")
+    return front, marker, _addressed(front, namespace, "web")
+
+
+def test_a_pod_a_front_service_selects_is_reached_at_its_relays_address(
+    dev_env: Environment, cluster_api: Api, namespace_in_its_queue: str
+) -> None:
+    namespace = namespace_in_its_queue
+    front, marker, web = _served(dev_env, cluster_api, namespace)
     cluster = web.metadata.annotations[keys.ASSIGNED_CLUSTER]
     remote = k8s.CoreV1Api(cluster_api(cluster)).read_namespaced_pod("web", namespace)
     relay = _relay_of(front, web.metadata.uid)
@@ -176,17 +182,7 @@ def test_relayed_connections_end_with_what_carries_them_and_new_ones_follow(
     """The remote API server killed under an open relayed connection: that connection ends, a new
     one works once it is back; the vkubelet killed: the same relay carries new connections once it
     runs again. (The host reaches the front's pods, relays among them, as its control plane does.)"""
-    namespace = namespace_in_its_queue
-    if dev_env.real_nodes() is None:
-        pytest.fail("the environment has no real nodes: `armada-bridge dev up --real-nodes 1`")
-    front = k8s.CoreV1Api(cluster_api("front"))
-    marker = uuid.uuid4().hex
-    front.create_namespaced_pod(namespace, _server(marker))
-    front.create_namespaced_service(
-        namespace,
-        {"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
-    )
-    web = _addressed(front, namespace, "web")
+    front, marker, web = _served(dev_env, cluster_api, namespace_in_its_queue)
     relay = _relay_of(front, web.metadata.uid)
     address = web.status.pod_ip
     assert marker in (wait_for("the page through the relay", lambda: _get(address), timeout=30) or "")
