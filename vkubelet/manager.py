@@ -341,6 +341,7 @@ class Manager:
     async def _let_go(self, name: str) -> None:
         await self._stop(name)
         await self._fail_front_pods(name)
+        await self.relays.sweep()  # the relays of those pods, now ended
         await NodeClient(self.front, name).delete()
 
     async def _clean_remote(self, rc: Obj) -> None:
