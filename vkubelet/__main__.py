@@ -93,8 +93,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--relay-listen",
-        default="0.0.0.0:10262",
-        help="the relay endpoint relay pods hand connections to (plain TCP) [%(default)s]",
+        default="",
+        help="HOST:PORT of the relay endpoint relay pods hand connections to (plain TCP; the chart's "
+        "0.0.0.0:10262); unset: none",
     )
     p.add_argument(
         "--relay-endpoint",
@@ -194,9 +195,11 @@ async def run(args: argparse.Namespace) -> int:
         await web.TCPSite(metrics, mhost, mport).start()
         runners.append(metrics)
     log.info("kubelet API on https://%s:%d (node address %s)", host, port, address)
-    rhost, rport = _host_port(args.relay_listen)
-    relay_server = await RelayServer(manager.relay_target).start(rhost, rport)
-    log.info("relay endpoint on %s:%d", rhost, rport)
+    closers = []
+    if args.relay_listen:
+        rhost, rport = _host_port(args.relay_listen)
+        closers.append(_closer(await RelayServer(manager.relay_target).start(rhost, rport)))
+        log.info("relay endpoint on %s:%d", rhost, rport)
 
     leader_label = LeaderLabel(front, args.leader_election_namespace, args.pod_name)
     await leader_label.set(False)  # a restarted replica leads no more
