@@ -214,7 +214,7 @@ async def run(args: argparse.Namespace) -> int:
         always=[lambda: certs.keep_renewed(ssl_ctx, serving_certificate)],
         cleanup=[
             *(r.cleanup for r in runners),
-            _closer(relay_server),
+            *closers,
             lambda: leader_label.set(False),
             front.close,
         ],
