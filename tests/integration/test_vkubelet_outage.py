@@ -219,6 +219,9 @@ def test_standby_replica_takes_over(env: Environment, clients: dict[str, k8s.Cor
             argv = [*base, "--leader-elect", "--identity", f"replica-{i}"]
             argv[argv.index("--listen") + 1] = f"127.0.0.1:{port}"
             argv[argv.index("--cert-dir") + 1] = str(env.state_dir / "vkubelet" / f"certs-{i}")
+            if "--relay-listen" in argv:  # each replica its own relay endpoint (one host)
+                relay = argv.index("--relay-listen") + 1
+                argv[relay] = f"{argv[relay].rsplit(':', 1)[0]}:{free_ports(1)[0]}"
             log = open(env.state_dir / "vkubelet" / f"replica-{i}.log", "ab")  # noqa: SIM115
             procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ}))
             if i == 0:
