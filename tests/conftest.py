@@ -59,6 +59,16 @@ def dev_env() -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def node_images(dev_env: object) -> Callable[..., None]:
+    """`node_images("tensorflow", ...)`: those images (imported on demand: the training
+    frameworks') on every remote real node of the environment."""
+    from devenv.processes.environment import Environment
+
+    assert isinstance(dev_env, Environment)
+    return lambda *keys: dev_env.ensure_node_images(keys)
+
+
+@pytest.fixture
 def operators(dev_env: object) -> Callable[..., None]:
     """`operators("kuberay", ...)`: make sure those released operators run against the front
     (installed and started by the dev environment once per session, reused when already running)."""

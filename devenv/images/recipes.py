@@ -91,6 +91,9 @@ class Recipe:
     # Made from what hack/build-binaries.sh or hack/build-operators.sh builds (built first when
     # missing): the others can be built beside those builds.
     from_builds: bool = False
+    # Imported into the real nodes only when asked (Environment.ensure_node_images): the training
+    # frameworks' gigabytes, unpacked on every node, would fill a disk with two environments.
+    on_demand: bool = False
 
     def digest(self) -> str:
         """Changes with everything the image is made from (the key of its cache entry)."""
@@ -128,7 +131,7 @@ PYTHON_PACKAGES = ("python3", "ca-certificates")
 
 
 def _framework(image: FrameworkImage) -> Recipe:
-    return Recipe(image.key, image.name, image.config, image.root.build, image.inputs)
+    return Recipe(image.key, image.name, image.config, image.root.build, image.inputs, on_demand=True)
 
 
 RECIPES = {
@@ -190,3 +193,8 @@ RECIPES = {
         ),
     )
 }
+
+
+def started_with() -> tuple[str, ...]:
+    """The images (recipe keys) remote real nodes start with: all but those imported on demand."""
+    return tuple(key for key, recipe in RECIPES.items() if not recipe.on_demand)

@@ -42,7 +42,7 @@ from devenv.base import (
 from devenv.bridge import bridge, extender_setup, vkubelet_setup
 from devenv.clients import api_client
 from devenv.images import build as images
-from devenv.images import oci
+from devenv.images import oci, recipes
 from devenv.names import FRONT, remote_name
 from devenv.network import api_port, podnet
 from devenv.operators import install as operator_setup
@@ -135,6 +135,19 @@ class Environment(BaseEnvironment):
     def front_ranges(self) -> tuple[str, ...]:
         network, services = self.pod_network(), self.settings().get("front_services")
         return (network.subnet, services) if network and services else ()
+
+    def ensure_node_images(self, keys: Sequence[str]) -> None:
+        """The images `keys` (recipe keys; built if missing) on every remote real node: those
+        imported on demand (devenv.images.recipes.Recipe.on_demand)."""
+        real = self.real_nodes()
+        if real is None:
+            return
+        archives = {a: oci.image_name(a) for a in images.ensure_all(list(keys)).values()}
+        for name in real.existing():
+            if not name.startswith(f"{FRONT}-"):
+                imported = real.import_images(name, archives)
+                if imported:
+                    log(f"{name}: imported {', '.join(p.name for p in imported)}")
 
     def host_for_front_pods(self) -> str:
         network = self.pod_network()
@@ -269,7 +282,7 @@ class Environment(BaseEnvironment):
             with_bridge=with_bridge,
             planned=planned,
             node_bins=binaries_mod.ensure_node() if planned else None,
-            images=images.ensure_all() if planned else {},
+            images=images.ensure_all(list(recipes.started_with())) if planned else {},
             network=(network or podnet.choose(self.state_dir, o.network or podnet.ISOLATED))
             if planned
             else None,
@@ -380,18 +393,14 @@ class Environment(BaseEnvironment):
             plan.node_bins.coredns,
         )
         for n in mine:
-            wanted_images = realnode.images_for(n)
+            wanted_images = realnode.images_for(n) or recipes.started_with()
             real.ensure(
                 n,
                 server=pod_facing_server,
                 pki=c.workdir / "pki",
                 ports=plan.ports,
                 reserved=realnode.reserved_for(n, plan.remote_real_nodes),
-                images={
-                    a: oci.image_name(a)
-                    for key, a in plan.images.items()
-                    if wanted_images is None or key in wanted_images
-                },
+                images={a: oci.image_name(a) for key, a in plan.images.items() if key in wanted_images},
                 kubelet_binary=plan.node_bins.kubelet,
                 cluster_net=cluster_net,
                 cluster_dns=cluster_dns,

@@ -79,8 +79,9 @@ def plan(remotes: list[str], per_cluster: int) -> list[RealNode]:
 
 
 def images_for(node: RealNode) -> tuple[str, ...] | None:
-    """The images (recipe keys) a node gets: the front's what the bridge's own pods and the tests'
-    shells there run; a remote's all (None)."""
+    """The images (recipe keys) a node gets as it starts: the front's what the bridge's own pods and
+    the tests' shells there run; a remote's every one it starts with (None: devenv.images.recipes
+    `started_with`)."""
     return FRONT_IMAGES if node.cluster == FRONT else None
 
 
@@ -145,7 +146,10 @@ class RealNodes:
         self.env_id = network.bridge.removeprefix("abr-")
 
     def node_dir(self, node: RealNode) -> Path:
-        return self.dir / node.name
+        return self.node_dir_of(node.name)
+
+    def node_dir_of(self, name: str) -> Path:
+        return self.dir / name
 
     def cgroup_root(self, name: str) -> str:
         return f"/armada-bridge-{self.env_id}/{name}"
@@ -275,6 +279,10 @@ class RealNodes:
                     f"{name}: no socket {socket} after {timeout:.0f}s:\n{self.supervisor.tail(name)}"
                 )
             time.sleep(0.1)
+
+    def import_images(self, name: str, archives: Mapping[Path, str]) -> list[Path]:
+        """Import into node `name` the archives (each with its image's name) it lacks."""
+        return containerd.import_images(self.node_dir_of(name), archives)
 
     # ------------------------------------------------------------------ down
     def teardown(self, name: str) -> list[str]:

@@ -295,7 +295,7 @@ def _agree(pattern: str, logs: dict[str, str]) -> str:
 
 
 def test_tfjob_workers_train_with_multi_worker_mirrored_strategy_on_real_nodes(
-    namespace: str, cluster_api: Api, operators: Callable[..., None]
+    namespace: str, cluster_api: Api, operators: Callable[..., None], node_images: Callable[..., None]
 ) -> None:
     """The operator's TFJob sample (2 workers) with our TensorFlow image and program: each worker
     reads the TF_CONFIG the operator set (both workers' `<pod>.<namespace>.svc:2222`, its own task),
@@ -305,6 +305,7 @@ def test_tfjob_workers_train_with_multi_worker_mirrored_strategy_on_real_nodes(
     (job,) = sample(OPERATOR, "examples/tensorflow/simple.yaml")
     name, specs = job["metadata"]["name"], job["spec"]["tfReplicaSpecs"]
     assert {r: s["replicas"] for r, s in specs.items()} == {"Worker": 2}
+    node_images(tensorflow.IMAGE.key)  # imported on demand
     _run_ours(specs, tensorflow.IMAGE, "5")
     _succeeds_on_real_nodes(job, namespace, cluster_api, 2, memory="2Gi")
 
@@ -317,7 +318,7 @@ def test_tfjob_workers_train_with_multi_worker_mirrored_strategy_on_real_nodes(
 
 
 def test_xgboostjob_master_and_workers_train_through_the_tracker_on_real_nodes(
-    namespace: str, cluster_api: Api, operators: Callable[..., None]
+    namespace: str, cluster_api: Api, operators: Callable[..., None], node_images: Callable[..., None]
 ) -> None:
     """The operator's XGBoostJob sample (Master 1 + Worker 2) with our XGBoost image and program:
     the master runs the tracker at MASTER_PORT (its `xgboostjob-port`, 9991), the three ranks
@@ -328,6 +329,7 @@ def test_xgboostjob_master_and_workers_train_through_the_tracker_on_real_nodes(
     (job,) = sample(OPERATOR, "examples/xgboost/xgboostjob.yaml")
     name, specs = job["metadata"]["name"], job["spec"]["xgbReplicaSpecs"]
     assert {r: s["replicas"] for r, s in specs.items()} == {"Master": 1, "Worker": 2}
+    node_images(xgboost.IMAGE.key)  # imported on demand
     _run_ours(specs, xgboost.IMAGE, "10")
     _succeeds_on_real_nodes(job, namespace, cluster_api, 3)
 
@@ -345,7 +347,7 @@ def test_xgboostjob_master_and_workers_train_through_the_tracker_on_real_nodes(
 
 
 def test_paddlejob_workers_all_reduce_and_train_data_parallel_on_real_nodes(
-    namespace: str, cluster_api: Api, operators: Callable[..., None]
+    namespace: str, cluster_api: Api, operators: Callable[..., None], node_images: Callable[..., None]
 ) -> None:
     """The operator's collective PaddleJob sample (2 workers, `python -m paddle.distributed.launch`)
     with our Paddle image and program in place of `run_check`: worker 0's launcher serves at
@@ -359,6 +361,7 @@ def test_paddlejob_workers_all_reduce_and_train_data_parallel_on_real_nodes(
     launch = (
         f'python3 {PROGRAM_DIR}/{SHARED.name} "$PADDLE_MASTER" && exec python3 -m paddle.distributed.launch'
     )
+    node_images(paddle.IMAGE.key)  # imported on demand
     _run_ours(specs, paddle.IMAGE, command=["sh", "-c", f"{launch} {paddle.IMAGE.path} 5"])
     _succeeds_on_real_nodes(job, namespace, cluster_api, 2, memory="2Gi")
 
@@ -370,7 +373,7 @@ def test_paddlejob_workers_all_reduce_and_train_data_parallel_on_real_nodes(
 
 
 def test_mxjob_scheduler_server_and_workers_run_a_dist_sync_kvstore_on_real_nodes(
-    namespace: str, cluster_api: Api, operators: Callable[..., None]
+    namespace: str, cluster_api: Api, operators: Callable[..., None], node_images: Callable[..., None]
 ) -> None:
     """training-operator v1.8.1's MXJob sample (Scheduler, Server, Worker), its workers made 2, with
     our MXNet 1.9.1 image and program: every pod has the DMLC_* variables the operator set (the
@@ -383,6 +386,7 @@ def test_mxjob_scheduler_server_and_workers_run_a_dist_sync_kvstore_on_real_node
     name, specs = job["metadata"]["name"], job["spec"]["mxReplicaSpecs"]
     assert {r: s["replicas"] for r, s in specs.items()} == {"Scheduler": 1, "Server": 1, "Worker": 1}
     specs["Worker"]["replicas"] = 2
+    node_images(mxnet.IMAGE.key)  # imported on demand
     _run_ours(specs, mxnet.IMAGE)
     _succeeds_on_real_nodes(job, namespace, cluster_api, 4)
 
@@ -396,7 +400,7 @@ def test_mxjob_scheduler_server_and_workers_run_a_dist_sync_kvstore_on_real_node
 
 
 def test_jaxjob_processes_initialize_jax_distributed_and_psum_on_real_nodes(
-    namespace: str, cluster_api: Api, operators: Callable[..., None]
+    namespace: str, cluster_api: Api, operators: Callable[..., None], node_images: Callable[..., None]
 ) -> None:
     """The operator's JAXJob sample (2 workers) with our JAX image and program: each process calls
     `jax.distributed.initialize` at COORDINATOR_ADDRESS:COORDINATOR_PORT (worker 0's Service and
@@ -406,6 +410,7 @@ def test_jaxjob_processes_initialize_jax_distributed_and_psum_on_real_nodes(
     (job,) = sample(OPERATOR, "examples/jax/cpu-demo/demo.yaml")
     name, specs = job["metadata"]["name"], job["spec"]["jaxReplicaSpecs"]
     assert {r: s["replicas"] for r, s in specs.items()} == {"Worker": 2}
+    node_images(jax.IMAGE.key)  # imported on demand
     _run_ours(specs, jax.IMAGE)
     _succeeds_on_real_nodes(job, namespace, cluster_api, 2)
 

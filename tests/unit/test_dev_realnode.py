@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from armada_bridge import keys
+from devenv.images import recipes
 from devenv.images.oci import (
     CONTAINERD_NAME,
     DOCKER_MANIFEST,
@@ -186,6 +187,8 @@ def test_real_nodes_together_offer_the_host_once() -> None:
     assert node.plan(["remote-1"], 0) == []
     front = plan[-1]
     assert node.images_for(front) == node.FRONT_IMAGES and node.images_for(plan[0]) is None
+    # A remote node starts with every image but the training frameworks' (imported on demand).
+    assert "python" in recipes.started_with() and "tensorflow" not in recipes.started_with()
     # The front's node offers its own share beside the remotes' (which offer the host once).
     assert node.reserved_for(plan[0], 4) == node.host_share(4)
     cpus = (os.cpu_count() or 1) * 1000
