@@ -153,11 +153,12 @@ def test_a_routable_clusters_pods_show_their_remote_addresses(
     network("Routable")
     try:
         create_bound(front, namespace, bound_pod("routed", "remote-1"))
-        remote = wait_for(
-            "remote pod with an address",
-            lambda: (p := remote1.read_namespaced_pod("routed", namespace)).status.pod_ip and p,
-            timeout=30,
-        )
+
+        def addressed() -> Any:
+            pods = [p for p in remote_pods(remote1, namespace) if p.metadata.name == "routed"]
+            return pods[0] if pods and pods[0].status.pod_ip else None
+
+        remote = wait_for("remote pod with an address", addressed, timeout=60)
         shown = wait_for(
             "the front pod showing it",
             lambda: front.read_namespaced_pod("routed", namespace).status.pod_ip,
