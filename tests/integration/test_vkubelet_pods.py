@@ -162,7 +162,7 @@ def test_a_routable_clusters_pods_show_their_remote_addresses(
         shown = wait_for(
             "the front pod showing it",
             lambda: front.read_namespaced_pod("routed", namespace).status.pod_ip,
-            timeout=30,
+            timeout=60,
         )
         assert shown == remote.status.pod_ip
         assert front.read_namespaced_pod("routed", namespace).status.host_ip == remote.status.host_ip
@@ -170,7 +170,7 @@ def test_a_routable_clusters_pods_show_their_remote_addresses(
         wait_for(
             "the address withdrawn",
             lambda: front.read_namespaced_pod("routed", namespace).status.pod_ip is None or None,
-            timeout=30,
+            timeout=60,
         )
     finally:
         network("Relay")
