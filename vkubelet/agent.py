@@ -269,7 +269,6 @@ class ClusterAgent:
             informer.on_handler_error = METRICS.handler_failed
         events.add_handler(self._on_remote_event)
         front_pods.add_handler(self._on_front_pod)
-        front_pods.add_handler(lambda kind, pod: relay_controller.pod_changed(str(pod["metadata"]["uid"])))
         tasks = [asyncio.create_task(i.run(), name=i.name) for i in self._informers]
         try:
             await asyncio.gather(*(i.synced.wait() for i in self._informers))
@@ -313,18 +312,24 @@ class ClusterAgent:
     # ---------------------------------------------------------------- mirrors
     def _on_front_pod(self, kind: str, pod: Obj) -> None:
         """Mirrors may have lost their last user: a pod went, finished, or changed its labels
-        (Service selection). New pods get theirs when they are created."""
+        (Service selection). New pods get theirs when they are created. Its relay is looked at
+        then too, and when it is first seen: not on every status write of the pod's."""
         key = key_of(pod)
+        relays = self.relay_controller
         if kind == "DELETED" or is_terminal(pod) or pod["metadata"].get("deletionTimestamp"):
             if kind == "DELETED":
                 self._front_labels.pop(key, None)
             self.mirror_dirty.set()
+            if relays is not None:
+                relays.pod_changed(str(pod["metadata"]["uid"]))
             return
         # The labels' hash, not the labels: one int a pod (the front pods' cache is packed).
         labels = hash(frozenset((pod["metadata"].get("labels") or {}).items()))
         seen = self._front_labels.get(key)
         if kind == "MODIFIED" and self.pods is not None and seen is not None and seen != labels:
             self.mirror_dirty.set()
+        if relays is not None and seen != labels:
+            relays.pod_changed(str(pod["metadata"]["uid"]))
         self._front_labels[key] = labels
 
     async def _mirror_loop(self) -> None:
