@@ -122,10 +122,7 @@ class ClusterNetwork:
             ("filter", "FORWARD", "-i", INNER_BRIDGE, "-o", UPLINK, "-j", "REJECT"),
         ]
         for table, chain, *rule in rules:
-            exists = ["iptables", "-w", "-t", table, "-C", chain, *rule]
-            if subprocess.run(
-                ["nsenter", f"--net={self.netns_path}", "--", *exists], capture_output=True
-            ).returncode:
+            if not self._in_namespace("iptables", "-w", "-t", table, "-C", chain, *rule, check=False):
                 self._in_namespace("iptables", "-w", "-t", table, "-A", chain, *rule)
 
     def route_from_host(self, cidr: str) -> None:
@@ -137,12 +134,14 @@ class ClusterNetwork:
         else:
             ip("route", "replace", cidr, "via", self.gateway, "dev", self.network.bridge)
 
-    def _in_namespace(self, *argv: str) -> None:
+    def _in_namespace(self, *argv: str, check: bool = True) -> bool:
+        """Run `argv` in the namespace; whether it succeeded (NetworkError if not, with `check`)."""
         r = subprocess.run(
             ["nsenter", f"--net={self.netns_path}", "--", *argv], capture_output=True, text=True, check=False
         )
-        if r.returncode != 0:
+        if r.returncode != 0 and check:
             raise NetworkError(f"in {self.namespace}: `{' '.join(argv)}` failed: {r.stderr.strip()}")
+        return r.returncode == 0
 
     # ------------------------------------------------------------------ kube-proxy
     def kube_proxy(self, binary: Path, kubeconfig: Path, node: str) -> Component:
