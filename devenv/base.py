@@ -31,6 +31,17 @@ DEFAULT_NODES = 4
 # Loopback ports of the bridge's processes, chosen once per environment: the front cluster's
 # scheduler configuration and webhook configuration name them.
 BRIDGE_PORTS = ("extender", "webhook", "kubelet", "relay")
+
+
+def bridge_ports(previous: dict[str, Any], fresh: Iterator[int]) -> dict[str, int]:
+    """The bridge's ports an environment keeps for its life (its settings' `ports`), each one it
+    lacks (made before that port was added) drawn from `fresh`."""
+    ports = dict(previous.get("ports") or {})
+    for name in BRIDGE_PORTS:
+        ports.setdefault(name, next(fresh))
+    return ports
+
+
 # The native Workload API (scheduling.k8s.io PodGroup, pod spec.schedulingGroup) is beta and off by
 # default in 1.37: the front serves it so its gang protocol works (both providers).
 FRONT_FEATURE_GATES = {"GenericWorkload": True}

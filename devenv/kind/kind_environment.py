@@ -34,6 +34,7 @@ from devenv.base import (
     ClusterError,
     ClusterStatus,
     UpOptions,
+    bridge_ports,
     cluster_status,
     log,
 )
@@ -147,9 +148,7 @@ class KindEnvironment(BaseEnvironment):
             host = ensure_network(self.network)
             replicas = o.extender_replicas or int(previous.get("extender_replicas", 1))
             fresh = iter(free_ports(len(BRIDGE_PORTS) + replicas + len(wanted)))
-            ports = previous.get("ports") or {}
-            for name in BRIDGE_PORTS:
-                ports.setdefault(name, next(fresh))
+            ports = bridge_ports(previous, fresh)
             for replica in extender_setup.replica_names(replicas)[1:]:
                 ports.setdefault(replica, next(fresh))
             api_ports = dict(previous.get("api_ports") or {})

@@ -35,6 +35,7 @@ from devenv.base import (
     ClusterError,
     ClusterStatus,
     UpOptions,
+    bridge_ports,
     cluster_status,
     log,
     wait_nodes_ready,
@@ -99,9 +100,7 @@ class _Plan:
                 + len(wanted)
             )
         )
-        ports = self.previous.get("ports") or {}
-        for name in BRIDGE_PORTS:  # an environment made before a port was added gets it too
-            ports.setdefault(name, next(fresh))
+        ports = bridge_ports(self.previous, fresh)
         for replica in extender_setup.replica_names(self.replicas)[1:]:  # each its own plain port
             ports.setdefault(replica, next(fresh))
         for name in wanted[1:]:  # each remote cluster's kwok-exec, the kubelet port of its nodes
