@@ -91,6 +91,19 @@ def cluster_of(p: Any) -> str | None:
     return (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER)
 
 
+ENDED = ("Succeeded", "Failed")
+
+
+def pod_in_phase(core: Any, namespace: str, name: str, phases: tuple[str, ...], timeout: float = 120) -> Any:
+    """Pod `name` once its phase is one of `phases` (`core`: a CoreV1Api of its cluster)."""
+
+    def probe() -> Any:
+        p = core.read_namespaced_pod(name, namespace)
+        return p if p.status.phase in phases else None
+
+    return wait_for(f"pod {namespace}/{name} {'/'.join(phases)}", probe, timeout=timeout)
+
+
 def wait_running(api: Api, namespace: str, count: int, selector: str = "", timeout: float = 90) -> list[Any]:
     def probe() -> list[Any] | None:
         pods = front_pods(api, namespace, selector)

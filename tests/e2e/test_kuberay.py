@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 import yaml
 from kubernetes import client as k8s
@@ -16,7 +15,7 @@ from armada_bridge import keys
 from devenv.images import ray
 from devenv.operators.samples import adapt, sample
 from devenv.realnode.placement import on_a_real_node
-from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods
+from tests.e2e.bridge import ENDED, Api, cluster_of, front_pods, pod_in_phase, remote_pods
 from tests.e2e.operators import (
     IN_ITS_NAMESPACES_QUEUE,
     apply,
@@ -217,12 +216,7 @@ def test_a_front_pod_submits_a_ray_job_to_a_remote_raycluster_through_its_front_
     front = k8s.CoreV1Api(cluster_api("front"))
     front.create_namespaced_pod(system, {"metadata": {"name": client_name}, "spec": on_a_real_node(client)})
     try:
-
-        def ended() -> Any:
-            p = front.read_namespaced_pod(client_name, system)
-            return p if p.status.phase in ("Succeeded", "Failed") else None
-
-        done = wait_for("ray job submit ended", ended, timeout=300)
+        done = pod_in_phase(front, system, client_name, ENDED, timeout=300)
         log = front.read_namespaced_pod_log(client_name, system)
         assert done.spec.node_name == "front-real-0"
         assert done.status.phase == "Succeeded" and "squares 14" in log, log

@@ -20,7 +20,7 @@ from devenv.images.recipes import RECIPES
 from devenv.network import podnet
 from devenv.processes.environment import Environment
 from devenv.realnode.placement import on_a_real_node
-from tests.e2e.bridge import Api
+from tests.e2e.bridge import ENDED, Api, pod_in_phase
 from tests.support import wait_for
 
 PORT = 8000
@@ -64,16 +64,8 @@ def _probe(name: str, targets: list[tuple[str, str, Any]], *, front: bool = Fals
     }
 
 
-def _phase(core: k8s.CoreV1Api, namespace: str, name: str, phases: tuple[str, ...]) -> Any:
-    def probe() -> Any:
-        p = core.read_namespaced_pod(name, namespace)
-        return p if p.status.phase in phases else None
-
-    return wait_for(f"pod {name} {'/'.join(phases)}", probe, timeout=120)
-
-
 def _answers(core: k8s.CoreV1Api, namespace: str, name: str) -> dict[str, str]:
-    done = _phase(core, namespace, name, ("Succeeded", "Failed"))
+    done = pod_in_phase(core, namespace, name, ENDED)
     # Raw: the client would parse a log that is JSON, and hand back its repr.
     log = core.read_namespaced_pod_log(name, namespace, _preload_content=False).data.decode()
     assert done.status.phase == "Succeeded", log
@@ -91,7 +83,7 @@ def test_across_clusters_only_the_api_servers_answer(
     system = keys.SYSTEM_NAMESPACE  # unmanaged there: the front's own pods, on its real node
     front.create_namespaced_pod(system, _server("net-front-server", front=True))
     try:
-        front_server = _phase(front, system, "net-front-server", ("Running",))
+        front_server = pod_in_phase(front, system, "net-front-server", ("Running",))
         assert front_server.spec.node_name == "front-real-0"
         # Managed pods in a remote cluster: a server no Service selects, one a Service selects.
         front.create_namespaced_pod(namespace, _server("hidden"))
@@ -103,7 +95,7 @@ def test_across_clusters_only_the_api_servers_answer(
                 "spec": {"selector": {"app": "exposed"}, "ports": [{"port": PORT}]},
             },
         )
-        hidden = _phase(front, namespace, "hidden", ("Running",))
+        hidden = pod_in_phase(front, namespace, "hidden", ("Running",))
         cluster = hidden.metadata.annotations[keys.ASSIGNED_CLUSTER]
         remote = k8s.CoreV1Api(cluster_api(cluster))
         remote_ip = remote.read_namespaced_pod("hidden", namespace).status.pod_ip

@@ -23,7 +23,7 @@ from devenv.bridge import vkubelet_setup
 from devenv.images.recipes import RECIPES
 from devenv.processes.environment import Environment
 from devenv.realnode.placement import on_a_real_node
-from tests.e2e.bridge import Api
+from tests.e2e.bridge import ENDED, Api, pod_in_phase
 from tests.support import wait_for
 
 SERVER_PORT = 8000
@@ -120,12 +120,7 @@ def test_a_pod_a_front_service_selects_is_reached_at_its_relays_address(
         },
     )
     try:
-
-        def ended() -> Any:
-            p = front.read_namespaced_pod(client_name, keys.SYSTEM_NAMESPACE)
-            return p if p.status.phase in ("Succeeded", "Failed") else None
-
-        done = wait_for("the client pod ended", ended, timeout=90)
+        done = pod_in_phase(front, keys.SYSTEM_NAMESPACE, client_name, ENDED, timeout=90)
         log = front.read_namespaced_pod_log(client_name, keys.SYSTEM_NAMESPACE)
         assert done.status.phase == "Succeeded" and log.strip() == marker, (done.status.phase, log)
     finally:
@@ -145,11 +140,7 @@ def test_a_pod_no_front_service_selects_shows_no_address_of_its_remote_cluster(
     front = k8s.CoreV1Api(cluster_api("front"))
     front.create_namespaced_pod(namespace, _server("alone"))
 
-    def running() -> Any:
-        p = front.read_namespaced_pod("web", namespace)
-        return p if p.status.phase == "Running" else None
-
-    web = wait_for("pod web Running", running, timeout=120)
+    web = pod_in_phase(front, namespace, "web", ("Running",))
     assert web.status.pod_ip is None and web.status.host_ip is None, web.status
     assert _relay_of(front, web.metadata.uid) is None
     # Selected later: it gets its relay's address then.
