@@ -135,18 +135,18 @@ class Manager:
         if relay is None:
             return None
         for running in self.agents.values():
-            agent = running.agent
-            pods, remote = agent.pods, agent.remote
-            if pods is None or remote is None or pods.front_pod(front_uid) is None:
+            pods, remote = running.agent.pods, running.agent.remote
+            # Keys only: nothing decoded from the packed caches on a connection's way.
+            if pods is None or remote is None or front_uid not in pods.front_key:
                 continue
-            rp = pods.remote_pod(front_uid)
-            if rp is None:
+            key = pods.remote_key.get(front_uid)
+            if key is None:
                 return None
+            namespace, _, name = key.partition("/")
             ports = frozenset(
                 p["containerPort"] for c in relay["spec"]["containers"] for p in c.get("ports") or []
             )
-            md = rp["metadata"]
-            return RelayTarget(remote, md["namespace"], md["name"], relay_token(relay), ports)
+            return RelayTarget(remote, namespace, name, relay_token(relay), ports)
         return None
 
     def _on_front_object(self, kind: str, obj: Obj) -> None:
