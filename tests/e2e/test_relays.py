@@ -103,7 +103,17 @@ def test_a_pod_a_front_service_selects_is_reached_at_its_relays_address(
 
     # From a pod on the front's real node, by the Service's DNS name.
     url = f"http://web.{namespace}.svc.cluster.local/index.html"
-    fetch = f"import urllib.request; print(urllib.request.urlopen({url!r}, timeout=20).read().decode())"
+    # kube-proxy programs the Service's endpoints a moment after the API lists them: until then its
+    # rules refuse the connection, so the client tries again on a refusal, for up to 30 s.
+    fetch = (
+        "import time, urllib.request\n"
+        "for attempt in range(30):\n"
+        "    try:\n"
+        f"        print(urllib.request.urlopen({url!r}, timeout=20).read().decode()); break\n"
+        "    except OSError as e:\n"
+        "        if 'refused' not in str(e) or attempt == 29: raise\n"
+        "        time.sleep(1)\n"
+    )
     client = {
         "name": "main",
         "image": RECIPES["bridge"].name,
