@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from armada_bridge.objects import Obj
+from devenv.images.recipes import RECIPES
 from devenv.realnode.placement import on_a_real_node
 
 IMAGE = "busybox"
@@ -68,3 +69,24 @@ def real_pod(
     return busybox_pod(
         name, labels=labels, **on_a_real_node({"restartPolicy": "Never", "containers": [container], **spec})
     )
+
+
+WEB_PORT = 8000  # of web_pod's server, its container port `http`
+
+
+def web_pod(name: str, page: str, *, labels: dict[str, str] | None = None, **spec: Any) -> Obj:
+    """A pod `name` on a real node serving `page` (one line) at `/index.html` on its port `http`
+    (:data:`WEB_PORT`), Python's own HTTP server, until deleted; `spec`, more of its spec."""
+    script = f"echo {page} > /tmp/index.html; cd /tmp; exec python3 -u -m http.server {WEB_PORT}"
+    pod = real_pod(
+        name,
+        ["sh", "-c", script],
+        cpu="50m",
+        memory="32Mi",
+        memory_limit="128Mi",
+        image=RECIPES["python"].name,
+        labels=labels,
+        **spec,
+    )
+    pod["spec"]["containers"][0]["ports"] = [{"name": "http", "containerPort": WEB_PORT}]
+    return pod

@@ -35,6 +35,7 @@ class SoakContext:
         self.batch = k8s.BatchV1Api(self.apis["front"])
         self.custom = k8s.CustomObjectsApi(self.apis["front"])
         self.bins = binaries.expected()
+        self.web_page = ""  # what the soak's web server serves (bench.chaos.served)
 
     def raw(self, cluster: str, call: str, *args: Any) -> list[dict[str, Any]]:
         """A list call's items as Kubernetes JSON (what armada_bridge.contract reads)."""

@@ -11,8 +11,18 @@ from armada_bridge import keys
 from armada_bridge.contract.capacity import allocatable, free, open_to_all, running_on_node
 from armada_bridge.contract.pods import admitted_pod_usage, pod_usage, scheduling_gates
 from armada_bridge.core.quantities import Resources, add_into
+from bench.chaos import served
 from bench.chaos.context import REMOTES, SoakContext
-from bench.chaos.report import CHECKED_ALONG, FRONT_TRUTH, GANG_WHOLE, ONE_REMOTE_POD, REMOTE_GC, NotAnswered
+from bench.chaos.report import (
+    CHECKED_ALONG,
+    FRONT_TRUTH,
+    GANG_WHOLE,
+    NO_REMOTE_ADDRESS,
+    ONE_REMOTE_POD,
+    REMOTE_GC,
+    SERVED,
+    NotAnswered,
+)
 from bench.chaos.shares import cpu_of, fair_shares, live, placement
 from cli import views
 
@@ -23,6 +33,9 @@ class Invariants:
         self.partial_since: dict[str, float] = {}
         self.orphan_since: dict[str, float] = {}
         self.lost_since: dict[str, float] = {}
+        self.relay_addresses: dict[str, set[str]] = defaultdict(set)  # front pod UID -> its relays' ever
+        self.unexplained_since: dict[str, float] = {}  # front pod UID -> shows no relay's address since
+        self.unreached_since: float | None = None
 
     def _gangs(self, pods: list[Any]) -> dict[str, tuple[int, list[Any]]]:
         """Live gangs: name -> (cardinality, members), by Armada's annotations or a Volcano
@@ -35,7 +48,7 @@ class Invariants:
         }
         gangs: dict[str, tuple[int, list[Any]]] = {}
         for p in pods:
-            if p.status.phase in ("Succeeded", "Failed") or p.metadata.deletion_timestamp:
+            if not _live(p):
                 continue
             a = p.metadata.annotations or {}
             if keys.GANG_ID in a:
@@ -48,7 +61,9 @@ class Invariants:
             gangs.setdefault(name, (size, []))[1].append(p)
         return gangs
 
-    def check(self, split_seconds: float, gc_seconds: float, outage_seconds: float) -> None:
+    def check(
+        self, split_seconds: float, gc_seconds: float, outage_seconds: float, served_seconds: float
+    ) -> None:
         """One look at the clusters, every invariant judged on it and counted in the tally."""
         now = time.monotonic()
         tally = self.ctx.report.tally
@@ -71,6 +86,8 @@ class Invariants:
         tally.run(REMOTE_GC, lambda: self._remote_gc(now, pods, remote, silent, gc_seconds))
         tally.run(FRONT_TRUTH, lambda: self._front_truth(now, pods, remote, silent, outage_seconds))
         tally.run(GANG_WHOLE, lambda: self._gangs_whole(now, pods, split_seconds))
+        tally.run(NO_REMOTE_ADDRESS, lambda: self._no_remote_address(now, pods, outage_seconds))
+        tally.run(SERVED, lambda: self._served(now, served_seconds))
 
     def _one_remote_pod(self, pods: list[Any], remote: dict[str, list[Any]], silent: list[str]) -> None:
         front = {p.metadata.uid: p for p in pods}
@@ -141,6 +158,33 @@ class Invariants:
             else:
                 self.partial_since.pop(gang, None)
 
+    def _no_remote_address(self, now: float, pods: list[Any], outage_seconds: float) -> None:
+        """A live front pod placed remotely shows no address or one of its relays' (listed after
+        the pods: a relay the front pod's status names existed before this look, unless it went in
+        between, which only the bound covers). Every remote cluster of the soak is `Relay`."""
+        for uid, address in served.relay_addresses(self.ctx).items():
+            self.relay_addresses[uid].add(address)
+            self.ctx.report.relayed_pods.add(uid)
+        for uid, (name, address) in served.shown([p for p in pods if _live(p)]).items():
+            if address in self.relay_addresses[uid]:
+                self.unexplained_since.pop(uid, None)
+            elif now - self.unexplained_since.setdefault(uid, now) > outage_seconds:
+                self.ctx.report.violation(
+                    f"front pod {name} shows {address}, no address of its relays "
+                    f"({sorted(self.relay_addresses[uid])}), for > {outage_seconds:.0f}s"
+                )
+
+    def _served(self, now: float, served_seconds: float) -> None:
+        """The web server behind a front Service answers at its front address (a fault of its
+        remote cluster may stop it for up to `served_seconds`)."""
+        problem = served.fetched(self.ctx)
+        if problem is None:
+            self.unreached_since = None
+            return
+        self.unreached_since = self.unreached_since or now
+        if now - self.unreached_since > served_seconds:
+            self.ctx.report.violation(f"not reached for > {served_seconds:.0f}s: {problem}")
+
     def converged(self) -> list[str]:
         """What is not settled yet: live front pods neither Running remotely nor waiting with a
         reason, Failed ones that do not say why, queues below their fair share."""
@@ -170,6 +214,8 @@ class Invariants:
             elif placed:
                 state = pod_state(p, remote.get(p.metadata.uid))
                 problems.append(f"{p.metadata.name} placed but {p.status.phase}, not Running ({state})")
+        if unreached := served.fetched(self.ctx):
+            problems.append(unreached)
         everywhere = self.ctx.raw("front", "list_pod_for_all_namespaces")
         soak = [p for p in everywhere if p["metadata"]["namespace"] == self.ctx.ns]
         members = {g: (size, [m.metadata.uid for m in ms]) for g, (size, ms) in self._gangs(pods).items()}
@@ -248,6 +294,10 @@ class Invariants:
             return "\n".join(out)
         except Exception as e:  # a diagnosis must not end the soak
             return f"diagnosis failed: {type(e).__name__}: {e}"
+
+
+def _live(p: Any) -> bool:
+    return p.status.phase not in ("Succeeded", "Failed") and not p.metadata.deletion_timestamp
 
 
 def _by_front_uid(remote: dict[str, list[Any]]) -> dict[str, list[str]]:

@@ -14,8 +14,10 @@ ONE_REMOTE_POD = "one remote pod per front pod"
 GANG_WHOLE = "gangs whole, in one cluster"
 REMOTE_GC = "no remote pod outlives its front pod"
 FRONT_TRUTH = "no front pod Running without its remote pod"
+NO_REMOTE_ADDRESS = "no front pod shows a remote pod's address"
+SERVED = "a pod a front Service selects is reached at its front address"
 CONVERGED = "converged"
-CHECKED_ALONG = (ONE_REMOTE_POD, GANG_WHOLE, REMOTE_GC, FRONT_TRUTH)
+CHECKED_ALONG = (ONE_REMOTE_POD, GANG_WHOLE, REMOTE_GC, FRONT_TRUTH, NO_REMOTE_ADDRESS, SERVED)
 INVARIANTS = (*CHECKED_ALONG, CONVERGED)
 T = TypeVar("T")
 
@@ -78,6 +80,9 @@ class Report:
     gangs_created: int = 0
     jobs_created: int = 0
     operator_objects: Counter[str] = field(default_factory=Counter)
+    #: front pods that had a relay (their address in the front), and fetches through one that answered
+    relayed_pods: set[str] = field(default_factory=set)
+    fetches: int = 0
     shares: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: when a queue was below its fair share: what `armada-bridge queues` and `why` said then
     diagnosis: str = ""
@@ -106,6 +111,8 @@ def output(r: Report, minutes: float, *, as_json: bool) -> str:
         "gangs_created": r.gangs_created,
         "jobs_created": r.jobs_created,
         "operator_objects": dict(r.operator_objects),
+        "relayed_pods": len(r.relayed_pods),
+        "fetches_through_a_relay": r.fetches,
         "shares_at_end": r.shares,
         "invariants": r.tally.counts(),
         "violations": r.violations,
@@ -119,6 +126,7 @@ def output(r: Report, minutes: float, *, as_json: bool) -> str:
         f"seed {r.seed}: {minutes} min, faults {out['faults']}",
         f"  pods created {r.pods_created} ({r.gangs_created} gangs, {r.jobs_created} Jobs, "
         f"operator objects {dict(r.operator_objects)}), converged in {r.converge_seconds}",
+        f"  {len(r.relayed_pods)} pods had a relay; {r.fetches} fetches through one answered",
     ]
     for q, sh in r.shares.items():
         lines.append(

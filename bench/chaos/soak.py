@@ -15,6 +15,7 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from bench.chaos import __doc__ as DESCRIPTION
+from bench.chaos import served
 from bench.chaos.context import QUEUES, REMOTES, SoakContext
 from bench.chaos.faults import Faults
 from bench.chaos.invariants import Invariants
@@ -30,7 +31,8 @@ class Bounds:
 
     split: float = 30.0  # a gang partly placed
     gc: float = 90.0  # a remote pod outliving its front pod
-    outage: float = 60.0  # a front pod Running with no remote pod
+    outage: float = 60.0  # a front pod Running with no remote pod (or showing no relay's address)
+    served: float = 90.0  # the web server unreachable at its front address (a remote paused 45-60 s)
     converge: float = 180.0  # convergence after the faults
 
 
@@ -79,7 +81,8 @@ def run(
 
 
 def _create(ctx: SoakContext) -> None:
-    """The soak's namespace and its three queues, which take pods from it only."""
+    """The soak's namespace and its three queues, which take pods from it only; its Services and
+    web server (bench.chaos.served)."""
     ctx.core["front"].create_namespace({"metadata": {"name": ctx.ns}})
     for q in QUEUES:
         queue = {
@@ -93,6 +96,7 @@ def _create(ctx: SoakContext) -> None:
         except ApiException as e:
             if e.status != 409:
                 raise
+    served.services(ctx)
 
 
 def _faults(
@@ -118,7 +122,7 @@ def _faults(
     # minutes may otherwise draw only kills); bounded, in case a fault cannot be made at all.
     last = end + (max(5 * 60.0, minutes * 60) if every_kind else 0)
     while (now := time.monotonic()) < end or (now < last and faults.kinds_done != set(faults.kinds)):
-        invariants.check(bounds.split, bounds.gc, bounds.outage)  # counts its runs and errors
+        invariants.check(bounds.split, bounds.gc, bounds.outage, bounds.served)  # counts its runs and errors
         time.sleep(2)
     ctx.faults_on.clear()
     chaos.join()
@@ -133,7 +137,7 @@ def _converge(ctx: SoakContext, invariants: Invariants, bounds: Bounds) -> None:
     problems = ["not checked yet"]
     while time.monotonic() - t0 < bounds.converge:
         began = time.monotonic()
-        invariants.check(bounds.split, bounds.gc, bounds.outage)
+        invariants.check(bounds.split, bounds.gc, bounds.outage, bounds.served)
         got = ctx.report.tally.run(
             CONVERGED,
             lambda: (

@@ -1,7 +1,7 @@
 """The chaos soak in its short form (`python -m bench.chaos` has the long one): two minutes of faults, longer
 if needed until every kind of fault has come once, while three queues submit more than the remotes
-hold, with the extender highly available (two replicas), and not one invariant broken (each one
-judged, not only tried)."""
+hold, with the extender highly available (two replicas), front Services selecting some of their pods
+(relays in play), and not one invariant broken (each one judged, not only tried)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ def test_two_minutes_of_faults_break_no_invariant(dev_env: Environment) -> None:
         assert any(f.startswith(prefix) for f in faults), report.faults
     assert any(f.endswith(" etcd") for f in faults) and any(f.endswith(" kube-apiserver") for f in faults)
     assert report.pods_created > 100
+    # Relays were in play (the remotes are `Relay`): pods had one, and the web server answered through one.
+    assert len(report.relayed_pods) >= 5 and report.fetches > 10, (len(report.relayed_pods), report.fetches)
     assert report.violations == [], "\n".join([*report.violations, report.diagnosis])
     assert report.converge_seconds is not None
     # Every invariant was judged, not only tried: one whose every check failed would prove nothing.

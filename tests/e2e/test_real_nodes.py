@@ -473,12 +473,11 @@ def test_port_forward_and_attach_reach_the_real_container(
     """A web server in a real container: fetched through `kubectl port-forward`, and its request
     log seen live by `kubectl attach`."""
     marker = uuid.uuid4().hex
-    script = f"echo {marker} > /tmp/index.html; cd /tmp; exec python3 -u -m http.server 8000"
-    real.create_namespaced_pod(namespace, real_pod("web", ["sh", "-c", script], image=RECIPES["python"].name))
+    real.create_namespaced_pod(namespace, pods.web_pod("web", marker))
     running(real, namespace, "web")
     (port,) = free_ports(1)
     forward, forwarded = _kubectl_background(
-        dev_env, "port-forward", "-n", namespace, "pod/web", f"{port}:8000"
+        dev_env, "port-forward", "-n", namespace, "pod/web", f"{port}:{pods.WEB_PORT}"
     )
     attach, attached = _kubectl_background(dev_env, "attach", "-n", namespace, "web")
     try:
@@ -503,7 +502,7 @@ def test_port_forward_and_attach_reach_the_real_container(
         # A WebSocket client (the Kubernetes Python client, as kr8s and the Dask operator use one):
         # kube-apiserver hands its ports to the vkubelet as the kubelet's `port` query.
         assert f"{marker}\n" in _websocket_port_forward(
-            real, namespace, "web", 8000, b"GET /index.html HTTP/1.0\r\n\r\n"
+            real, namespace, "web", pods.WEB_PORT, b"GET /index.html HTTP/1.0\r\n\r\n"
         )
     finally:
         for proc in (forward, attach):

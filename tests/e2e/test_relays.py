@@ -18,7 +18,7 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from bench.chaos import faults
-from devenv import binaries
+from devenv import binaries, pods
 from devenv.bridge import vkubelet_setup
 from devenv.images.recipes import RECIPES
 from devenv.processes.environment import Environment
@@ -26,22 +26,11 @@ from devenv.realnode.placement import on_a_real_node
 from tests.e2e.bridge import ENDED, Api, pod_in_phase
 from tests.support import wait_for
 
-SERVER_PORT = 8000
+SERVER_PORT = pods.WEB_PORT
 
 
 def _server(marker: str) -> dict[str, Any]:
-    script = f"echo {marker} > /tmp/index.html; cd /tmp; exec python3 -u -m http.server {SERVER_PORT}"
-    container = {
-        "name": "main",
-        "image": RECIPES["python"].name,
-        "command": ["sh", "-c", script],
-        "ports": [{"name": "http", "containerPort": SERVER_PORT}],
-        "resources": {"requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
-    }
-    return {
-        "metadata": {"name": "web", "labels": {"app": "web"}},
-        "spec": on_a_real_node({"containers": [container]}),
-    }
+    return pods.web_pod("web", marker, labels={"app": "web"})
 
 
 def _relay_of(front: k8s.CoreV1Api, uid: str) -> Any:

@@ -1,0 +1,74 @@
+"""The docs run as written: each file's ```` ```sh runnable ```` blocks (README.md, docs/**/*.md),
+in order, in one `bash -euo pipefail` from the repository's root, against the dev environment with
+every released operator running, with what README's "Try it" exports (the front's kubeconfig;
+`armada-bridge`, `kubectl-armada` and the pinned kubectl on PATH). The Namespaces and Queues a file
+made are deleted afterwards."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from armada_bridge import keys
+from devenv import binaries
+from devenv.names import FRONT
+from devenv.operators.catalog import ALL
+from devenv.processes.environment import Environment
+from tests.docs_blocks import ROOT, blocks, doc_files
+from tests.e2e.bridge import Api
+
+RUNNABLE = {p: [b for b in blocks(p) if b.runnable] for p in doc_files()}
+FILES = [p for p, found in RUNNABLE.items() if found]
+
+
+def _made(api: k8s.ApiClient) -> tuple[set[str], set[str]]:
+    namespaces = {n.metadata.name for n in k8s.CoreV1Api(api).list_namespace().items}
+    queues = k8s.CustomObjectsApi(api).list_cluster_custom_object(keys.GROUP, "v1alpha1", "queues")["items"]
+    return namespaces, {q["metadata"]["name"] for q in queues}
+
+
+def _remove(api: k8s.ApiClient, namespaces: set[str], queues: set[str]) -> None:
+    core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
+    for ns in namespaces:
+        core.delete_namespace(ns)
+    for q in queues:
+        custom.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", q)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and namespaces & _made(api)[0]:
+        time.sleep(2)
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("doc", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
+def test_the_docs_runnable_blocks_run_as_written(
+    doc: Path, dev_env: Environment, cluster_api: Api, operators: Any
+) -> None:
+    operators(*ALL)
+    api = cluster_api(FRONT)
+    namespaces, queues = _made(api)
+    script = "\n".join(f"echo '== {b.where}' >&2\n{b.text}" for b in RUNNABLE[doc])
+    kubectl_dir = binaries.expected().kubectl.parent
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(dev_env.kubeconfig(FRONT)),
+        "PATH": f"{ROOT / '.venv/bin'}:{kubectl_dir}:{os.environ['PATH']}",
+    }
+    try:
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=840,
+        )
+    finally:
+        after_namespaces, after_queues = _made(api)
+        _remove(api, after_namespaces - namespaces, after_queues - queues)
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
