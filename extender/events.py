@@ -41,7 +41,7 @@ def gist(reason: str) -> str:
     """A waiting reason without its figures (shares, free room, members present): a pod whose
     reason changes in its figures alone is not told again. With thousands of pods waiting, each
     admission changed every waiting pod's figures, and each change was an Event;
-    ``armada-bridge why`` and the dashboard give the figures of the moment."""
+    the dashboard gives the figures of the moment (``armada-bridge why`` the last Event's)."""
     return _FIGURES.sub("#", reason)
 
 

@@ -1,0 +1,38 @@
+"""manifests/dev/rayjob.yaml is manifests/samples/rayjob.yaml placed on the dev environment's real
+nodes (devenv.realnode.placement), nothing else changed but its pods' CPU requests and its submitter."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from devenv.realnode.placement import on_a_real_node
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _templates(rayjob: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = rayjob["spec"]["rayClusterSpec"]
+    return [spec["headGroupSpec"]["template"], *(g["template"] for g in spec["workerGroupSpecs"])]
+
+
+def test_the_dev_rayjob_is_the_sample_on_real_nodes() -> None:
+    sample = yaml.safe_load((ROOT / "manifests/samples/rayjob.yaml").read_text())
+    dev = yaml.safe_load((ROOT / "manifests/dev/rayjob.yaml").read_text())
+    submitter = dev["spec"].pop("submitterPodTemplate")
+    expected = copy.deepcopy(sample)
+    for mine, theirs in zip(_templates(expected), _templates(dev), strict=True):
+        for c, d in zip(mine["spec"]["containers"], theirs["spec"]["containers"], strict=True):
+            c["resources"]["requests"]["cpu"] = d["resources"]["requests"]["cpu"]
+        on_a_real_node(mine["spec"])
+    assert dev == expected
+    bare = copy.deepcopy({k: v for k, v in submitter["spec"].items() if k not in ("tolerations", "affinity")})
+    for c in bare["containers"]:
+        c.pop("imagePullPolicy")
+    assert on_a_real_node(bare) == submitter["spec"]
+    assert {c["image"] for c in submitter["spec"]["containers"]} == {
+        c["image"] for t in _templates(sample) for c in t["spec"]["containers"]
+    }
