@@ -7,6 +7,7 @@ made are deleted afterwards."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -25,6 +26,12 @@ from tests.e2e.bridge import Api
 
 RUNNABLE = {p: [b for b in blocks(p) if b.runnable] for p in doc_files()}
 FILES = [p for p, found in RUNNABLE.items() if found]
+# A Namespace a doc makes (`metadata: {name: x, ...}` or `metadata:` then `  name: x`)
+_NAMESPACE = re.compile(r"kind:\s*Namespace\s*\nmetadata:\s*(?:\{\s*name:\s*([\w.-]+)|\n\s+name:\s*([\w.-]+))")
+
+
+def namespaces_made(text: str) -> set[str]:
+    return {a or b for a, b in _NAMESPACE.findall(text)}
 
 
 def _made(api: k8s.ApiClient) -> tuple[set[str], set[str]]:
@@ -51,6 +58,10 @@ def test_the_docs_runnable_blocks_run_as_written(
 ) -> None:
     operators(*ALL)
     api = cluster_api(FRONT)
+    # As the doc's reader starts: without what an earlier reading left (its team's namespace and queue).
+    namespaces, queues = _made(api)
+    text = "".join(b.text for b in RUNNABLE[doc])
+    _remove(api, namespaces & namespaces_made(text), queues & namespaces_made(text))
     namespaces, queues = _made(api)
     script = "\n".join(f"echo '== {b.where}' >&2\n{b.text}" for b in RUNNABLE[doc])
     kubectl_dir = binaries.expected().kubectl.parent
