@@ -27,7 +27,9 @@ from tests.e2e.bridge import Api
 RUNNABLE = {p: [b for b in blocks(p) if b.runnable] for p in doc_files()}
 FILES = [p for p, found in RUNNABLE.items() if found]
 # A Namespace a doc makes (`metadata: {name: x, ...}` or `metadata:` then `  name: x`)
-_NAMESPACE = re.compile(r"kind:\s*Namespace\s*\nmetadata:\s*(?:\{\s*name:\s*([\w.-]+)|\n\s+name:\s*([\w.-]+))")
+_NAMESPACE = re.compile(
+    r"kind:\s*Namespace\s*\nmetadata:\s*(?:\{\s*name:\s*([\w.-]+)|\n\s+name:\s*([\w.-]+))"
+)
 
 
 def namespaces_made(text: str) -> set[str]:
