@@ -254,7 +254,7 @@ def cluster_rows(clusters: Iterable[ObjView], pods: Iterable[PodView] = ()) -> l
                 reason=str(ready.get("reason", "")),
                 message=str(ready.get("message", "")),
                 nodes=int(st.get("nodeCount", 0)),
-                allocatable=dict(st.get("allocatable") or {}),
+                allocatable=_for_people(st.get("allocatable") or {}),
                 pods=int(st.get("pods", 0)),
                 cordoned=bool((rc.get("spec") or {}).get("cordoned")),
                 last_heartbeat=str(st.get("lastSyncTime") or ""),
@@ -265,6 +265,14 @@ def cluster_rows(clusters: Iterable[ObjView], pods: Iterable[PodView] = ()) -> l
             )
         )
     return out
+
+
+def _for_people(quantities: ObjView) -> dict[str, str]:
+    """A status's quantities rounded for people, zeros left out (those that do not parse, as given)."""
+    try:
+        return rs.for_people(rs.parse_resources(quantities))
+    except ValueError:
+        return {str(k): str(v) for k, v in quantities.items()}
 
 
 # --------------------------------------------------------------------------- one pod's story

@@ -7,6 +7,7 @@ import pytest
 from armada_bridge.core.quantities import (
     QuantityError,
     fits,
+    for_people,
     format_resources,
     parse_quantity,
     parse_resources,
@@ -55,3 +56,21 @@ def test_fits_treats_missing_as_zero() -> None:
 def test_format_resources() -> None:
     assert format_resources(parse_resources({"cpu": "12", "memory": "40Gi"})) == "cpu=12, memory=40Gi"
     assert format_resources(parse_resources({"cpu": "500m"})) == "cpu=500m"
+
+
+def test_for_people_rounds_and_leaves_zeros_out() -> None:
+    status = {
+        "cpu": "129",
+        "ephemeral-storage": "4665894153441",
+        "hugepages-1Gi": "0",
+        "memory": "547013152Ki",
+        "nvidia.com/gpu": "8",
+        "pods": "470",
+    }
+    assert for_people(parse_resources(status)) == {
+        "cpu": "129",
+        "memory": "521.7Gi",
+        "ephemeral-storage": "4.2Ti",
+        "nvidia.com/gpu": "8",
+        "pods": "470",
+    }
