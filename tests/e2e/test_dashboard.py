@@ -1,13 +1,18 @@
 """The dashboard in a real headless Chromium, on the extender's secure port with a bearer token of
 a ServiceAccount bound to the shipped reader role: the queues' chart draws, the gangs view filters
 and shows why a gang that cannot fit waits, a gang's story lists its Events, and the clusters view
-shows both remotes. Screenshots go to docs/img/ (docs/dashboard.md shows them)."""
+shows both remotes. Its scene is a team's: namespace `ml-research`, queues `team-vision` and
+`team-nlp`, a training gang running and a fine-tuning gang too big to fit. With
+ARMADA_BRIDGE_DOCS_IMAGES=1 its screenshots replace docs/img/'s (docs/dashboard.md shows them)."""
 
 from __future__ import annotations
 
 import json
+import os
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
@@ -24,6 +29,8 @@ from tests.support import role_binding
 
 IMG = REPO_ROOT / "docs" / "img"
 READER = "armada-bridge-extender-reader"
+SCENE = "ml-research"  # the namespace; its two queues:
+VISION, NLP = "team-vision", "team-nlp"
 
 
 def _reader_role() -> dict[str, object]:
@@ -56,23 +63,81 @@ def reader_token(namespace: str, cluster_api: Api) -> Iterator[str]:
                     raise
 
 
+@pytest.fixture
+def scene(dev_env: Environment, cluster_api: Api) -> Iterator[str]:
+    """Namespace `ml-research` in every cluster and the queues team-vision and team-nlp taking its
+    pods, as a team would name them (whatever an earlier run left removed first, all removed after)."""
+    clusters = dev_env.cluster_names()
+
+    def remove() -> None:
+        for q in (VISION, NLP):
+            try:
+                k8s.CustomObjectsApi(cluster_api(FRONT)).delete_cluster_custom_object(
+                    keys.GROUP, "v1alpha1", "queues", q
+                )
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+        for c in clusters:
+            core = k8s.CoreV1Api(cluster_api(c))
+            try:
+                core.delete_namespace(SCENE)
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and any(
+            SCENE in {n.metadata.name for n in k8s.CoreV1Api(cluster_api(c)).list_namespace().items}
+            for c in clusters
+        ):
+            time.sleep(1)
+
+    remove()
+    for c in clusters:
+        k8s.CoreV1Api(cluster_api(c)).create_namespace({"metadata": {"name": SCENE}})
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": SCENE}}
+    for q in (VISION, NLP):
+        k8s.CustomObjectsApi(cluster_api(FRONT)).create_cluster_custom_object(
+            keys.GROUP,
+            "v1alpha1",
+            "queues",
+            {
+                "apiVersion": keys.API_VERSION,
+                "kind": "Queue",
+                "metadata": {"name": q},
+                "spec": {"priorityFactor": 1, "namespaceSelector": selector},
+            },
+        )
+    try:
+        yield SCENE
+    finally:
+        remove()
+
+
+@pytest.fixture
+def images(tmp_path: Path) -> Path:
+    """Where the screenshots go: docs/img with ARMADA_BRIDGE_DOCS_IMAGES=1, else the test's own."""
+    return IMG if os.environ.get("ARMADA_BRIDGE_DOCS_IMAGES") == "1" else tmp_path
+
+
 def _gang(name: str, size: int) -> dict[str, str]:
     return {keys.GANG_ID: name, keys.GANG_CARDINALITY: str(size)}
 
 
 @pytest.mark.skipif(chromium() is None, reason="no chromium: hack/setup.sh installs it")
 async def test_dashboard_in_a_browser(
-    dev_env: Environment, namespace: str, queues: list[str], cluster_api: Api, reader_token: str
+    dev_env: Environment, scene: str, cluster_api: Api, reader_token: str, images: Path
 ) -> None:
-    qa, qb = queues
+    namespace, qa, qb = scene, VISION, NLP
     core = k8s.CoreV1Api(cluster_api(FRONT))
     for i in range(2):  # a gang that runs, in queue a
         core.create_namespaced_pod(
-            namespace, pod(f"ok-{i}", queue=qa, cpu="100m", memory="64Mi", annotations=_gang("ok", 2))
+            namespace,
+            pod(f"resnet-train-{i}", queue=qa, cpu="2", memory="8Gi", annotations=_gang("resnet-train", 2)),
         )
     for i in range(2):  # a gang no remote node can hold, in queue b: it waits, and says why
         core.create_namespaced_pod(
-            namespace, pod(f"big-{i}", queue=qb, cpu="1000", annotations=_gang("big", 2))
+            namespace, pod(f"llm-finetune-{i}", queue=qb, cpu="1000", annotations=_gang("llm-finetune", 2))
         )
     wait_running(cluster_api, namespace, 2)
 
@@ -94,7 +159,7 @@ async def test_dashboard_in_a_browser(
             timeout=30,
         )
         await page.evaluate(f"{card}.scrollIntoView()")
-        await page.screenshot(IMG / "dashboard-queues.png")
+        await page.screenshot(images / "dashboard-queues.png")
 
         # Gangs and pods, filtered to our namespace: the waiting gang's reason, then the state filter.
         await page.goto(base + f"#/units?namespace={namespace}")
@@ -102,7 +167,7 @@ async def test_dashboard_in_a_browser(
         await page.wait_for("both gangs listed", f"{rows}.length === 2")
         reason = await page.wait_for(
             "the big gang's reason",
-            f"{rows}.find(r => r.dataset.name === 'armada/big' && r.dataset.state === 'Waiting')"
+            f"{rows}.find(r => r.dataset.name === 'armada/llm-finetune' && r.dataset.state === 'Waiting')"
             "?.querySelector('.reason').textContent",
         )
         assert "gang" in reason or "fit" in reason or "cpu" in reason, reason
@@ -114,8 +179,8 @@ async def test_dashboard_in_a_browser(
             "only the waiting gang after filtering by state",
             f"location.hash.includes('state=Waiting') && {rows}.length === 1 && {rows}.map(r => r.dataset.name)",
         )
-        assert shown == ["armada/big"]
-        await page.screenshot(IMG / "dashboard-waiting-gang.png")
+        assert shown == ["armada/llm-finetune"]
+        await page.screenshot(images / "dashboard-waiting-gang.png")
 
         # The waiting gang's story: both members, the core's reason, their Events in time order.
         await page.evaluate(f"{rows}[0].querySelector('a').click()")
@@ -129,7 +194,7 @@ async def test_dashboard_in_a_browser(
             "[...document.querySelectorAll('#events tbody tr')].map(r => r.cells[0].textContent)"
         )
         assert times == sorted(times, key=lambda t: t[:19]), times
-        await page.screenshot(IMG / "dashboard-gang-story.png")
+        await page.screenshot(images / "dashboard-gang-story.png")
 
         # Remote clusters: both remotes, Ready, with what queue a holds there.
         await page.goto(base + "#/clusters")
@@ -143,4 +208,4 @@ async def test_dashboard_in_a_browser(
         assert await page.evaluate(
             f"[...document.querySelectorAll('section.cluster')].some(c => c.textContent.includes({json.dumps(qa)}))"
         )
-        await page.screenshot(IMG / "dashboard-clusters.png")
+        await page.screenshot(images / "dashboard-clusters.png")
