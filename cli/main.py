@@ -74,9 +74,8 @@ def _print_next_steps() -> None:
         '  export KUBECONFIG="$(armada-bridge dev kubeconfig front)"\n'
         "  armada-bridge demo                  # a gang, a PyTorchJob and a RayCluster placed remotely\n"
         "  armada-bridge queues; armada-bridge clusters\n"
-        "  kubectl create ns team-a && kubectl label ns team-a armadaproject.io/queue=default\n"
-        "  kubectl -n team-a apply -f manifests/samples/indexed-job.yaml\n"
-        "  armada-bridge gangs -n team-a; armada-bridge why POD -n team-a\n"
+        "  a team's Queue and namespace, and a RayJob run for real: README.md, Try it\n"
+        "  each operator's kind, where its queue comes from, what waiting looks like: docs/guides/submit.md\n"
         "  armada-bridge dev down              # when done"
     )
 
