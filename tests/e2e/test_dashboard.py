@@ -39,7 +39,7 @@ def _reader_role() -> dict[str, object]:
 
 
 @pytest.fixture
-def reader_token(namespace: str, cluster_api: Api) -> Iterator[str]:
+def reader_token(scene: str, cluster_api: Api) -> Iterator[str]:
     """A token of a ServiceAccount bound to (a copy of) the shipped reader role, removed after."""
     api = cluster_api(FRONT)
     core, rbac = k8s.CoreV1Api(api), k8s.RbacAuthorizationV1Api(api)
@@ -48,10 +48,10 @@ def reader_token(namespace: str, cluster_api: Api) -> Iterator[str]:
     role["metadata"] = {"name": name}
     rbac.create_cluster_role(role)
     try:
-        rbac.create_cluster_role_binding(role_binding(name, name, "dash-reader", namespace))
-        core.create_namespaced_service_account(namespace, {"metadata": {"name": "dash-reader"}})
+        rbac.create_cluster_role_binding(role_binding(name, name, "dash-reader", scene))
+        core.create_namespaced_service_account(scene, {"metadata": {"name": "dash-reader"}})
         review = core.create_namespaced_service_account_token(
-            "dash-reader", namespace, {"spec": {"expirationSeconds": 900}}
+            "dash-reader", scene, {"spec": {"expirationSeconds": 900}}
         )
         yield str(review.status.token)
     finally:
