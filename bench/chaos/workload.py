@@ -50,11 +50,11 @@ def job(name: str, queue: str, parallelism: int, cpu: str) -> dict[str, Any]:
     }
 
 
-def unit(name: str, queue: str, size: int, cpu: str, *, served_: bool = False) -> list[dict[str, Any]]:
+def unit(name: str, queue: str, size: int, cpu: str, *, served: bool = False) -> list[dict[str, Any]]:
     """A single pod (size 1) or a gang of `size` pods, preemptible, running until deleted; with
-    `served_`, selected by the front Service of bench.chaos.served (it gets a relay)."""
+    `served`, selected by the front Service of bench.chaos.served (it gets a relay)."""
     annotations = {keys.GANG_ID: name, keys.GANG_CARDINALITY: str(size)} if size > 1 else {}
-    labels = {keys.QUEUE_LABEL: queue, "chaos-unit": name, **({SERVED_LABEL: "yes"} if served_ else {})}
+    labels = {keys.QUEUE_LABEL: queue, "chaos-unit": name, **({SERVED_LABEL: "yes"} if served else {})}
     return [
         busybox_pod(
             f"{name}-{i}" if size > 1 else name,
@@ -149,7 +149,7 @@ class Workload:
                         self.ctx.report.pods_created += min(size, 4)
                         self.ctx.report.jobs_created += 1
                     else:
-                        for body in unit(name, q, size, self.cpu, served_=size == 1 and seq % 3 == 0):
+                        for body in unit(name, q, size, self.cpu, served=size == 1 and seq % 3 == 0):
                             self.ctx.core["front"].create_namespaced_pod(self.ctx.ns, body)
                             self.ctx.report.pods_created += 1
                         self.ctx.report.gangs_created += size > 1
