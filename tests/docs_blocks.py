@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from devenv.versions import REPO_ROOT
+
+ROOT = REPO_ROOT
 SHELLS = ("sh", "bash", "shell", "console")
 RUNNABLE = "runnable"
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*(\S*)\s*(.*)$")

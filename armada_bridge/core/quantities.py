@@ -143,14 +143,20 @@ def format_quantity(name: str, milli: int) -> str:
     return str(units)
 
 
+def _shown_first(name: str) -> tuple[bool, bool, str]:
+    """The order people read resources in: cpu, memory, then alphabetical."""
+    return (name != "cpu", name != "memory", name)
+
+
 def for_people(vector: Mapping[str, int]) -> dict[str, str]:
     """Each non-zero quantity rounded for people (``cpu: 129``, ``memory: 522Gi``, ``ephemeral-storage:
-    4.2Ti``), cpu and memory first, then alphabetical."""
-    names = sorted((k for k, v in vector.items() if v), key=lambda k: (k != "cpu", k != "memory", k))
-    return {k: _format_one(k, vector[k]) for k in names}
+    4.2Ti``), in :func:`_shown_first` order."""
+    return {
+        k: _format_one(k, vector[k]) for k in sorted((k for k, v in vector.items() if v), key=_shown_first)
+    }
 
 
 def format_resources(vector: Mapping[str, int], names: Iterable[str] | None = None) -> str:
     """Human-readable ``cpu=12, memory=40Gi`` (cpu and memory first, then alphabetical)."""
-    keys = list(names) if names is not None else sorted(vector, key=lambda k: (k != "cpu", k != "memory", k))
+    keys = list(names) if names is not None else sorted(vector, key=_shown_first)
     return ", ".join(f"{k}={_format_one(k, vector.get(k, 0))}" for k in keys)

@@ -36,6 +36,7 @@ class Invariants:
         self.relay_addresses: dict[str, set[str]] = defaultdict(set)  # front pod UID -> its relays' ever
         self.unexplained_since: dict[str, float] = {}  # front pod UID -> shows no relay's address since
         self.unreached_since: float | None = None
+        self.unreached: str | None = None  # what the last look's fetch through a relay found wrong
 
     def _gangs(self, pods: list[Any]) -> dict[str, tuple[int, list[Any]]]:
         """Live gangs: name -> (cardinality, members), by Armada's annotations or a Volcano
@@ -177,7 +178,7 @@ class Invariants:
     def _served(self, now: float, served_seconds: float) -> None:
         """The web server behind a front Service answers at its front address (a fault of its
         remote cluster may stop it for up to `served_seconds`)."""
-        problem = served.fetched(self.ctx)
+        self.unreached = problem = served.fetched(self.ctx)
         if problem is None:
             self.unreached_since = None
             return
@@ -214,8 +215,8 @@ class Invariants:
             elif placed:
                 state = pod_state(p, remote.get(p.metadata.uid))
                 problems.append(f"{p.metadata.name} placed but {p.status.phase}, not Running ({state})")
-        if unreached := served.fetched(self.ctx):
-            problems.append(unreached)
+        if self.unreached:  # the fetch of the look just before (check() comes first)
+            problems.append(self.unreached)
         everywhere = self.ctx.raw("front", "list_pod_for_all_namespaces")
         soak = [p for p in everywhere if p["metadata"]["namespace"] == self.ctx.ns]
         members = {g: (size, [m.metadata.uid for m in ms]) for g, (size, ms) in self._gangs(pods).items()}

@@ -4,14 +4,14 @@ nodes (devenv.realnode.placement), nothing else changed but its pods' CPU reques
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from devenv.realnode.placement import on_a_real_node
+from devenv.versions import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 
 
 def _templates(rayjob: dict[str, Any]) -> list[dict[str, Any]]:
