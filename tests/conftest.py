@@ -1,7 +1,10 @@
-"""Test fixtures: the local multi-cluster environment, started once per run, and per-test namespaces."""
+"""Test fixtures: the local multi-cluster environment, started once per run (by whichever test
+process needs it first) and stopped after it by the run's main process, the room every test against
+it holds (tests/framework/room.py), and per-test namespaces."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import uuid
@@ -13,7 +16,14 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
+from devenv.base import default_state_dir
+from tests.framework import room
+
 TESTS = Path(__file__).parent
+# The run's id, which its test processes (pytest-xdist's workers) inherit; the environment started
+# by a run names it in STARTED, and the run's main process stops that environment at the end.
+RUN = "ARMADA_BRIDGE_TEST_RUN"
+STARTED = "tests-started-by"
 
 
 KINDS = ("unit", "integration", "e2e")
@@ -32,30 +42,70 @@ def _order(item: pytest.Item) -> tuple[int, bool]:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault(RUN, uuid.uuid4().hex)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by the folder it lives in (unit / integration / e2e), and run them in that
     order, those that use the released operators (the `operators` fixture) last: hack/test.sh
-    compiles the operators meanwhile (otherwise in the order collected)."""
+    compiles the operators meanwhile (otherwise in the order collected). The `exclusive` tests go
+    to one test process (pytest-xdist's group), one after another."""
     for item in items:
         kind = _kind(item)
         if kind in KINDS:
             item.add_marker(getattr(pytest.mark, kind))
+        if item.get_closest_marker("exclusive"):
+            item.add_marker(pytest.mark.xdist_group("exclusive"))
     items.sort(key=_order)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A test against the environment holds its room from its fixtures' setup to their teardown:
+    shared, or alone for an `exclusive` one."""
+    if _kind(item) in ("integration", "e2e"):
+        with room.held(default_state_dir(), exclusive=item.get_closest_marker("exclusive") is not None):
+            yield
+    else:
+        yield
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
-def dev_env() -> Iterator[object]:
-    """The environment of `armada-bridge dev up`: reused when healthy, started (and stopped) otherwise."""
+def dev_env() -> object:
+    """The environment of `armada-bridge dev up`: reused when healthy, started otherwise (once,
+    whichever test process comes first; the run's main process stops it at the end)."""
     from devenv.processes.environment import Environment
 
     env = Environment()
-    statuses = env.status()
-    healthy = len(statuses) >= 3 and all(s.healthy for s in statuses)
-    if not healthy:
-        env.up()
-    yield env
-    if not healthy and not os.environ.get("ARMADA_BRIDGE_KEEP_ENV"):
-        env.down()
+    with _locked(env.state_dir / "tests-up.lock"):
+        statuses = env.status()
+        if not (len(statuses) >= 3 and all(s.healthy for s in statuses)):
+            env.up()
+            (env.state_dir / STARTED).write_text(os.environ[RUN])
+    return env
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The run's main process stops the environment the run started, unless ARMADA_BRIDGE_KEEP_ENV."""
+    if hasattr(session.config, "workerinput"):
+        return  # a pytest-xdist worker: the others may still be running
+    started = default_state_dir() / STARTED
+    if not started.is_file() or started.read_text() != os.environ[RUN]:
+        return
+    started.unlink()
+    if not os.environ.get("ARMADA_BRIDGE_KEEP_ENV"):
+        from devenv.processes.environment import Environment
+
+        Environment().down()
 
 
 @pytest.fixture(scope="session")

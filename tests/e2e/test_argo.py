@@ -11,8 +11,9 @@ from typing import Any
 from armada_bridge import keys
 from devenv.operators.samples import sample
 from devenv.realnode.placement import on_a_real_node
-from tests.e2e.bridge import Api, front_pods
-from tests.e2e.operators import (
+from tests.framework.bridge import Api, front_pods
+from tests.framework.kube import RBAC_GROUP, role_binding
+from tests.framework.operators import (
     IN_ITS_NAMESPACES_QUEUE,
     apply,
     delete_and_wait_gone,
@@ -20,7 +21,6 @@ from tests.e2e.operators import (
     one_remote_cluster,
     wait_status,
 )
-from tests.support import RBAC_GROUP, role_binding
 
 pytestmark = IN_ITS_NAMESPACES_QUEUE
 

@@ -33,9 +33,9 @@ from armada_bridge import certs, keys
 from devenv import binaries
 from devenv.names import FRONT
 from devenv.operators.samples import adapt, pod_templates
-from tests.e2e.bridge import bind_cluster_role, free_in_remotes, service_account_token
-from tests.e2e.spark_apps import spark_app
-from tests.support import kubectl, role_binding, wait_for
+from tests.framework.bridge import bind_cluster_role, free_in_remotes, service_account_token
+from tests.framework.kube import kubectl, role_binding, wait_for
+from tests.framework.spark_apps import spark_app
 
 Api = Callable[[str], k8s.ApiClient]
 ROOT = Path(__file__).resolve().parents[2]

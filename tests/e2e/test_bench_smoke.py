@@ -10,7 +10,7 @@ from kubernetes import client as k8s
 
 from bench import admission_policies, memory, pipeline
 from devenv.processes.environment import Environment
-from tests.e2e.bridge import Api
+from tests.framework.bridge import Api
 
 
 def test_pipeline_benchmark_runs_small(dev_env: Environment, namespace: str) -> None:

@@ -15,8 +15,8 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from extender.controller import BIND_REFUSED_AFTER
-from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, pod, remote_pods, wait_running
-from tests.support import wait_for
+from tests.framework.bridge import Api, cluster_of, events_for, front_pods, pod, remote_pods, wait_running
+from tests.framework.kube import wait_for
 
 REFUSE = {"key": "test.armada-bridge/refuse", "value": "yes", "effect": "NoSchedule"}
 

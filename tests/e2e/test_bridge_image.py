@@ -15,8 +15,8 @@ from devenv.images import runtime
 from devenv.images.recipes import RECIPES
 from devenv.processes.environment import Environment
 from devenv.realnode.placement import on_a_real_node
-from tests.e2e.bridge import Api
-from tests.support import wait_for
+from tests.framework.bridge import Api
+from tests.framework.kube import wait_for
 
 CLUSTER = "remote-1"
 # Run by `python -c` in the image: who runs, which Python, and that the wheel left the local

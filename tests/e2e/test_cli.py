@@ -20,8 +20,8 @@ from devenv import binaries
 from devenv.clients import token_kubeconfig
 from devenv.names import FRONT
 from devenv.processes.environment import Environment
-from tests.e2e.bridge import Api, pod, service_account_token, wait_running
-from tests.support import wait_for
+from tests.framework.bridge import Api, pod, service_account_token, wait_running
+from tests.framework.kube import wait_for
 
 
 def _cli(env: Environment, *args: str) -> str:

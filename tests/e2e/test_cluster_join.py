@@ -22,8 +22,8 @@ from devenv.names import FRONT
 from devenv.processes.control_plane import ControlPlane
 from devenv.processes.environment import Environment
 from devenv.simulated.nodes import remote_nodes
-from tests.e2e.bridge import Api, pod, wait_running
-from tests.support import wait_for
+from tests.framework.bridge import Api, pod, wait_running
+from tests.framework.kube import wait_for
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
-from tests.e2e.bridge import (
+from tests.framework.bridge import (
     REMOTES,
     Api,
     cluster_of,
@@ -26,7 +26,7 @@ from tests.e2e.bridge import (
     remote_pods,
     wait_running,
 )
-from tests.support import wait_for
+from tests.framework.kube import wait_for
 
 GROUP, VERSION = keys.GROUP, "v1alpha1"
 

@@ -23,9 +23,9 @@ from armada_bridge import keys
 from devenv.names import FRONT
 from devenv.processes.environment import Environment
 from devenv.versions import REPO_ROOT
-from tests.e2e.bridge import REMOTES, Api, pod, wait_running
-from tests.e2e.browser import chromium, headless_page
-from tests.support import role_binding
+from tests.framework.bridge import REMOTES, Api, pod, wait_running
+from tests.framework.browser import chromium, headless_page
+from tests.framework.kube import role_binding
 
 IMG = REPO_ROOT / "docs" / "img"
 READER = "armada-bridge-extender-reader"

@@ -13,8 +13,9 @@ from kubernetes import client as k8s
 from armada_bridge import keys
 from devenv.operators.samples import sample
 from devenv.realnode.placement import on_a_real_node
-from tests.e2e.bridge import Api, cluster_of, front_pods
-from tests.e2e.operators import (
+from tests.framework.bridge import Api, cluster_of, front_pods
+from tests.framework.kube import wait_for
+from tests.framework.operators import (
     IN_ITS_NAMESPACES_QUEUE,
     REMOTES,
     apply,
@@ -22,7 +23,6 @@ from tests.e2e.operators import (
     kubectl,
     wait_status,
 )
-from tests.support import wait_for
 
 pytestmark = IN_ITS_NAMESPACES_QUEUE
 

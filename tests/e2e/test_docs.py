@@ -21,8 +21,8 @@ from devenv import binaries
 from devenv.names import FRONT
 from devenv.operators.catalog import ALL
 from devenv.processes.environment import Environment
-from tests.docs_blocks import ROOT, blocks, doc_files
-from tests.e2e.bridge import Api
+from tests.framework.bridge import Api
+from tests.framework.docs_blocks import ROOT, blocks, doc_files
 
 RUNNABLE = {p: [b for b in blocks(p) if b.runnable] for p in doc_files()}
 FILES = [p for p, found in RUNNABLE.items() if found]

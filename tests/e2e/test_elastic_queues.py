@@ -21,10 +21,10 @@ from kubernetes import client as k8s
 from armada_bridge import keys
 from armada_bridge.contract.pods import pod_usage
 from armada_bridge.core.quantities import parse_quantity
-from tests.e2e import ray_clusters, spark_apps
-from tests.e2e.bridge import Api, cluster_of, cordoned, front_pods, running_pods
-from tests.e2e.operators import REMOTES, apply, kubectl, wait_gone_from_remotes, wait_status
-from tests.support import wait_for
+from tests.framework import ray_clusters, spark_apps
+from tests.framework.bridge import Api, cluster_of, cordoned, front_pods, running_pods
+from tests.framework.kube import wait_for
+from tests.framework.operators import REMOTES, apply, kubectl, wait_gone_from_remotes, wait_status
 
 CLUSTER = REMOTES[0]  # the cluster whose real node is the pool
 ELASTIC_CPU = "150m"  # a later executor or worker

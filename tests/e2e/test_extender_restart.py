@@ -12,8 +12,8 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from devenv.processes.environment import Environment
-from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, pod, remote_pods, wait_running
-from tests.support import wait_for
+from tests.framework.bridge import Api, cluster_of, events_for, front_pods, pod, remote_pods, wait_running
+from tests.framework.kube import wait_for
 
 GANGS, SIZE = 12, 4
 

@@ -12,8 +12,8 @@ from typing import Any
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from tests.e2e.bridge import Api, cluster_of, free_in_remotes, front_pods, pod
-from tests.support import wait_for
+from tests.framework.bridge import Api, cluster_of, free_in_remotes, front_pods, pod
+from tests.framework.kube import wait_for
 
 PREEMPTIBLE = "armada-preemptible"
 URGENT = "armada-urgent"

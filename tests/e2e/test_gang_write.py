@@ -20,8 +20,8 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from devenv.processes.environment import Environment
-from tests.e2e.bridge import Api, cluster_of, pod
-from tests.support import wait_for
+from tests.framework.bridge import Api, cluster_of, pod
+from tests.framework.kube import wait_for
 
 pytestmark = pytest.mark.e2e
 

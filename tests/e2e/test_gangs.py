@@ -7,8 +7,8 @@ import time
 from kubernetes import client as k8s
 
 from armada_bridge import keys
-from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, pod, remote_pods, wait_running
-from tests.support import wait_for
+from tests.framework.bridge import Api, cluster_of, events_for, front_pods, pod, remote_pods, wait_running
+from tests.framework.kube import wait_for
 
 REMOTES = ("remote-1", "remote-2")
 

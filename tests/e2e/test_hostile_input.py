@@ -21,8 +21,8 @@ from kubernetes.client.rest import ApiException
 from armada_bridge import keys
 from devenv.names import FRONT
 from devenv.processes.environment import Environment
-from tests.e2e.bridge import create_podgroup, events_for, pod, wait_running
-from tests.support import wait_for
+from tests.framework.bridge import create_podgroup, events_for, pod, wait_running
+from tests.framework.kube import wait_for
 
 Api = Callable[[str], k8s.ApiClient]
 SEED = 20261130

@@ -45,8 +45,8 @@ from devenv.processes.environment import Environment
 from devenv.realnode import containerd
 from devenv.realnode.placement import on_a_real_node
 from devenv.versions import REPO_ROOT
-from tests import helm_chart as chart
-from tests.support import role_binding, wait_for
+from tests.framework import helm_chart as chart
+from tests.framework.kube import role_binding, wait_for
 
 CHART = REPO_ROOT / "manifests" / "helm" / "armada-bridge"
 NAMESPACE = "armada-bridge-system"

@@ -10,8 +10,8 @@ import yaml
 
 from devenv.operators.samples import adapt
 from devenv.versions import REPO_ROOT
-from tests.e2e.bridge import Api
-from tests.e2e.operators import (
+from tests.framework.bridge import Api
+from tests.framework.operators import (
     IN_ITS_NAMESPACES_QUEUE,
     apply,
     assert_waits_whole,

@@ -15,8 +15,9 @@ from armada_bridge import keys
 from devenv.images import ray
 from devenv.operators.samples import adapt, sample
 from devenv.realnode.placement import on_a_real_node
-from tests.e2e.bridge import ENDED, Api, cluster_of, front_pods, pod_in_phase, remote_pods
-from tests.e2e.operators import (
+from tests.framework.bridge import ENDED, Api, cluster_of, front_pods, pod_in_phase, remote_pods
+from tests.framework.kube import wait_for
+from tests.framework.operators import (
     IN_ITS_NAMESPACES_QUEUE,
     apply,
     assert_waits_whole,
@@ -27,7 +28,7 @@ from tests.e2e.operators import (
     podgroup,
     wait_status,
 )
-from tests.e2e.ray_clusters import (
+from tests.framework.ray_clusters import (
     HEAD,
     OPERATOR,
     WORKERS,
@@ -35,7 +36,6 @@ from tests.e2e.ray_clusters import (
     detached_actors,
     terminate_actors,
 )
-from tests.support import wait_for
 
 pytestmark = IN_ITS_NAMESPACES_QUEUE
 

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from kubernetes import client as k8s
 
 from devenv.operators.samples import adapt, sample
-from tests.e2e.bridge import Api, front_pods
-from tests.e2e.operators import (
+from tests.framework.bridge import Api, front_pods
+from tests.framework.kube import wait_for
+from tests.framework.operators import (
     IN_ITS_NAMESPACES_QUEUE,
     apply,
     assert_waits_whole,
@@ -25,7 +26,6 @@ from tests.e2e.operators import (
     true_conditions,
     wait_status,
 )
-from tests.support import wait_for
 
 pytestmark = IN_ITS_NAMESPACES_QUEUE
 

@@ -16,10 +16,10 @@ from armada_bridge.contract.pods import pod_requests
 from armada_bridge.core import quantities
 from cli.views import why
 from devenv.operators.samples import adapt, sample
-from tests.e2e import ray_clusters, spark_apps
-from tests.e2e.bridge import Api, front_pods
-from tests.e2e.operators import apply, kubectl, wait_gone_from_remotes
-from tests.support import wait_for
+from tests.framework import ray_clusters, spark_apps
+from tests.framework.bridge import Api, front_pods
+from tests.framework.kube import wait_for
+from tests.framework.operators import apply, kubectl, wait_gone_from_remotes
 
 PYTORCH = "training-operator"
 PODGROUPS = ("scheduling.volcano.sh", "v1beta1", "podgroups")

@@ -20,8 +20,8 @@ from devenv.images.recipes import RECIPES
 from devenv.network import podnet
 from devenv.processes.environment import Environment
 from devenv.realnode.placement import on_a_real_node
-from tests.e2e.bridge import ENDED, Api, pod_in_phase
-from tests.support import wait_for
+from tests.framework.bridge import ENDED, Api, pod_in_phase
+from tests.framework.kube import wait_for
 
 PORT = 8000
 # Tries each (name, host, port) of argv[1] (JSON) and prints a JSON line of what answered.

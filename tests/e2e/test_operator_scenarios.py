@@ -24,8 +24,9 @@ from kubernetes import client as k8s
 from armada_bridge import keys
 from armada_bridge.objects import Obj
 from devenv.operators.samples import adapt, sample
-from tests.e2e.bridge import Api, cluster_of, cordoned, free_by_node, front_pods, gang_rooms, pod
-from tests.e2e.operators import (
+from tests.framework.bridge import Api, cluster_of, cordoned, free_by_node, front_pods, gang_rooms, pod
+from tests.framework.kube import wait_for
+from tests.framework.operators import (
     apply,
     conditions,
     delete_and_wait_gone,
@@ -34,7 +35,6 @@ from tests.e2e.operators import (
     wait_gone_from_remotes,
     wait_status,
 )
-from tests.support import wait_for
 
 CPU = 20
 MEMBERS = 4

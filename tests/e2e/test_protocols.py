@@ -16,7 +16,7 @@ from kubernetes import client as k8s
 
 from armada_bridge import keys
 from devenv.processes.environment import Environment
-from tests.e2e.bridge import (
+from tests.framework.bridge import (
     Api,
     cluster_of,
     create_podgroup,
@@ -26,8 +26,8 @@ from tests.e2e.bridge import (
     pod,
     wait_running,
 )
-from tests.pods import admission_review
-from tests.support import wait_for
+from tests.framework.kube import wait_for
+from tests.framework.pods import admission_review
 
 N = 4
 
@@ -214,7 +214,7 @@ def test_volcano_podgroup_goes_inqueue_before_pods_exist(
     )
     label_namespace_queue(cluster_api, namespace)
     crd = k8s.CustomObjectsApi(cluster_api("front"))
-    from tests.support import wait_for
+    from tests.framework.kube import wait_for
 
     wait_for(
         f"PodGroup phase {phase_before_pods}",

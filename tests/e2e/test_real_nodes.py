@@ -33,10 +33,9 @@ from devenv.realnode import host
 from devenv.realnode.node import RealNodes
 from devenv.realnode.placement import on_a_real_node
 from devenv.simulated import kwok_exec
-from tests.e2e.bridge import Api
-from tests.support import grant, kubectl, kubectl_argv, wait_for
-
-PROGRAMS = Path(__file__).with_name("realnode_programs")
+from tests.framework import PROGRAMS
+from tests.framework.bridge import Api
+from tests.framework.kube import grant, kubectl, kubectl_argv, wait_for
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from devenv.bridge import vkubelet_setup
 from devenv.images.recipes import RECIPES
 from devenv.processes.environment import Environment
 from devenv.realnode.placement import on_a_real_node
-from tests.e2e.bridge import ENDED, Api, pod_in_phase
-from tests.support import wait_for
+from tests.framework.bridge import ENDED, Api, pod_in_phase
+from tests.framework.kube import wait_for
 
 SERVER_PORT = pods.WEB_PORT
 

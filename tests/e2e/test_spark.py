@@ -19,8 +19,9 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from armada_bridge.objects import Obj
-from tests.e2e.bridge import Api, cluster_of, front_pods, remote_pods, running_pods
-from tests.e2e.operators import (
+from tests.framework.bridge import Api, cluster_of, front_pods, remote_pods, running_pods
+from tests.framework.kube import wait_for
+from tests.framework.operators import (
     IN_ITS_NAMESPACES_QUEUE,
     REMOTES,
     apply,
@@ -31,8 +32,7 @@ from tests.e2e.operators import (
     kubectl,
     wait_status,
 )
-from tests.e2e.spark_apps import DRIVER, EXECUTOR, OPERATOR, elastic_app, spark_app, state
-from tests.support import wait_for
+from tests.framework.spark_apps import DRIVER, EXECUTOR, OPERATOR, elastic_app, spark_app, state
 
 pytestmark = IN_ITS_NAMESPACES_QUEUE
 

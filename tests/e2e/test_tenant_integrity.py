@@ -21,8 +21,8 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from armada_bridge.contract.decisions import DecisionKey
-from tests.e2e.bridge import REMOTES, Api, events_for, pod, remote_pods
-from tests.support import HOLD_SCHEDULER, decision_key, grant, role_binding, wait_for
+from tests.framework.bridge import REMOTES, Api, events_for, pod, remote_pods
+from tests.framework.kube import HOLD_SCHEDULER, decision_key, grant, role_binding, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from devenv.operators.samples import sample
-from tests.e2e.bridge import Api
-from tests.e2e.operators import (
+from tests.framework.bridge import Api
+from tests.framework.operators import (
     IN_ITS_NAMESPACES_QUEUE,
     apply,
     assert_waits_whole,

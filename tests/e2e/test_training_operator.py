@@ -26,8 +26,9 @@ from devenv.images.framework import PROGRAM_DIR, SHARED, FrameworkImage
 from devenv.operators.catalog import catalog
 from devenv.operators.install import SHARED_CRD, enabled
 from devenv.operators.samples import adapt, sample
-from tests.e2e.bridge import Api, front_pods, remote_pods
-from tests.e2e.operators import (
+from tests.framework.bridge import Api, front_pods, remote_pods
+from tests.framework.kube import wait_for
+from tests.framework.operators import (
     IN_ITS_NAMESPACES_QUEUE,
     apply,
     conditions,
@@ -41,7 +42,6 @@ from tests.e2e.operators import (
     true_conditions,
     wait_status,
 )
-from tests.support import wait_for
 
 pytestmark = IN_ITS_NAMESPACES_QUEUE
 

@@ -15,7 +15,7 @@ from armada_bridge.core.quantities import parse_quantity
 from devenv import versions
 from devenv.pods import busybox, busybox_pod
 from devenv.processes.environment import FRONT, Environment
-from tests.support import wait_for
+from tests.framework.kube import wait_for
 
 REMOTES = ["remote-1", "remote-2"]
 

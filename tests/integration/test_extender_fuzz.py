@@ -24,7 +24,7 @@ from devenv.processes.environment import Environment
 from extender.controller import Controller, Settings
 from extender.metrics import Metrics
 from extender.server import Api, make_app
-from tests.pods import admission_review
+from tests.framework.pods import admission_review
 
 SEED = 20261130
 CASES = 300

@@ -17,7 +17,7 @@ from armada_bridge.kube import NODES, PODS, SECRETS, Kube, load_config
 from devenv.pods import busybox_pod
 from devenv.processes.environment import Environment
 from extender.inputs import Inputs
-from tests.support import wait_for_async
+from tests.framework.kube import wait_for_async
 
 CLUSTER = "restarted"  # the watcher's name here: the dev environment's own RemoteClusters stay as they are
 

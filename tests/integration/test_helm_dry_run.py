@@ -28,7 +28,7 @@ import yaml
 
 from devenv import binaries
 from devenv.clients import run_kubectl
-from tests import helm_chart as chart
+from tests.framework import helm_chart as chart
 
 CERT_MANAGER = "cert-manager.io"
 

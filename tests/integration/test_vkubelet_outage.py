@@ -20,7 +20,8 @@ from armada_bridge import keys
 from devenv import binaries
 from devenv.clients import api_client
 from devenv.processes.environment import Environment
-from tests.integration.vkubelet_pods import (
+from tests.framework.kube import create_bound, kubectl, kubectl_argv, wait_for
+from tests.framework.vkubelet_pods import (
     bound_pod,
     exists,
     node_ready,
@@ -28,7 +29,6 @@ from tests.integration.vkubelet_pods import (
     remote_pods,
     run_bound,
 )
-from tests.support import create_bound, kubectl, kubectl_argv, wait_for
 from vkubelet.manager import CLEANUP_TIMEOUT
 
 NS = "vk-private"

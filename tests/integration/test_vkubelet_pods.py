@@ -18,7 +18,8 @@ from armada_bridge.core.quantities import parse_quantity
 from devenv import binaries
 from devenv.bridge import vkubelet_setup
 from devenv.processes.environment import Environment
-from tests.integration.vkubelet_pods import (
+from tests.framework.kube import create_bound, wait_for
+from tests.framework.vkubelet_pods import (
     bound_pod,
     exists,
     kubelet_status,
@@ -28,7 +29,6 @@ from tests.integration.vkubelet_pods import (
     run_bound,
     wait_failed,
 )
-from tests.support import create_bound, wait_for
 
 Api = Callable[[str], k8s.ApiClient]
 

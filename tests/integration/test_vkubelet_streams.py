@@ -28,8 +28,8 @@ from devenv.bridge import vkubelet_setup
 from devenv.clients import token_kubeconfig
 from devenv.ports import free_ports
 from devenv.processes.environment import Environment
-from tests.integration.vkubelet_pods import bound_pod, kubelet_status, run_bound
-from tests.support import grant, kubectl, kubectl_argv, wait_for
+from tests.framework.kube import grant, kubectl, kubectl_argv, wait_for
+from tests.framework.vkubelet_pods import bound_pod, kubelet_status, run_bound
 
 
 @pytest.fixture

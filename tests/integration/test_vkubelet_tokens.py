@@ -15,8 +15,8 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from devenv.processes.environment import Environment
-from tests.integration.vkubelet_pods import bound_pod, exists, phases, run_bound
-from tests.support import create_bound, grant, wait_for
+from tests.framework.kube import create_bound, grant, wait_for
+from tests.framework.vkubelet_pods import bound_pod, exists, phases, run_bound
 from vkubelet import tokens
 
 Api = Callable[[str], k8s.ApiClient]

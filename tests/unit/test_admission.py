@@ -12,7 +12,7 @@ import pytest
 from armada_bridge import keys
 from armada_bridge.contract import pods
 from extender.admission import AdmissionError, admission_response, pod_of, pod_patch, virtual_node_toleration
-from tests.pods import admission_review, pod
+from tests.framework.pods import admission_review, pod
 
 NOT_READY_300 = {
     "key": "node.kubernetes.io/not-ready",

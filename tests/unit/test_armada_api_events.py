@@ -6,7 +6,7 @@ from typing import Any
 
 from armada_api.job_events import Progress, event_id, job_events, job_set_events
 from armada_bridge import keys
-from tests.pods import pod
+from tests.framework.pods import pod
 
 
 def _pod(job: str = "01aaaaaaaaaaaaaaaaaaaaaaaa", **status: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from armada_api.services import QueueCalls
 from armada_bridge import keys
 from armada_bridge.contract.pods import job_priority, job_priority_value
 from armada_bridge.kube.client import ApiError
-from tests.pods import pod
+from tests.framework.pods import pod
 
 
 def _spec(**kw: object) -> core.PodSpec:

@@ -16,7 +16,7 @@ from armada_api.kind_states import KindsError, ObjectKind, load_kinds, parse_kin
 from armada_api.object_events import object_events
 from armada_bridge import keys
 from armada_bridge.kube.resources import Resource
-from tests.pods import pod
+from tests.framework.pods import pod
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "manifests" / "armada-api" / "object-kinds.yaml"

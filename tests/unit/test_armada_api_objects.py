@@ -15,7 +15,7 @@ from armada_api.object_events import object_events
 from armada_bridge import keys
 from armada_bridge.kube.resources import Resource
 from extender.admission import pod_patch
-from tests.pods import pod
+from tests.framework.pods import pod
 
 JOBSETS = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
 JOB_ID = "01aaaaaaaaaaaaaaaaaaaaaaaa"

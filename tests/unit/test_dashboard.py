@@ -9,7 +9,7 @@ from armada_bridge import keys
 from extender import overview
 from extender.dashboard.history import ShareHistory
 from extender.server import protected_verb
-from tests.pods import pod
+from tests.framework.pods import pod
 
 
 def _queue(name: str, fair: float = 0.5) -> overview.QueueRow:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from cli.main import build_parser, build_plugin_parser
-from tests.docs_blocks import ROOT, Block, blocks, commands, program, shell_blocks
+from tests.framework.docs_blocks import ROOT, Block, blocks, commands, program, shell_blocks
 
 SCHEMA = json.loads((ROOT / "manifests/helm/armada-bridge/values.schema.json").read_text())
 

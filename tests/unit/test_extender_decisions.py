@@ -30,8 +30,8 @@ from extender.controller import Controller, Settings, core_node_name
 from extender.metrics import Metrics
 from extender.remotes import RemoteWatcher
 from extender.status_writer import merge_patch
-from tests.pods import pod
-from tests.support import wait_for_async
+from tests.framework.kube import wait_for_async
+from tests.framework.pods import pod
 
 CLUSTER = "remote-1"
 KEY = DecisionKey(b"unit-test-decision-key-0123456789")

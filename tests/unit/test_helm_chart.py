@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests import helm_chart as chart
+from tests.framework import helm_chart as chart
 
 pytestmark = pytest.mark.unit
 

@@ -12,7 +12,7 @@ from armada_bridge.core.quantities import parse_resources
 from extender import intent, protocols
 from extender.protocols import volcano
 from extender.protocols.base import GangSpec, IntentError, PodGroupMissing, PodGroupRef
-from tests import pods
+from tests.framework import pods
 
 NS = "team-a"
 

@@ -18,7 +18,7 @@ from armada_bridge.kube.client import ApiError, Kube, KubeConfig, RetryPolicy
 from armada_bridge.kube.informer import Informer
 from armada_bridge.kube.resources import PODS
 from armada_bridge.kube.shapes import IDENTITY
-from tests.pods import pod
+from tests.framework.pods import pod
 
 FAST = RetryPolicy(attempts=4, base_seconds=0.01, max_seconds=0.05)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -13,7 +13,7 @@ from armada_bridge.contract.pods import USAGE_SHAPE, pod_usage
 from armada_bridge.kube.shapes import WHOLE, project, shaped
 from extender.inputs import FRONT_POD_SHAPE
 from extender.overview import read_pod
-from tests.pods import pod
+from tests.framework.pods import pod
 from vkubelet.agent import REMOTE_POD_SHAPE
 from vkubelet.status import front_status, unschedulable_since
 

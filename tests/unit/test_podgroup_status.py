@@ -11,7 +11,7 @@ from extender.protocols import coscheduling, volcano, workload
 from extender.protocols.base import GangState, MemberCounts
 from extender.protocols.coscheduling import CoschedulingPhase, occupied_by
 from extender.protocols.volcano import VOLCANO_SCHEDULED_REASON, VolcanoPhase
-from tests.pods import pod
+from tests.framework.pods import pod
 
 T0 = "2026-01-01T00:00:00Z"
 T1 = "2026-01-01T00:01:00Z"

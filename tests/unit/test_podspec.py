@@ -27,7 +27,7 @@ from armada_bridge.core.quantities import parse_resources
 from extender import translate
 from extender.protocols.base import GangSpec
 from extender.translate import NODE_NAME_FIELD
-from tests.pods import pod
+from tests.framework.pods import pod
 
 
 def c(

@@ -8,7 +8,7 @@ import base64
 import pytest
 
 from armada_bridge import keys
-from tests.pods import pod
+from tests.framework.pods import pod
 from vkubelet import relay_pods
 from vkubelet.relay_pods import RelaySettings
 from vkubelet.relay_server import BadRequest, RelayTarget, authorize, parse_connect

@@ -9,7 +9,7 @@ import yaml
 from armada_bridge import keys
 from cli.views import _gangs_table, rendered
 from extender import overview
-from tests.pods import pod
+from tests.framework.pods import pod
 
 
 def _pod(name: str) -> dict[str, object]:

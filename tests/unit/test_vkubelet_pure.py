@@ -15,7 +15,7 @@ from armada_bridge.contract.capacity import cluster_capacity
 from armada_bridge.contract.remotecluster import HostAccess, parse_spec
 from armada_bridge.core.quantities import format_quantity
 from armada_bridge.kube import Kube, KubeConfig
-from tests.pods import pod
+from tests.framework.pods import pod
 from vkubelet import deps, remote_pod
 from vkubelet import status as pod_status
 from vkubelet.agent import NodeEndpoint

@@ -8,7 +8,7 @@ from typing import Any
 
 from armada_bridge import keys
 from armada_bridge.contract.remotecluster import FrontApi
-from tests.pods import pod
+from tests.framework.pods import pod
 from vkubelet import remote_pod, tokens
 
 MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"

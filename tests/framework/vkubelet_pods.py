@@ -14,7 +14,7 @@ from armada_bridge import keys
 from devenv.base import BaseEnvironment, reports_ready
 from devenv.bridge import vkubelet_setup
 from devenv.pods import busybox_pod
-from tests.support import create_bound, wait_for
+from tests.framework.kube import create_bound, wait_for
 
 
 def bound_pod(name: str, node: str, **spec: Any) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def bound_pod(name: str, node: str, **spec: Any) -> dict[str, Any]:
 
 
 def run_bound(core: k8s.CoreV1Api, namespace: str, body: dict[str, Any], timeout: float = 30) -> None:
-    """Create `body`, a pod bound to its virtual node (:func:`tests.support.create_bound`), and wait
+    """Create `body`, a pod bound to its virtual node (:func:`tests.framework.kube.create_bound`), and wait
     until the front pod runs."""
     create_bound(core, namespace, body)
     name = body["metadata"]["name"]

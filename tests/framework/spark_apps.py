@@ -1,16 +1,15 @@
 """The Spark operator's SparkPi sample for Volcano as the end-to-end tests submit it, and the same
-application made elastic (dynamic allocation) running a program of tests/e2e/realnode_programs."""
+application made elastic (dynamic allocation) running a program of tests/framework/realnode_programs."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from armada_bridge import keys
 from armada_bridge.core.quantities import parse_quantity
 from armada_bridge.objects import Obj
 from devenv.operators.samples import sample
 from devenv.realnode.placement import on_a_real_node
-from tests.e2e.operators import apply
+from tests.framework import PROGRAMS
+from tests.framework.operators import apply
 
 OPERATOR = "spark-operator"
 SAMPLE = "examples/spark-pi-volcano.yaml"
@@ -18,7 +17,7 @@ SAMPLE = "examples/spark-pi-volcano.yaml"
 JOB_NAMESPACE_RBAC = "config/spark-rbac/spark-application-rbac.yaml"
 DRIVER = "spark-role=driver"
 EXECUTOR = "spark-role=executor"
-PROGRAMS = Path(__file__).with_name("realnode_programs")
+
 # What a pod of the sample asks for in memory: its `memory` (Spark's 512m: MiB) and what Spark
 # adds for a PySpark pod (`spark.kubernetes.memoryOverheadFactor` 0.4, at least 384 MiB).
 SAMPLE_MEMORY = "512m"

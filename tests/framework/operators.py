@@ -13,9 +13,9 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from armada_bridge.objects import Obj
-from tests import support
-from tests.e2e.bridge import Api, cluster_of, events_for, front_pods, remote_pods
-from tests.support import wait_for
+from tests.framework import kube
+from tests.framework.bridge import Api, cluster_of, events_for, front_pods, remote_pods
+from tests.framework.kube import wait_for
 
 REMOTES = ("remote-1", "remote-2")
 #: The mark of a module whose objects name no queue: they run in the queue of their namespace
@@ -27,7 +27,7 @@ def run_kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedPro
     """kubectl on the front cluster, whatever it answers."""
     from devenv.processes.environment import Environment
 
-    return support.kubectl(Environment(), *args, stdin=stdin, timeout=60)
+    return kube.kubectl(Environment(), *args, stdin=stdin, timeout=60)
 
 
 def kubectl(*args: str, stdin: str | None = None) -> str:

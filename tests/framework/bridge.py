@@ -14,7 +14,7 @@ from armada_bridge.contract.pods import pod_usage
 from armada_bridge.core.quantities import parse_quantity
 from bench.chaos.invariants import pod_state
 from devenv.pods import busybox_pod
-from tests.support import role_binding, wait_for
+from tests.framework.kube import role_binding, wait_for
 
 Api = Callable[[str], k8s.ApiClient]
 

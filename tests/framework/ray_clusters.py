@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from armada_bridge.objects import Obj
 from devenv.operators.samples import adapt, sample
-from tests.e2e.operators import apply, kubectl
+from tests.framework.operators import apply, kubectl
 
 OPERATOR = "kuberay"
 HEAD = "ray.io/node-type=head"
