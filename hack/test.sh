@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests, then integration and end-to-end tests against the local
-# environment (started once for the run and stopped after, unless one is already running).
-# Extra arguments go to pytest, e.g. `hack/test.sh -m unit` or `hack/test.sh -k job`.
+# environment (started once for the run and stopped after, unless one is already running), in
+# several processes side by side (docs/testing.md: what runs side by side, and why).
+# Extra arguments go to pytest, e.g. `hack/test.sh -m unit`, `hack/test.sh -k job` or `-n0` (one
+# process).
 #
 # The released operators are compiled beside the tests, at the lowest CPU priority, while the tests
 # that need none run (tests/conftest.py runs those first: most of the suite waits on clusters and
@@ -27,7 +29,9 @@ stop_operators() {
 }
 trap 'kill -- -"$operators" 2>/dev/null || true' EXIT
 rc=0
-.venv/bin/pytest -ra --durations=20 "$@" || rc=$?
+# Several test processes (pytest-xdist): most tests wait on clusters, each in its own namespace;
+# those marked `exclusive` run in one process, each alone (tests/framework/room.py).
+.venv/bin/pytest -ra --durations=20 -n "${ARMADA_BRIDGE_TEST_PROCESSES:-3}" --dist loadgroup "$@" || rc=$?
 if stop_operators; then :; else
   status=$?
   # 143: stopped above. Anything else: a failed build, which the tests that needed it reported too.

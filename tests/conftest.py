@@ -46,6 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault(RUN, uuid.uuid4().hex)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by the folder it lives in (unit / integration / e2e), and run them in that
     order, those that use the released operators (the `operators` fixture) last: hack/test.sh
@@ -60,7 +61,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_order)
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)  # around pytest-timeout's: waiting is not testing
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """A test against the environment holds its room from its fixtures' setup to their teardown:
     shared, or alone for an `exclusive` one."""

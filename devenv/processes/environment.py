@@ -137,16 +137,18 @@ class Environment(BaseEnvironment):
 
     def ensure_node_images(self, keys: Sequence[str]) -> None:
         """The images `keys` (recipe keys; built if missing) on every remote real node: those
-        imported on demand (devenv.images.recipes.Recipe.on_demand)."""
+        imported on demand (devenv.images.recipes.Recipe.on_demand); one caller at a time (tests
+        side by side ask for the same images)."""
         real = self.real_nodes()
         if real is None:
             return
-        archives = {a: oci.image_name(a) for a in images.ensure_all(list(keys)).values()}
-        for name in real.existing():
-            if not name.startswith(f"{FRONT}-"):
-                imported = real.import_images(name, archives)
-                if imported:
-                    log(f"{name}: imported {', '.join(p.name for p in imported)}")
+        with self._lock():
+            archives = {a: oci.image_name(a) for a in images.ensure_all(list(keys)).values()}
+            for name in real.existing():
+                if not name.startswith(f"{FRONT}-"):
+                    imported = real.import_images(name, archives)
+                    if imported:
+                        log(f"{name}: imported {', '.join(p.name for p in imported)}")
 
     def host_for_front_pods(self) -> str:
         network = self.pod_network()

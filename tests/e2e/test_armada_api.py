@@ -462,6 +462,7 @@ def test_a_job_sets_events_follow_its_pods_and_resume_after_an_id(
     assert error.code() == grpc.StatusCode.UNAUTHENTICATED
 
 
+@pytest.mark.exclusive  # it fills the remotes
 def test_a_job_the_bridge_preempts_is_reported_preempted_within_2_s(
     armada: Armada, namespace: str, queues: list[str], cluster_api: Api
 ) -> None:
@@ -581,6 +582,7 @@ def test_a_request_the_front_refuses_half_way_leaves_nothing(
     )
 
 
+@pytest.mark.exclusive  # it fills the remotes
 def test_reprioritized_jobs_are_admitted_first_within_their_queue(
     armada: Armada, namespace: str, queues: list[str], cluster_api: Api
 ) -> None:
@@ -1011,6 +1013,7 @@ def test_a_sparkapplication_is_followed_to_its_end_by_the_state_its_kind_states(
     assert dict(client.get_job_status([job_id]).job_states) == {job_id: submit_pb2.JobState.SUCCEEDED}
 
 
+@pytest.mark.exclusive  # it fills the remotes
 def test_an_objects_priority_orders_its_pods_and_reprioritizing_it_reaches_them(
     armada: Armada, namespace: str, queues: list[str], cluster_api: Api, operators: Callable[..., None]
 ) -> None:

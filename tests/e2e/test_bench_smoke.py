@@ -6,11 +6,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+import pytest
 from kubernetes import client as k8s
 
 from bench import admission_policies, memory, pipeline
 from devenv.processes.environment import Environment
 from tests.framework.bridge import Api
+
+# Alone in the environment: the benchmarks measure the bridge's throughput and processes, and one deletes the bridge's admission policies for a while.
+pytestmark = pytest.mark.exclusive
 
 
 def test_pipeline_benchmark_runs_small(dev_env: Environment, namespace: str) -> None:

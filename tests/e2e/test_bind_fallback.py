@@ -18,6 +18,9 @@ from extender.controller import BIND_REFUSED_AFTER
 from tests.framework.bridge import Api, cluster_of, events_for, front_pods, pod, remote_pods, wait_running
 from tests.framework.kube import wait_for
 
+# Alone in the environment: it taints every virtual node.
+pytestmark = pytest.mark.exclusive
+
 REFUSE = {"key": "test.armada-bridge/refuse", "value": "yes", "effect": "NoSchedule"}
 
 

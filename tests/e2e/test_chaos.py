@@ -10,6 +10,9 @@ import pytest
 from bench.chaos.soak import run
 from devenv.processes.environment import Environment
 
+# Alone in the environment: it kills the bridge's and the clusters' processes.
+pytestmark = pytest.mark.exclusive
+
 
 @pytest.mark.timeout(1500)
 def test_two_minutes_of_faults_break_no_invariant(dev_env: Environment) -> None:

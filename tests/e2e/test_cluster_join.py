@@ -25,6 +25,9 @@ from devenv.simulated.nodes import remote_nodes
 from tests.framework.bridge import Api, pod, wait_running
 from tests.framework.kube import wait_for
 
+# Alone in the environment: the clusters it joins are the shared front's too while they last.
+pytestmark = pytest.mark.exclusive
+
 
 @pytest.fixture
 def joinee(tmp_path: Path) -> Iterator[ControlPlane]:

@@ -11,6 +11,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
@@ -31,6 +32,7 @@ from tests.framework.kube import wait_for
 GROUP, VERSION = keys.GROUP, "v1alpha1"
 
 
+@pytest.mark.exclusive  # it takes most of the remotes' pod slots
 def test_hundreds_of_small_pods_all_run_across_clusters(namespace: str, cluster_api: Api) -> None:
     """Pod slots: more 50m pods than one node (110 pods) or one cluster holds all reach Running."""
     free = {c: free_in_remotes(cluster_api, "pods", (c,)) for c in REMOTES}
@@ -55,6 +57,7 @@ def test_hundreds_of_small_pods_all_run_across_clusters(namespace: str, cluster_
         assert phases == Counter({"Running": by_cluster[c]}), (c, phases)
 
 
+@pytest.mark.exclusive  # it changes both RemoteClusters' unschedulableSeconds
 def test_a_pod_its_remote_cluster_refuses_is_placed_again(namespace: str, cluster_api: Api) -> None:
     """A remote scheduler refuses what the core does not model (here pod anti-affinity): after the
     RemoteCluster's bound the pod is given back and placed on a node of its cluster that takes it."""

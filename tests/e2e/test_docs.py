@@ -24,6 +24,9 @@ from devenv.processes.environment import Environment
 from tests.framework.bridge import Api
 from tests.framework.docs_blocks import ROOT, blocks, doc_files
 
+# Alone in the environment: the docs' commands use fixed names and every operator, and it deletes what the run made meanwhile.
+pytestmark = pytest.mark.exclusive
+
 RUNNABLE = {p: [b for b in blocks(p) if b.runnable] for p in doc_files()}
 FILES = [p for p, found in RUNNABLE.items() if found]
 # A Namespace a doc makes (`metadata: {name: x, ...}` or `metadata:` then `  name: x`)

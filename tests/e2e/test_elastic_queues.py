@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
@@ -25,6 +26,9 @@ from tests.framework import ray_clusters, spark_apps
 from tests.framework.bridge import Api, cluster_of, cordoned, front_pods, running_pods
 from tests.framework.kube import wait_for
 from tests.framework.operators import REMOTES, apply, kubectl, wait_gone_from_remotes, wait_status
+
+# Alone in the environment: it cordons every remote node but one real node and needs that node to itself.
+pytestmark = pytest.mark.exclusive
 
 CLUSTER = REMOTES[0]  # the cluster whose real node is the pool
 ELASTIC_CPU = "150m"  # a later executor or worker

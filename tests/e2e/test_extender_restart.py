@@ -8,12 +8,16 @@ import signal
 import time
 from collections import defaultdict
 
+import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
 from devenv.processes.environment import Environment
 from tests.framework.bridge import Api, cluster_of, events_for, front_pods, pod, remote_pods, wait_running
 from tests.framework.kube import wait_for
+
+# Alone in the environment: it kills and stops the extender.
+pytestmark = pytest.mark.exclusive
 
 GANGS, SIZE = 12, 4
 

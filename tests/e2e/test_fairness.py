@@ -9,11 +9,15 @@ import time
 import uuid
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
 from tests.framework.bridge import Api, cluster_of, free_in_remotes, front_pods, pod
 from tests.framework.kube import wait_for
+
+# Alone in the environment: they fill the remotes and measure the queues' shares.
+pytestmark = pytest.mark.exclusive
 
 PREEMPTIBLE = "armada-preemptible"
 URGENT = "armada-urgent"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
@@ -13,6 +14,7 @@ from tests.framework.kube import wait_for
 REMOTES = ("remote-1", "remote-2")
 
 
+@pytest.mark.exclusive  # its gang takes a whole remote's KWOK room
 def test_sixteen_pod_gang_runs_whole_in_one_cluster(namespace: str, cluster_api: Api) -> None:
     core = k8s.CoreV1Api(cluster_api("front"))
     gang = {keys.GANG_ID: "big", keys.GANG_CARDINALITY: "16"}

@@ -8,9 +8,10 @@ up`'s host processes: a gang, a real container's command, the demo's PyTorchJob 
 from their operators. Then day 2: `helm upgrade` to a new image with gangs running, one queued and
 one submitted during the rollout (nothing lost, duplicated or orphaned, the Leases handed over);
 each leader pod killed (the other replica takes over); `helm uninstall` leaves nothing behind in
-either cluster (its pre-delete hook removes the RemoteCluster first). Then the chart again in
-`second-scheduler` mode with cert-manager's certificates, and last `kubectl apply -k manifests`
-(cert-manager's too) as docs/install.md tells, its smoke run and `kubectl delete -k manifests`."""
+either cluster (its pre-delete hook removes the RemoteCluster first). The chart in
+`second-scheduler` mode with cert-manager's certificates is a second test, and `kubectl apply -k
+manifests` (cert-manager's too) as docs/install.md tells, its smoke run and `kubectl delete -k
+manifests` a third: each passes or fails on its own, in the same environment."""
 
 from __future__ import annotations
 
@@ -60,10 +61,15 @@ NODES = 2  # KWOK nodes of the remote cluster
 UPGRADED_TAG = "0.1.0-upgraded"
 
 
-@pytest.fixture
+# The three ways of installing share one environment of their own: one test process runs them.
+pytestmark = pytest.mark.xdist_group("install")
+DEMO_OPERATORS = ("training-operator", "kuberay")
+
+
+@pytest.fixture(scope="module")
 def bare() -> Iterator[Environment]:
     """An environment of its own (one remote cluster of two KWOK nodes and one real node; a real
-    node in the front) without the bridge's host processes, down after."""
+    node in the front) without the bridge's host processes, down after the module."""
     state = Path(tempfile.mkdtemp(prefix="ab-", dir="/tmp"))  # short: containerd's socket path
     env = Environment(state)
     try:
@@ -73,6 +79,46 @@ def bare() -> Iterator[Environment]:
         with contextlib.suppress(Exception):
             env.down()
         shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture
+def front(bare: Environment, tmp_path: Path) -> Iterator[Front]:
+    """The environment's clients; after the test, whatever it left (a failed one's installation,
+    its pods, the scheduler pointed at it) removed, so that each way of installing passes or fails
+    on its own."""
+    with api_client(bare.kubeconfig("front")) as api, api_client(bare.kubeconfig(REMOTE)) as remote_api:
+        f = Front(bare, api, remote_api)
+        try:
+            yield f
+        finally:
+            _remove_what_is_left(f, tmp_path)
+
+
+def _remove_what_is_left(f: Front, tmp: Path) -> None:
+    """Best effort, each step whatever the others did: the release, the kustomizations, the
+    RemoteClusters (their finalizers too: no vkubelet may be left to clear them), the teams' pods
+    and Queues, the front's scheduler without the extender."""
+    steps = [
+        lambda: helm(f.env, "uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--ignore-not-found"),
+        lambda: _kubectl(f.env, "delete", "-k", str(ARMADA_API_MANIFESTS), "--ignore-not-found"),
+        lambda: _kubectl(f.env, "delete", "-k", str(REPO_ROOT / "manifests"), "--ignore-not-found"),
+    ]
+    custom = k8s.CustomObjectsApi(f.api)
+    for step in steps:
+        with contextlib.suppress(Exception):
+            step()
+    with contextlib.suppress(Exception):
+        for rc in custom.list_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters")["items"]:
+            name = rc["metadata"]["name"]
+            custom.patch_cluster_custom_object(
+                keys.GROUP, "v1alpha1", "remoteclusters", name, {"metadata": {"finalizers": None}}
+            )
+            custom.delete_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters", name)
+    for namespace in TEAM_NAMESPACES.values():
+        with contextlib.suppress(Exception):
+            f.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    with contextlib.suppress(Exception):
+        f.env.front_scheduler_without_extender()
 
 
 def values(env: Environment) -> dict[str, Any]:
@@ -206,19 +252,30 @@ def _kubectl(env: Environment, *args: str, stdin: str | None = None) -> str:
     return kubectl(binaries.expected(), env.kubeconfig("front"), *args, stdin=stdin, timeout=360)
 
 
-def _queue(api: k8s.ApiClient, name: str) -> None:
-    """A Queue and a namespace in it, as an admin makes them for a team."""
-    k8s.CustomObjectsApi(api).create_cluster_custom_object(
-        keys.GROUP,
-        "v1alpha1",
-        "queues",
-        {
+#: queue -> the namespace labelled for it, as an admin makes them for a team.
+TEAM_NAMESPACES = {"team": "team", "default": "demo"}
+
+
+def _teams(f: Front) -> None:
+    """The Queues and their namespaces (kept where an earlier test made them)."""
+    for queue, namespace in TEAM_NAMESPACES.items():
+        body = {
             "apiVersion": keys.API_VERSION,
             "kind": "Queue",
-            "metadata": {"name": name},
+            "metadata": {"name": queue},
             "spec": {"priorityFactor": 1},  # its namespaces: those labelled for it
-        },
-    )
+        }
+        with contextlib.suppress(k8s.ApiException):  # 409: there already
+            k8s.CustomObjectsApi(f.api).create_cluster_custom_object(keys.GROUP, "v1alpha1", "queues", body)
+        with contextlib.suppress(k8s.ApiException):
+            f.core.create_namespace({"metadata": {"name": namespace, "labels": {keys.QUEUE_LABEL: queue}}})
+
+
+def _demo_operators(f: Front) -> None:
+    """The operators of the demo's objects, installed as usual once the bridge is (its CRDs,
+    Volcano's PodGroup among them, are there). `up` leaves the front's scheduler as it made it
+    (without the extender): point it at the extender after this."""
+    f.env.up(workers=1, nodes=NODES, real_nodes=1, operator_names=DEMO_OPERATORS)
 
 
 class Front:
@@ -559,7 +616,9 @@ def _kustomize(f: Front, tmp: Path) -> None:
     cluster_object = {"apiVersion": keys.API_VERSION, "kind": "RemoteCluster", "metadata": {"name": REMOTE}}
     _kubectl(f.env, "apply", "-f", "-", stdin=json.dumps(cluster_object))
     _running_from_the_image(f, "extender")
+    _demo_operators(f)
     _point_scheduler(f)
+    _teams(f)
     _work(f, "kustomize")
     # docs/armada-api.md's `kubectl apply -k manifests/armada-api`, after the bridge.
     _kubectl(f.env, "apply", "-k", str(ARMADA_API_MANIFESTS))
@@ -582,49 +641,51 @@ def _kustomize(f: Front, tmp: Path) -> None:
     assert REMOTE not in {n.metadata.name for n in f.core.list_node().items}
 
 
-@pytest.mark.timeout(2400)  # three installs, two with their day 2: about 14 minutes on 2 busy cores
-def test_helm_install_upgrade_failover_and_uninstall_in_both_scheduler_modes(
-    bare: Environment, tmp_path: Path
+@pytest.mark.timeout(1200)
+def test_chart_in_extender_mode_installs_works_upgrades_fails_over_and_uninstalls(
+    front: Front, tmp_path: Path
 ) -> None:
-    """Installed in extender mode, worked, upgraded, failed over, uninstalled; then installed again
-    in second-scheduler mode (the chart's own kube-scheduler in each extender pod, the front's
-    scheduler left without the extender) with cert-manager's certificates, worked, upgraded,
-    uninstalled; then installed with kustomize, worked and deleted."""
-    env = bare
+    """The chart with Helm's own certificates, the front's kube-scheduler pointed at the extender's
+    Service: worked, upgraded under load, each leader killed, Armada's API used, uninstalled."""
+    f = front
     values_file = tmp_path / "values.yaml"
-    values_file.write_text(yaml.safe_dump(values(env)))
-    with api_client(env.kubeconfig("front")) as api, api_client(env.kubeconfig(REMOTE)) as remote_api:
-        f = Front(env, api, remote_api)
-        _install(f, values_file, "extender")
-        # The operators of the demo's objects, installed as usual once the bridge is (its CRDs,
-        # Volcano's PodGroup among them, are there); `up` leaves the front's scheduler as it made
-        # it, so before that scheduler is pointed at the extender.
-        env.up(workers=1, nodes=NODES, real_nodes=1, operator_names=("training-operator", "kuberay"))
-        _point_scheduler(f)
-        for queue, namespace in (("team", "team"), ("default", "demo")):
-            _queue(api, queue)
-            f.core.create_namespace({"metadata": {"name": namespace, "labels": {keys.QUEUE_LABEL: queue}}})
-        _work(f, "extender")
-        whole, after = _upgrade_under_load(f)
-        _failovers(f, after)
-        _free_room(f, whole)
-        _submits_through_the_armada_api(f, "chart")
-        _uninstall(f, tmp_path)
+    values_file.write_text(yaml.safe_dump(values(f.env)))
+    _install(f, values_file, "extender")
+    _demo_operators(f)
+    _point_scheduler(f)
+    _teams(f)
+    _work(f, "extender")
+    whole, after = _upgrade_under_load(f)
+    _failovers(f, after)
+    _free_room(f, whole)
+    _submits_through_the_armada_api(f, "chart")
+    _uninstall(f, tmp_path)
 
-        env.front_scheduler_without_extender()
-        env.ensure_operators(["cert-manager"])
-        _install(f, values_file, "second-scheduler", certificates="cert-manager")
-        _work(f, "second-scheduler")
-        for p in f.core.list_namespaced_pod("team").items:
-            assert p.spec.scheduler_name == "armada-bridge-scheduler", (
-                p.metadata.name,
-                p.spec.scheduler_name,
-            )
-        whole, _ = _upgrade_under_load(f)
-        _free_room(f, whole)
-        _submits_through_the_armada_api(f, "chart-with-cert-manager")
-        _uninstall(f, tmp_path)
 
-        env.front_scheduler_without_extender()
-        with _nodes_as_an_admins(f):
-            _kustomize(f, tmp_path)
+@pytest.mark.timeout(1200)
+def test_chart_in_second_scheduler_mode_with_cert_managers_certificates(front: Front, tmp_path: Path) -> None:
+    """The chart's own kube-scheduler in each extender pod (the front's scheduler left without the
+    extender), cert-manager's certificates: worked, upgraded under load, uninstalled."""
+    f = front
+    values_file = tmp_path / "values.yaml"
+    values_file.write_text(yaml.safe_dump(values(f.env)))
+    f.env.ensure_operators(["cert-manager"])
+    _install(f, values_file, "second-scheduler", certificates="cert-manager")
+    _demo_operators(f)
+    _teams(f)
+    _work(f, "second-scheduler")
+    for p in f.core.list_namespaced_pod("team").items:
+        assert p.spec.scheduler_name == "armada-bridge-scheduler", (p.metadata.name, p.spec.scheduler_name)
+    whole, _ = _upgrade_under_load(f)
+    _free_room(f, whole)
+    _submits_through_the_armada_api(f, "chart-with-cert-manager")
+    _uninstall(f, tmp_path)
+
+
+@pytest.mark.timeout(900)
+def test_kustomize_installs_works_and_deletes_leaving_nothing(front: Front, tmp_path: Path) -> None:
+    """docs/install.md's `kubectl apply -k manifests` (cert-manager's certificates), worked, and
+    `kubectl delete -k manifests`."""
+    front.env.ensure_operators(["cert-manager"])
+    with _nodes_as_an_admins(front):
+        _kustomize(front, tmp_path)

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 from armada_bridge import keys
@@ -35,6 +36,9 @@ from tests.framework.operators import (
     wait_gone_from_remotes,
     wait_status,
 )
+
+# Alone in the environment: they fill every gang's room of the remotes (one cordons their KWOK nodes).
+pytestmark = pytest.mark.exclusive
 
 CPU = 20
 MEMBERS = 4

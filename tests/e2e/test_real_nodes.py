@@ -274,6 +274,7 @@ def _ports(env: Environment) -> set[int]:
     return ports
 
 
+@pytest.mark.exclusive  # it checks the host's network state is as found
 def test_up_repairs_an_environment_and_down_leaves_the_host_as_found(dev_env: Environment) -> None:
     """An environment of its own (one remote, one KWOK and one real node): a killed component (the
     remote's API server, its kubelet port kwok-exec, its real node's kubelet) is started again by

@@ -166,6 +166,7 @@ def _get(address: str, path: str = "/index.html", timeout: float = 10) -> str | 
         return None
 
 
+@pytest.mark.exclusive  # it kills a remote kube-apiserver and the vkubelet
 def test_relayed_connections_end_with_what_carries_them_and_new_ones_follow(
     dev_env: Environment, cluster_api: Api, namespace_in_its_queue: str
 ) -> None:

@@ -97,6 +97,7 @@ def mpijob_v1(
     assert _served(cluster_api, SHARED_CRD) == ["v2beta1"]
 
 
+@pytest.mark.exclusive  # it swaps the MPI operator for the training operator's MPIJob v1
 def test_mpijob_v1_runs_whole_in_one_remote_cluster_and_succeeds_in_place_of_the_mpi_operator(
     namespace: str, cluster_api: Api, mpijob_v1: None
 ) -> None:
@@ -107,6 +108,7 @@ def test_mpijob_v1_runs_whole_in_one_remote_cluster_and_succeeds_in_place_of_the
     )
 
 
+@pytest.mark.exclusive  # it asks for that swap
 def test_mpijob_v1_is_refused_while_mpi_operator_mpijobs_exist_and_nothing_changes(
     namespace: str, cluster_api: Api, dev_env: object, operators: Callable[..., None]
 ) -> None:
@@ -431,6 +433,7 @@ MPI_LAUNCHER = (
 )
 
 
+@pytest.mark.exclusive  # it swaps the MPI operator for the training operator's MPIJob v1
 def test_mpijob_v1_launcher_reaches_its_workers_through_kubectl_exec_on_real_nodes(
     namespace: str, cluster_api: Api, mpijob_v1: None
 ) -> None:

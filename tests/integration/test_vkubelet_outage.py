@@ -32,6 +32,9 @@ from tests.framework.vkubelet_pods import (
 from vkubelet.manager import CLEANUP_TIMEOUT
 
 NS = "vk-private"
+# Its tests share one environment of their own: one test process runs them. Only the outage test
+# runs new pods on remote-1 (the others use remote-2, which each puts back as it found it).
+pytestmark = pytest.mark.xdist_group("vkubelet-outage")
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +60,8 @@ def clients(env: Environment) -> Iterator[dict[str, k8s.CoreV1Api]]:
 
 def test_kubectl_logs_on_a_front_pod(env: Environment, clients: dict[str, k8s.CoreV1Api]) -> None:
     front = clients["front"]
-    run_bound(front, NS, bound_pod("talker", "remote-1"))
+    # remote-2: the outage test stops and starts remote-1, whose KWOK then runs no new pods.
+    run_bound(front, NS, bound_pod("talker", "remote-2"))
 
     logs = kubectl(env, "logs", "-n", NS, "talker")
     assert logs.returncode == 0, logs.stderr
@@ -200,8 +204,9 @@ def test_runs_with_the_shipped_front_rbac(env: Environment, clients: dict[str, k
 
 def test_standby_replica_takes_over(env: Environment, clients: dict[str, k8s.CoreV1Api]) -> None:
     """Two vkubelets with --leader-elect: one leads; when it stops, the other serves the nodes.
-    (Pods go to remote-2: after the outage test's kwokctl stop/start, remote-1's KWOK no longer
-    runs new pods, which is KWOK's business, not the vkubelet's.)"""
+    (Pods go to remote-2, which no test of this module stops: KWOK restarted by `kwokctl stop/start`,
+    as the outage test does remote-1's, runs no new pods, which is KWOK's business, not the
+    vkubelet's.)"""
     import os
     import signal
     import sys

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
@@ -138,6 +139,7 @@ def test_pod_runs_remotely_with_constraints_restored(
     assert remote1.read_namespace(namespace).metadata.name == namespace
 
 
+@pytest.mark.exclusive  # it makes remote-1 Routable for a while
 def test_a_routable_clusters_pods_show_their_remote_addresses(
     front: k8s.CoreV1Api, remote1: k8s.CoreV1Api, cluster_api: Api, namespace: str
 ) -> None:
@@ -380,6 +382,7 @@ def _rc(name: str, secret: str) -> dict[str, Any]:
     }
 
 
+@pytest.mark.exclusive  # it adds a virtual node on remote-2's room
 def test_remote_clusters_added_and_removed_at_run_time(front: k8s.CoreV1Api, cluster_api: Api) -> None:
     custom = k8s.CustomObjectsApi(cluster_api("front"))
     broken = {
@@ -460,6 +463,7 @@ def _kill_vkubelet(env: Environment) -> None:
     wait_for("vkubelet gone", lambda: env.supervisor.pid(vkubelet_setup.COMPONENT) is None, timeout=10)
 
 
+@pytest.mark.exclusive  # it kills the vkubelet
 def test_sigkill_during_churn_loses_and_duplicates_nothing(
     vkubelet: Environment,
     front: k8s.CoreV1Api,

@@ -213,6 +213,7 @@ def front_api_off(cluster_api: Api, vkubelet: Environment) -> Iterator[None]:
         set_enabled(True)
 
 
+@pytest.mark.exclusive  # it turns remote-2's front API off for a while
 def test_remote_cluster_can_turn_it_off(
     front: k8s.CoreV1Api,
     remote2: k8s.CoreV1Api,
