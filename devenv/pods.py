@@ -76,7 +76,8 @@ WEB_PORT = 8000  # of web_pod's server, its container port `http`
 
 def web_pod(name: str, page: str, *, labels: dict[str, str] | None = None, **spec: Any) -> Obj:
     """A pod `name` on a real node serving `page` (one line) at `/index.html` on its port `http`
-    (:data:`WEB_PORT`), Python's own HTTP server, until deleted; `spec`, more of its spec."""
+    (:data:`WEB_PORT`), Python's own HTTP server, until deleted, Ready once it listens; `spec`, more
+    of its spec."""
     script = f"echo {page} > /tmp/index.html; cd /tmp; exec python3 -u -m http.server {WEB_PORT}"
     pod = real_pod(
         name,
@@ -88,5 +89,9 @@ def web_pod(name: str, page: str, *, labels: dict[str, str] | None = None, **spe
         labels=labels,
         **spec,
     )
-    pod["spec"]["containers"][0]["ports"] = [{"name": "http", "containerPort": WEB_PORT}]
+    main = pod["spec"]["containers"][0]
+    main["ports"] = [{"name": "http", "containerPort": WEB_PORT}]
+    # Ready once it listens: until then a client through a Service gets nothing (its endpoint is
+    # not ready), rather than a connection its relay cannot complete.
+    main["readinessProbe"] = {"tcpSocket": {"port": "http"}, "periodSeconds": 1}
     return pod

@@ -51,21 +51,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by the folder it lives in (unit / integration / e2e), and run them in that
     order, those that use the released operators (the `operators` fixture) last: hack/test.sh
     compiles the operators meanwhile (otherwise in the order collected). The `exclusive` tests go
-    to one test process (pytest-xdist's group), one after another."""
+    to one test process (pytest-xdist's group), one after another, and so do the tests of each
+    module marked `own_environment` (they share that environment)."""
     for item in items:
         kind = _kind(item)
         if kind in KINDS:
             item.add_marker(getattr(pytest.mark, kind))
         if item.get_closest_marker("exclusive"):
             item.add_marker(pytest.mark.xdist_group("exclusive"))
+        elif item.get_closest_marker("own_environment"):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
     items.sort(key=_order)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # around pytest-timeout's: waiting is not testing
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """A test against the environment holds its room from its fixtures' setup to their teardown:
-    shared, or alone for an `exclusive` one."""
-    if _kind(item) in ("integration", "e2e"):
+    shared, or alone for an `exclusive` one; a test on an environment of its own holds none."""
+    if _kind(item) in ("integration", "e2e") and not item.get_closest_marker("own_environment"):
         with room.held(default_state_dir(), exclusive=item.get_closest_marker("exclusive") is not None):
             yield
     else:

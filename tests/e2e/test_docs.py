@@ -2,7 +2,7 @@
 in order, in one `bash -euo pipefail` from the repository's root, against the dev environment with
 every released operator running, with what README's "Try it" exports (the front's kubeconfig;
 `armada-bridge`, `kubectl-armada` and the pinned kubectl on PATH). The Namespaces and Queues a file
-made are deleted afterwards."""
+makes are deleted before and after it (none else: other tests run meanwhile)."""
 
 from __future__ import annotations
 
@@ -24,19 +24,15 @@ from devenv.processes.environment import Environment
 from tests.framework.bridge import Api
 from tests.framework.docs_blocks import ROOT, blocks, doc_files
 
-# Alone in the environment: the docs' commands use fixed names and every operator, and it deletes what the run made meanwhile.
-pytestmark = pytest.mark.exclusive
-
 RUNNABLE = {p: [b for b in blocks(p) if b.runnable] for p in doc_files()}
 FILES = [p for p, found in RUNNABLE.items() if found]
-# A Namespace a doc makes (`metadata: {name: x, ...}` or `metadata:` then `  name: x`)
-_NAMESPACE = re.compile(
-    r"kind:\s*Namespace\s*\nmetadata:\s*(?:\{\s*name:\s*([\w.-]+)|\n\s+name:\s*([\w.-]+))"
-)
+# A Namespace or Queue a doc makes (`metadata: {name: x, ...}` or `metadata:` then `  name: x`)
+_MADE = r"kind:\s*{kind}\s*\nmetadata:\s*(?:\{{\s*name:\s*([\w.-]+)|\n\s+name:\s*([\w.-]+))"
 
 
-def namespaces_made(text: str) -> set[str]:
-    return {a or b for a, b in _NAMESPACE.findall(text)}
+def made_in(text: str, kind: str = "Namespace") -> set[str]:
+    """The names of the objects of `kind` (Namespace or Queue) the text makes."""
+    return {a or b for a, b in re.findall(_MADE.format(kind=kind), text)}
 
 
 def _made(api: k8s.ApiClient) -> tuple[set[str], set[str]]:
@@ -63,11 +59,12 @@ def test_the_docs_runnable_blocks_run_as_written(
 ) -> None:
     operators(*ALL)
     api = cluster_api(FRONT)
-    # As the doc's reader starts: without what an earlier reading left (its team's namespace and queue).
-    namespaces, queues = _made(api)
+    # As the doc's reader starts: without what an earlier reading left (its team's namespace and
+    # queue). Only what the doc makes is removed, before and after: other tests run meanwhile.
     text = "".join(b.text for b in RUNNABLE[doc])
-    _remove(api, namespaces & namespaces_made(text), queues & namespaces_made(text))
+    ours = made_in(text), made_in(text, "Queue")
     namespaces, queues = _made(api)
+    _remove(api, namespaces & ours[0], queues & ours[1])
     script = "\n".join(f"echo '== {b.where}' >&2\n{b.text}" for b in RUNNABLE[doc])
     kubectl_dir = binaries.expected().kubectl.parent
     env = {
@@ -85,6 +82,6 @@ def test_the_docs_runnable_blocks_run_as_written(
             timeout=840,
         )
     finally:
-        after_namespaces, after_queues = _made(api)
-        _remove(api, after_namespaces - namespaces, after_queues - queues)
+        namespaces, queues = _made(api)
+        _remove(api, namespaces & ours[0], queues & ours[1])
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"

@@ -61,8 +61,8 @@ NODES = 2  # KWOK nodes of the remote cluster
 UPGRADED_TAG = "0.1.0-upgraded"
 
 
-# The three ways of installing share one environment of their own: one test process runs them.
-pytestmark = pytest.mark.xdist_group("install")
+# The three ways of installing share one environment of their own.
+pytestmark = pytest.mark.own_environment
 DEMO_OPERATORS = ("training-operator", "kuberay")
 
 

@@ -39,11 +39,15 @@ def _relay_of(front: k8s.CoreV1Api, uid: str) -> Any:
 
 
 def _addressed(front: k8s.CoreV1Api, namespace: str, name: str) -> Any:
+    """The front pod once Ready (its server listens: the remote pod's readiness, mirrored) with an
+    address."""
+
     def probe() -> Any:
         p = front.read_namespaced_pod(name, namespace)
-        return p if p.status.phase == "Running" and p.status.pod_ip else None
+        ready = any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+        return p if p.status.phase == "Running" and ready and p.status.pod_ip else None
 
-    return wait_for(f"pod {name} Running with an address", probe, timeout=120)
+    return wait_for(f"pod {name} Ready with an address", probe, timeout=120)
 
 
 def _served(dev_env: Environment, cluster_api: Api, namespace: str) -> tuple[k8s.CoreV1Api, str, Any]:

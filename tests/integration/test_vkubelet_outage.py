@@ -32,9 +32,9 @@ from tests.framework.vkubelet_pods import (
 from vkubelet.manager import CLEANUP_TIMEOUT
 
 NS = "vk-private"
-# Its tests share one environment of their own: one test process runs them. Only the outage test
-# runs new pods on remote-1 (the others use remote-2, which each puts back as it found it).
-pytestmark = pytest.mark.xdist_group("vkubelet-outage")
+# Its tests share one environment of their own. Only the outage test runs new pods on remote-1 (the
+# others use remote-2, which each puts back as it found it).
+pytestmark = pytest.mark.own_environment
 
 
 @pytest.fixture(scope="module")

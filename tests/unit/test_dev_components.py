@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 from devenv.components import Component, Supervisor
@@ -12,9 +13,12 @@ def test_a_component_just_started_is_seen_running_by_its_pid(tmp_path: Path) -> 
     # made right after Popen on this machine): a pid read then looked gone, and dev up could fail
     # "exited at start" with an empty log.
     supervisor = Supervisor(tmp_path)
+    # A command line of this test's own: `ensure` stops any process running the same command, and
+    # a plain `sleep 300` may well be someone else's on this host.
+    unique = secrets.randbelow(10**6)
     try:
         for i in range(40):
-            c = Component(name=f"sleeper-{i}", argv=["sleep", f"{300 + i}"], follows_code=False)
+            c = Component(name=f"sleeper-{i}", argv=["sleep", f"{300 + i}.{unique:06d}"], follows_code=False)
             pid, started = supervisor.ensure(c)
             assert started
             assert supervisor.pid(c.name) == pid, f"start {i}: pid not seen"
