@@ -52,15 +52,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     order, those that use the released operators (the `operators` fixture) last: hack/test.sh
     compiles the operators meanwhile (otherwise in the order collected). The `exclusive` tests go
     to one test process (pytest-xdist's group), one after another, and so do the tests of each
-    module marked `own_environment` (they share that environment)."""
+    module marked `own_environment` (they share that environment), or of each group it names."""
     for item in items:
         kind = _kind(item)
         if kind in KINDS:
             item.add_marker(getattr(pytest.mark, kind))
         if item.get_closest_marker("exclusive"):
             item.add_marker(pytest.mark.xdist_group("exclusive"))
-        elif item.get_closest_marker("own_environment"):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+        elif own := item.get_closest_marker("own_environment"):
+            group = own.args[0] if own.args else item.module.__name__ if item.module else item.nodeid
+            item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=_order)
 
 

@@ -46,6 +46,7 @@ from devenv.processes.environment import Environment
 from devenv.realnode import containerd
 from devenv.realnode.placement import on_a_real_node
 from devenv.versions import REPO_ROOT
+from tests.framework import REAL_NODE_ENVIRONMENTS
 from tests.framework import helm_chart as chart
 from tests.framework.kube import role_binding, wait_for
 
@@ -61,8 +62,10 @@ NODES = 2  # KWOK nodes of the remote cluster
 UPGRADED_TAG = "0.1.0-upgraded"
 
 
-# The three ways of installing share one environment of their own.
-pytestmark = pytest.mark.own_environment
+# The three ways of installing share one environment of their own; environments with real nodes
+# made by tests set the host's network up and down, one at a time (test_real_nodes.py's hygiene
+# test checks the host's network before and after its own).
+pytestmark = pytest.mark.own_environment(REAL_NODE_ENVIRONMENTS)
 DEMO_OPERATORS = ("training-operator", "kuberay")
 
 

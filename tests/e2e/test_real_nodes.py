@@ -33,7 +33,7 @@ from devenv.realnode import host
 from devenv.realnode.node import RealNodes
 from devenv.realnode.placement import on_a_real_node
 from devenv.simulated import kwok_exec
-from tests.framework import PROGRAMS
+from tests.framework import PROGRAMS, REAL_NODE_ENVIRONMENTS
 from tests.framework.bridge import Api
 from tests.framework.kube import grant, kubectl, kubectl_argv, wait_for
 
@@ -274,7 +274,7 @@ def _ports(env: Environment) -> set[int]:
     return ports
 
 
-@pytest.mark.exclusive  # it checks the host's network state is as found
+@pytest.mark.own_environment(REAL_NODE_ENVIRONMENTS)  # it checks the host's network is as found
 def test_up_repairs_an_environment_and_down_leaves_the_host_as_found(dev_env: Environment) -> None:
     """An environment of its own (one remote, one KWOK and one real node): a killed component (the
     remote's API server, its kubelet port kwok-exec, its real node's kubelet) is started again by

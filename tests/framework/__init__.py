@@ -6,3 +6,7 @@ from pathlib import Path
 
 #: Programs the real-node tests run in their pods (given to them in ConfigMaps).
 PROGRAMS = Path(__file__).with_name("realnode_programs")
+
+#: The group of the tests that make environments with real nodes: they set the host's network up
+#: and down, one at a time (`pytest.mark.own_environment(REAL_NODE_ENVIRONMENTS)`).
+REAL_NODE_ENVIRONMENTS = "real-node-environments"
