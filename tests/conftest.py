@@ -4,7 +4,6 @@ it holds (tests/framework/room.py), and per-test namespaces."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import uuid
@@ -76,14 +75,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
-
-
 @pytest.fixture(scope="session")
 def dev_env() -> object:
     """The environment of `armada-bridge dev up`: reused when healthy, started otherwise (once,
@@ -91,7 +82,7 @@ def dev_env() -> object:
     from devenv.processes.environment import Environment
 
     env = Environment()
-    with _locked(env.state_dir / "tests-up.lock"):
+    with room.one_at_a_time(env.state_dir / "tests-up.lock"):
         statuses = env.status()
         if not (len(statuses) >= 3 and all(s.healthy for s in statuses)):
             env.up()

@@ -1,5 +1,6 @@
 """JobSet (released controller, unchanged) and the Indexed Job of Kubernetes itself: the samples in
-manifests/samples run as one gang in one remote cluster and complete; deleting leaves nothing."""
+manifests/samples run as one gang in one remote cluster and complete, and one too big for any
+cluster waits whole; deleting leaves nothing."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tests.framework.operators import (
     assert_waits_whole,
     conditions,
     delete_and_wait_gone,
+    get,
     kubectl,
     one_remote_cluster,
     wait_status,
@@ -65,4 +67,15 @@ def test_indexed_job_runs_whole_in_one_remote_cluster_and_completes(namespace: s
     done = wait_status(job, "Complete", lambda j: conditions(j).get("Complete") == "True")
     assert done["status"].get("succeeded") == 3
     assert one_remote_cluster(cluster_api, namespace, 3)
+    delete_and_wait_gone(cluster_api, namespace, "job", job["metadata"]["name"])
+
+
+def test_indexed_job_too_big_for_any_cluster_waits_whole(namespace: str, cluster_api: Api) -> None:
+    job = ours("indexed-job.yaml")
+    spec = job["spec"]
+    spec["completions"] = spec["parallelism"] = 5  # 5 pods of 30 CPU: no 4-node cluster holds them
+    spec["template"]["metadata"]["annotations"]["armadaproject.io/gangCardinality"] = "5"
+    apply(adapt(job, namespace, cpu="30"))
+    assert_waits_whole(cluster_api, namespace, 5)
+    assert not {"Complete", "Failed"} & {t for t, s in conditions(get(job)).items() if s == "True"}
     delete_and_wait_gone(cluster_api, namespace, "job", job["metadata"]["name"])

@@ -38,3 +38,13 @@ def held(state_dir: Path, exclusive: bool) -> Iterator[float]:
             yield time.monotonic() - started
         finally:
             fcntl.flock(room, fcntl.LOCK_UN)
+
+
+@contextmanager
+def one_at_a_time(path: Path) -> Iterator[None]:
+    """Hold the lock file `path` alone for the block (say, one test process starting the
+    environment while the others wait for it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
