@@ -67,8 +67,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # around pytest-timeout's: waiting is not testing
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """A test against the environment holds its room from its fixtures' setup to their teardown:
-    shared, or alone for an `exclusive` one; a test on an environment of its own holds none."""
-    if _kind(item) in ("integration", "e2e") and not item.get_closest_marker("own_environment"):
+    shared, or alone for an `exclusive` one. A test on an environment of its own holds it shared
+    too: not to be beside an exclusive test, which may kill what it judges by its timing while the
+    other environment loads the cores."""
+    if _kind(item) in ("integration", "e2e"):
         with room.held(default_state_dir(), exclusive=item.get_closest_marker("exclusive") is not None):
             yield
     else:

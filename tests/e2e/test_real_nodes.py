@@ -275,14 +275,16 @@ def _ports(env: Environment) -> set[int]:
 
 
 @pytest.mark.own_environment(REAL_NODE_ENVIRONMENTS)  # it checks the host's network is as found
-def test_up_repairs_an_environment_and_down_leaves_the_host_as_found(dev_env: Environment) -> None:
+def test_up_repairs_an_environment_and_down_leaves_the_host_as_found() -> None:
     """An environment of its own (one remote, one KWOK and one real node): a killed component (the
     remote's API server, its kubelet port kwok-exec, its real node's kubelet) is started again by
     `up`; it runs a container, then goes down: no process, port, nor anything else of it is left,
     and the kernel tunables kubelet changed are as they were, or, while the shared environment's
     real nodes run (it holds the host's record), left to it, with the record of the host as found
-    (tests/unit/test_dev_realnode.py puts that back)."""
-    record = host.HostRecord(dev_env.state_dir).load()
+    (tests/unit/test_dev_realnode.py puts that back). It reads the shared environment's record
+    without the `dev_env` fixture, which would start or repair that environment: this test holds no
+    room there, and an exclusive test may be stopping its parts meanwhile."""
+    record = host.HostRecord(Environment().state_dir).load()
     shared = [h for h in record.get("holders") or [] if Path(h).exists()]
     before = dict(record.get("sysctls") or host.read_sysctls())
     if not shared:
