@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
@@ -93,6 +94,7 @@ def test_sparkapplication_too_big_for_any_cluster_waits_whole_and_is_not_failed(
     delete_and_wait_gone(cluster_api, namespace, "sparkapplication", name)
 
 
+@pytest.mark.exclusive  # its driver and two executors need most of the real nodes' room (a CPU each)
 def test_sparkpi_really_runs_its_driver_and_executors_on_real_nodes(
     namespace: str, cluster_api: Api, operators: Callable[..., None]
 ) -> None:
