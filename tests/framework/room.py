@@ -12,7 +12,6 @@ A process that dies lets go of its locks with it (flock)."""
 from __future__ import annotations
 
 import fcntl
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,11 +21,10 @@ ROOM = "tests-room.lock"
 
 
 @contextmanager
-def held(state_dir: Path, exclusive: bool) -> Iterator[float]:
-    """Hold the room (alone when `exclusive`) for the block; yields the seconds spent waiting."""
+def held(state_dir: Path, exclusive: bool) -> Iterator[None]:
+    """Hold the room (alone when `exclusive`) for the block."""
     state_dir.mkdir(parents=True, exist_ok=True)
     mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-    started = time.monotonic()
     with open(state_dir / ROOM, "a") as room:
         with open(state_dir / GATE, "a") as gate:
             fcntl.flock(gate, mode)
@@ -35,7 +33,7 @@ def held(state_dir: Path, exclusive: bool) -> Iterator[float]:
             finally:
                 fcntl.flock(gate, fcntl.LOCK_UN)
         try:
-            yield time.monotonic() - started
+            yield
         finally:
             fcntl.flock(room, fcntl.LOCK_UN)
 
