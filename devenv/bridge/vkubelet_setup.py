@@ -172,7 +172,7 @@ def kubelet_port(env: BaseEnvironment) -> int:
     port_file = env.state_dir / "vkubelet" / "port"
     if port_file.is_file():
         return int(port_file.read_text())
-    port = free_ports(1)[0]
+    port = free_ports(1, holder=env.state_dir)[0]
     port_file.parent.mkdir(parents=True, exist_ok=True)
     port_file.write_text(str(port))
     return port

@@ -42,7 +42,7 @@ from devenv.bridge import bridge, extender_setup
 from devenv.kind import kind as kind_mod
 from devenv.kind.kind_cluster import KindCluster, ensure_network, remove_network
 from devenv.names import FRONT, remote_name
-from devenv.ports import free_ports
+from devenv.ports import free_ports, release
 from devenv.processes.environment import Environment
 from devenv.procs import kill_and_wait
 
@@ -147,7 +147,7 @@ class KindEnvironment(BaseEnvironment):
             wanted = [FRONT] + [remote_name(i) for i in range(1, o.workers + 1)]
             host = ensure_network(self.network)
             replicas = o.extender_replicas or int(previous.get("extender_replicas", 1))
-            fresh = iter(free_ports(len(BRIDGE_PORTS) + replicas + len(wanted)))
+            fresh = iter(free_ports(len(BRIDGE_PORTS) + replicas + len(wanted), holder=self.state_dir))
             ports = bridge_ports(previous, fresh)
             for replica in extender_setup.replica_names(replicas)[1:]:
                 ports.setdefault(replica, next(fresh))
@@ -227,6 +227,7 @@ class KindEnvironment(BaseEnvironment):
             if stuck:
                 raise ClusterError(f"processes {stuck} survived SIGKILL")
         shutil.rmtree(self.state_dir, ignore_errors=True)
+        release(self.state_dir)
         log(f"environment down; removed {self.state_dir}")
 
 

@@ -80,7 +80,9 @@ def _ports(env: BaseEnvironment, ops: Iterable[Operator]) -> dict[str, dict[str,
     state = json.loads(f.read_text()) if f.is_file() else {"enabled": [], "ports": {}}
     ops = list(ops)
     need = [(o.name, p) for o in ops for p in o.ports if p not in state["ports"].get(o.name, {})]
-    for (name, port_name), port in zip(need, free_ports(len(need)) if need else [], strict=True):
+    for (name, port_name), port in zip(
+        need, free_ports(len(need), holder=env.state_dir) if need else [], strict=True
+    ):
         state["ports"].setdefault(name, {})[port_name] = port
     state["enabled"] = sorted(set(state["enabled"]) | {o.name for o in ops})
     f.write_text(json.dumps(state))

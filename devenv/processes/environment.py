@@ -47,7 +47,7 @@ from devenv.images import oci, recipes
 from devenv.names import FRONT, remote_name
 from devenv.network import api_port, podnet
 from devenv.operators import install as operator_setup
-from devenv.ports import LOOPBACK, free_ports
+from devenv.ports import LOOPBACK, free_ports, release
 from devenv.processes.control_plane import PORT_OPTIONS, ControlPlane, interleaved
 from devenv.procs import kill_and_wait
 from devenv.realnode import node as realnode
@@ -87,9 +87,10 @@ class _Plan:
     cluster_ports: dict[str, list[int]] = field(default_factory=dict)
     front_services: str = ""
 
-    def draw_ports(self) -> None:
-        """Every port this run may need, drawn at once so no two are the same: the bridge's own
-        (kept for the environment's life) and each cluster's, should it have to be (re)created."""
+    def draw_ports(self, holder: Path) -> None:
+        """Every port this run may need, drawn at once for the environment `holder` so no two are
+        the same: the bridge's own (kept for the environment's life) and each cluster's, should it
+        have to be (re)created."""
         wanted, planned = self.wanted, self.planned
         fresh = iter(
             free_ports(
@@ -97,7 +98,8 @@ class _Plan:
                 + self.replicas
                 + (len(PORT_OPTIONS) + 1) * len(wanted)
                 + len(realnode.PORT_KINDS) * len(planned)
-                + len(wanted)
+                + len(wanted),
+                holder=holder,
             )
         )
         ports = bridge_ports(self.previous, fresh)
@@ -288,7 +290,7 @@ class Environment(BaseEnvironment):
             if planned
             else None,
         )
-        plan.draw_ports()
+        plan.draw_ports(self.state_dir)
         return plan
 
     def _delete_clusters_beyond(self, plan: _Plan) -> None:
@@ -537,4 +539,5 @@ class Environment(BaseEnvironment):
             if problems:
                 raise ClusterError("the real nodes left things on the host: " + "; ".join(problems))
         shutil.rmtree(self.state_dir, ignore_errors=True)
+        release(self.state_dir)
         log(f"environment down; removed {self.state_dir}")
