@@ -97,17 +97,18 @@ def test_the_docs_runnable_blocks_run_as_written(
         "KUBECONFIG": str(dev_env.kubeconfig(FRONT)),
         "PATH": f"{ROOT / '.venv/bin'}:{kubectl_dir}:{os.environ['PATH']}",
     }
-    shell = subprocess.Popen(
-        ["bash", "-euo", "pipefail", "-c", script],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # what it leaves running is stopped with its process group
-    )
+    out, err = tmp_path / "stdout", tmp_path / "stderr"  # files: what it leaves running may keep a pipe open
+    with out.open("w") as stdout, err.open("w") as stderr:
+        shell = subprocess.Popen(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=cwd,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,  # what it leaves running is stopped with its process group
+        )
     try:
-        stdout, stderr = shell.communicate(timeout=840)
+        shell.wait(timeout=840)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(shell.pid, signal.SIGTERM)
@@ -116,4 +117,6 @@ def test_the_docs_runnable_blocks_run_as_written(
             shell.wait()
         namespaces, queues = _made(api)
         _remove(api, namespaces & ours[0], queues & ours[1])
-    assert shell.returncode == 0, f"exit {shell.returncode}\n{stdout[-4000:]}\n{stderr[-4000:]}"
+    assert shell.returncode == 0, (
+        f"exit {shell.returncode}\n{out.read_text()[-4000:]}\n{err.read_text()[-4000:]}"
+    )
