@@ -64,38 +64,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_order)
 
 
-def _room_wanted(item: pytest.Item | None) -> bool | None:
-    """How a test holds the shared environment's room: alone (True) for an `exclusive` one, shared
-    (False) for any other integration or e2e test but those on an environment of their own, which
-    hold nothing (None), as unit tests."""
-    if (
-        item is None
-        or _kind(item) not in ("integration", "e2e")
-        or item.get_closest_marker("own_environment")
-    ):
-        return None
-    return item.get_closest_marker("exclusive") is not None
-
-
-_HOLD = room.Hold(default_state_dir())  # this test process's
-
-
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # around pytest-timeout's: waiting is not testing
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """A test against the shared environment holds its room from its fixtures' setup to their
-    teardown: shared, or alone for an `exclusive` one; exclusive tests run one after another in one
-    process (their xdist group), which keeps the room from one to the next."""
-    wanted = _room_wanted(item)
-    if wanted is None:
-        _HOLD.leave()
+    """A test against the environment holds its room from its fixtures' setup to their teardown:
+    shared, or alone for an `exclusive` one. A test on an environment of its own holds it shared
+    too: not to be beside an exclusive test, which may kill what it judges by its timing while the
+    other environment loads the cores."""
+    if _kind(item) in ("integration", "e2e"):
+        with room.held(default_state_dir(), exclusive=item.get_closest_marker("exclusive") is not None):
+            yield
+    else:
         yield
-        return
-    _HOLD.take(exclusive=wanted)
-    try:
-        yield
-    finally:
-        if not (wanted and _room_wanted(nextitem)):
-            _HOLD.leave()
 
 
 @pytest.fixture(scope="session")

@@ -15,55 +15,27 @@ import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
 
 GATE = "tests-gate.lock"
 ROOM = "tests-room.lock"
 
 
-class Hold:
-    """One test process's hold on the room: `take` enters it (shared, or alone when `exclusive`),
-    `leave` lets it go. A process running exclusive tests one after another keeps the room between
-    them (each switch would otherwise wait for the longest test that slipped in meanwhile)."""
-
-    def __init__(self, state_dir: Path) -> None:
-        self.state_dir = state_dir
-        self.exclusive: bool | None = None  # None: not held
-        self._room: IO[str] | None = None
-
-    def take(self, exclusive: bool) -> None:
-        if self.exclusive is exclusive:
-            return
-        self.leave()
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-        room = open(self.state_dir / ROOM, "a")  # noqa: SIM115 (open while held: closing it lets go)
-        with open(self.state_dir / GATE, "a") as gate:
-            fcntl.flock(gate, mode)
-            try:
-                fcntl.flock(room, mode)
-            except BaseException:
-                room.close()
-                raise
-            finally:
-                fcntl.flock(gate, fcntl.LOCK_UN)
-        self._room, self.exclusive = room, exclusive
-
-    def leave(self) -> None:
-        if self._room is not None:
-            self._room.close()  # closing the file lets go of its lock
-        self._room, self.exclusive = None, None
-
-
 @contextmanager
 def held(state_dir: Path, exclusive: bool) -> Iterator[None]:
     """Hold the room (alone when `exclusive`) for the block."""
-    hold = Hold(state_dir)
-    hold.take(exclusive)
-    try:
-        yield
-    finally:
-        hold.leave()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    with open(state_dir / ROOM, "a") as room:
+        with open(state_dir / GATE, "a") as gate:
+            fcntl.flock(gate, mode)
+            try:
+                fcntl.flock(room, mode)
+            finally:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(room, fcntl.LOCK_UN)
 
 
 @contextmanager

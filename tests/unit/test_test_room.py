@@ -73,21 +73,3 @@ def test_an_exclusive_test_waits_for_the_room_to_empty_and_keeps_newcomers_out(t
     for t in (early, alone, late):
         t.join(10)
     assert entered == ["early", "alone", "late"]
-
-
-def test_a_process_keeps_the_room_from_one_exclusive_test_to_the_next(tmp_path: Path) -> None:
-    hold = room.Hold(tmp_path)
-    hold.take(exclusive=True)
-    entered = threading.Event()
-
-    def ordinary() -> None:
-        with room.held(tmp_path, exclusive=False):
-            entered.set()
-
-    newcomer = threading.Thread(target=ordinary)
-    newcomer.start()
-    hold.take(exclusive=True)  # the next exclusive test: the room is still this process's
-    assert not entered.wait(0.3), "nobody enters between two exclusive tests of one process"
-    hold.leave()
-    assert entered.wait(10), "the room is free once the exclusive tests are done"
-    newcomer.join(10)
