@@ -35,7 +35,7 @@ FILES = [p for p, found in RUNNABLE.items() if found]
 # `kubectl create namespace x`)
 _MADE = r"kind:\s*{kind}\s*\nmetadata:\s*(?:\{{\s*name:\s*([\w.-]+)|\n\s+name:\s*([\w.-]+))"
 _CREATED = r"kubectl\s+create\s+{kind}\s+([\w.-]+)"
-_HOME_LINKED = (".cache", ".local", "go")  # the machine's caches and state, as the reader's
+_HOME_LINKED = (".cache", "go")  # the machine's caches, as the reader's (the state: ARMADA_BRIDGE_STATE)
 
 
 def made_in(text: str, kind: str = "Namespace") -> set[str]:
