@@ -1,7 +1,8 @@
 """CPU time spent during a benchmark's phase, by the part of the environment that spent it: each
 cluster's control plane (API server, etcd, scheduler, controller manager, KWOK), the extender
 replicas, the vkubelet, this benchmark, and the whole machine (from /proc/stat, so "other" is
-everything else: real nodes, operators, the rest of the host).
+everything else: real nodes, operators, the rest of the host); and by process (`by_process`: the
+front's and the remotes' kube-apiserver, etcd, ... apart).
 
 CPU seconds per pod are far steadier than wall times on a shared, noisy machine, and say where a
 pod's cost lies: a phase's figures are the sum over the processes alive at its end of the CPU
@@ -15,17 +16,20 @@ import contextlib
 import itertools
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from bench.pods import cpu_seconds, processes
 from devenv.bridge import vkubelet_setup
 from devenv.names import FRONT
 from devenv.processes.environment import Environment
-from devenv.procs import pids_under
+from devenv.procs import pids_under, process_cmdline
 
 TICK = os.sysconf("SC_CLK_TCK")
 MACHINE, OTHER = "machine", "other"
 EXTENDER, VKUBELET, BENCHMARK = "extender", "vkubelet", "benchmark"
+REMOTES = "remotes"  # every remote cluster's processes of one program, in `by_process`
 
 
 def machine_busy_seconds() -> float:
@@ -36,38 +40,61 @@ def machine_busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / TICK
 
 
-def groups(env: Environment) -> dict[str, list[int]]:
-    """Group name -> the pids in it now. A cluster's group is every other process naming its
-    directory (its control plane, KWOK; the bridge's processes name the front's too)."""
+def groups(env: Environment) -> dict[str, dict[int, str]]:
+    """Group name -> pid -> process name, of the processes in it now. A cluster's group is every
+    other process naming its directory (its control plane, KWOK; the bridge's processes name the
+    front's too), each named by its program (`kube-apiserver`, `etcd`, ...)."""
     bridge = processes(env)
     named = {
-        EXTENDER: [pid for name, pid in bridge.items() if name != vkubelet_setup.COMPONENT],
-        VKUBELET: [bridge[vkubelet_setup.COMPONENT]],
-        BENCHMARK: [os.getpid()],
+        EXTENDER: {pid: EXTENDER for name, pid in bridge.items() if name != vkubelet_setup.COMPONENT},
+        VKUBELET: {bridge[vkubelet_setup.COMPONENT]: VKUBELET},
+        BENCHMARK: {os.getpid(): BENCHMARK},
     }
     taken = {pid for pids in named.values() for pid in pids}
-    clusters = {
-        name: [p for p in pids_under(env.kwok_workdir / "clusters" / name) if p not in taken]
-        for name in env.cluster_names()
-    }
+    clusters: dict[str, dict[int, str]] = {}
+    for name in env.cluster_names():
+        clusters[name] = {}
+        for pid in pids_under(env.kwok_workdir / "clusters" / name):
+            argv = process_cmdline(pid)
+            if pid not in taken and argv:
+                clusters[name][pid] = Path(argv[0]).name
     return clusters | named
 
 
 @dataclass(frozen=True)
 class Sample:
     by_group: dict[str, dict[int, float]]  # group -> pid -> CPU seconds so far
+    names: dict[int, str]  # pid -> process name
     machine: float
     at: float  # time.monotonic()
 
 
 def sample(env: Environment) -> Sample:
     by_group: dict[str, dict[int, float]] = {}
+    names: dict[int, str] = {}
     for group, pids in groups(env).items():
         by_group[group] = {}
-        for pid in pids:
+        for pid, name in pids.items():
             with contextlib.suppress(OSError):  # exited meanwhile
                 by_group[group][pid] = cpu_seconds(pid)
-    return Sample(by_group, machine_busy_seconds(), time.monotonic())
+                names[pid] = name
+    return Sample(by_group, names, machine_busy_seconds(), time.monotonic())
+
+
+def process_key(group: str, name: str) -> str:
+    """`front kube-apiserver`, `remotes etcd` (every remote cluster's summed), `extender`."""
+    if group in (EXTENDER, VKUBELET, BENCHMARK):
+        return group
+    return f"{FRONT if group == FRONT else REMOTES} {name}"
+
+
+def _less_idle(
+    out: dict[str, float], before: Sample, after: Sample, idle: dict[str, float] | None
+) -> dict[str, float]:
+    if not idle:
+        return out
+    elapsed = after.at - before.at
+    return {key: s - idle.get(key, 0.0) * elapsed for key, s in out.items()}
 
 
 def spent(before: Sample, after: Sample, idle: dict[str, float] | None = None) -> dict[str, float]:
@@ -80,25 +107,44 @@ def spent(before: Sample, after: Sample, idle: dict[str, float] | None = None) -
     }
     out[MACHINE] = after.machine - before.machine
     out[OTHER] = out[MACHINE] - sum(v for k, v in out.items() if k != MACHINE)
-    if idle:
-        elapsed = after.at - before.at
-        out = {group: s - idle.get(group, 0.0) * elapsed for group, s in out.items()}
-    return out
+    return _less_idle(out, before, after, idle)
 
 
-async def idle_rates(env: Environment, seconds: float, windows: int = 5) -> dict[str, float]:
-    """Group -> CPU seconds per second while nothing is asked of the environment: the least of
-    `windows` windows over `seconds`, so that a moment of work in one (an earlier run's pods torn
-    down, a component's first sync) is not subtracted from the whole benchmark."""
+def by_process(before: Sample, after: Sample, idle: dict[str, float] | None = None) -> dict[str, float]:
+    """As `spent`, by `process_key` (the front's processes, the remotes' summed by program)."""
+    out: dict[str, float] = {}
+    for group, pids in after.by_group.items():
+        for pid, cpu in pids.items():
+            key = process_key(group, after.names[pid])
+            out[key] = out.get(key, 0.0) + cpu - before.by_group.get(group, {}).get(pid, 0.0)
+    return _less_idle(out, before, after, idle)
+
+
+@dataclass(frozen=True)
+class Idle:
+    """CPU seconds per second at rest, by group and by process."""
+
+    groups: dict[str, float]
+    processes: dict[str, float]
+
+
+async def idle_rates(env: Environment, seconds: float, windows: int = 5) -> Idle:
+    """CPU seconds per second while nothing is asked of the environment: the least of `windows`
+    windows over `seconds`, so that a moment of work in one (an earlier run's pods torn down, a
+    component's first sync) is not subtracted from the whole benchmark."""
     samples = [sample(env)]
     for _ in range(windows):
         await asyncio.sleep(seconds / windows)
         samples.append(sample(env))
-    rates = [
-        {group: s / (after.at - before.at) for group, s in spent(before, after).items()}
-        for before, after in itertools.pairwise(samples)
-    ]
-    return {group: min(r.get(group, 0.0) for r in rates) for group in rates[-1]}
+
+    def least(spend: Callable[[Sample, Sample], dict[str, float]]) -> dict[str, float]:
+        rates = [
+            {key: s / (after.at - before.at) for key, s in spend(before, after).items()}
+            for before, after in itertools.pairwise(samples)
+        ]
+        return {key: min(r.get(key, 0.0) for r in rates) for key in rates[-1]}
+
+    return Idle(least(spent), least(by_process))
 
 
 def per_pod_ms(seconds: dict[str, float], pods: int) -> dict[str, float]:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada_bridge import keys
 from armada_bridge.kube import PODS, Kube, load_config
-from bench import cpu
+from bench import cpu, writes
 from bench.pods import (
     BOUND,
     BRIDGE_STAGES,
@@ -121,6 +121,36 @@ def figures(work: list[Unit], times: Times, order: tuple[str, ...]) -> dict[str,
     return out
 
 
+def _profile(
+    c0: cpu.Sample,
+    c1: cpu.Sample,
+    w0: writes.Sample,
+    w1: writes.Sample,
+    idle: cpu.Idle,
+    idle_writes: dict[str, float],
+    pods: int,
+) -> dict[str, dict[str, float]]:
+    """One side's cost per pod: CPU ms by process, API writes by verb and resource."""
+    return {
+        "cpu_ms": cpu.per_pod_ms(cpu.by_process(c0, c1, idle.processes), pods),
+        "writes": {k: v / pods for k, v in writes.spent(w0, w1, idle_writes).items()},
+    }
+
+
+def profile_lines(profile: dict[str, dict[str, dict[str, float]]]) -> list[str]:
+    """The per-pod profile as a table: a row per process and per write, direct against bridge,
+    the bridge's costliest first (rows under 0.05 on both sides left out)."""
+    lines = [f"    {'':<44}{'direct':>8}{'bridge':>8}"]
+    for what, unit in (("cpu_ms", "CPU ms"), ("writes", "writes")):
+        direct, bridge = profile["direct"][what], profile["bridge"][what]
+        rows = sorted(set(direct) | set(bridge), key=lambda k: (k.endswith(writes.ALL), -bridge.get(k, 0.0)))
+        for key in rows:
+            d, b = direct.get(key, 0.0), bridge.get(key, 0.0)
+            if max(abs(d), abs(b)) >= 0.05:
+                lines.append(f"    {unit:<7} {key:<36}{d:>8.2f}{b:>8.2f}")
+    return lines
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     env = Environment()
     kubes = {n: Kube(load_config(env.kubeconfig(n))) for n in ("front", *REMOTES)}
@@ -134,7 +164,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 f"the remotes have {slots} free pod slots for {args.pods} pods: "
                 f"`armada-bridge dev up --nodes {-(-args.pods // 200) + 1}` (110 slots per node, 2 remotes)"
             )
-        idle = await cpu.idle_rates(env, args.idle_seconds) if args.idle_seconds > 0 else {}
+        idle, idle_writes = cpu.Idle({}, {}), {}
+        if args.idle_seconds > 0:
+            w0 = await writes.sample(kubes)
+            idle = await cpu.idle_rates(env, args.idle_seconds)
+            idle_writes = writes.rates(w0, await writes.sample(kubes))
         for k in kubes.values():
             await create_namespace(k, ns_direct)
         remote = [kubes[c] for c in REMOTES]
@@ -143,7 +177,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             f"baseline: {args.pods} pods ({gangs} gangs) directly in {', '.join(REMOTES)} ...",
             file=sys.stderr,
         )
-        c0 = cpu.sample(env)
+        c0, w0 = cpu.sample(env), await writes.sample(kubes)
         direct = await batch_times(
             [
                 (remote[u % 2], "", pod(unit, i, args.cpu, None, not args.no_token))
@@ -155,12 +189,14 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             timeout=args.timeout,
             stages=[(k, {BOUND: is_bound}) for k in remote],
         )
-        cpu_direct = cpu.spent(c0, cpu.sample(env), idle)
+        c1, w1 = cpu.sample(env), await writes.sample(kubes)
+        cpu_direct = cpu.spent(c0, c1, idle.groups)
+        profile = {"direct": _profile(c0, c1, w0, w1, idle, idle_writes, args.pods)}
         await delete_namespace(kubes, ns_direct)
         await create_namespace(kubes["front"], ns_bridge, queue=args.queue)
         print(f"bridge: the same {args.pods} pods, managed, in the front cluster ...", file=sys.stderr)
         front = kubes["front"]
-        c0 = cpu.sample(env)
+        c0, w0 = cpu.sample(env), await writes.sample(kubes)
         via = await batch_times(
             [
                 (front, "", pod(unit, i, args.cpu, args.queue, not args.no_token))
@@ -172,7 +208,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             timeout=args.timeout,
             stages=bridge_stages(front, [kubes[c] for c in REMOTES]),
         )
-        cpu_bridge = cpu.spent(c0, cpu.sample(env), idle)
+        c1, w1 = cpu.sample(env), await writes.sample(kubes)
+        cpu_bridge = cpu.spent(c0, c1, idle.groups)
+        profile["bridge"] = _profile(c0, c1, w0, w1, idle, idle_writes, args.pods)
         listed = (await front.list(PODS, ns_bridge))["items"]
         spread = Counter(
             (p["metadata"].get("annotations") or {}).get(keys.ASSIGNED_CLUSTER, "?") for p in listed
@@ -195,7 +233,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         **ratios,
         "ceilings": ceilings,
         "by_cluster": dict(sorted(spread.items())),
-        "idle_cores": idle.get(cpu.MACHINE),  # None: not measured, nothing subtracted
+        "profile": profile,
+        "idle_cores": idle.groups.get(cpu.MACHINE),  # None: not measured, nothing subtracted
         "load_average_1m": os.getloadavg()[0],
         "cores": os.cpu_count(),
     }
@@ -244,6 +283,8 @@ def main() -> None:
     print(f"  CPU per pod, ms ({less}):")
     print(f"    directly in the remotes : {cpu.cpu_line(r['direct']['cpu_ms_per_pod'])}")
     print(f"    through the bridge      : {cpu.cpu_line(r['bridge']['cpu_ms_per_pod'])}")
+    print(f"  per pod, by process and by write ({less}):")
+    print("\n".join(profile_lines(r["profile"])))
     c = r["ceilings"]
     print(
         f"  ceilings from CPU       : all clusters on these cores {c['shared_machine']:.2f}x direct; "

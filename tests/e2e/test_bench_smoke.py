@@ -50,6 +50,15 @@ def test_pipeline_benchmark_runs_small(dev_env: Environment, namespace: str) -> 
     assert parts <= set(r["direct"]["cpu_ms_per_pod"]) == set(r["bridge"]["cpu_ms_per_pod"])
     assert r["bridge"]["cpu_ms_per_pod"]["extender"] > 0 and r["bridge"]["cpu_ms_per_pod"]["vkubelet"] > 0, r
     assert r["cpu_per_pod_ratio"] > 0
+    # The per-pod profile: CPU by process and the API servers' writes by verb and resource; every
+    # pod was created once on its side (raw counts: a retried create counts again).
+    profile = r["profile"]
+    assert {"front kube-apiserver", "remotes kube-apiserver", "remotes etcd"} <= set(
+        profile["bridge"]["cpu_ms"]
+    )
+    assert profile["direct"]["writes"]["remotes POST pods"] >= 1, profile["direct"]["writes"]
+    assert profile["bridge"]["writes"]["front POST pods"] >= 1, profile["bridge"]["writes"]
+    assert profile["bridge"]["writes"]["front POST pods/binding"] >= 1, profile["bridge"]["writes"]
 
 
 def test_memory_benchmark_runs_small(dev_env: Environment, namespace: str) -> None:
