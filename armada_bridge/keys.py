@@ -123,9 +123,12 @@ CORDONED_BY_SPEC = f"{GROUP}/cordoned-by-remotecluster"
 REMOTECLUSTER_FINALIZER = f"{GROUP}/vkubelet-cleanup"
 # Mirrored ConfigMaps/Secrets/Services/ServiceAccounts in a remote cluster: the front object's UID.
 FRONT_OBJECT_UID = f"{GROUP}/front-object-uid"
-# Remote Secret holding the front API credentials of one remote pod (token, ca.crt, namespace); it
-# carries FRONT_UID (the front pod's UID) as label. Annotation: when the token is renewed (RFC 3339).
+# Remote Secret holding the front API credentials (token, ca.crt, namespace) of one front
+# ServiceAccount, for the remote pods that run as it: label FRONT_API_TOKEN_LABEL ("true");
+# annotations: when the token is renewed (RFC 3339), and the ServiceAccount's name.
+FRONT_API_TOKEN_LABEL = f"{GROUP}/front-api-token"
 FRONT_API_REFRESH_AT = f"{GROUP}/front-api-token-refresh-at"
+FRONT_SERVICE_ACCOUNT = f"{GROUP}/front-service-account"
 # Relay pods (RemoteCluster network Relay, vkubelet/relays.py): in the bridge's namespace, labelled
 # RELAY_FOR with the UID of the front pod whose address they are; annotations: that pod's
 # namespace/name, the token the relay shows the vkubelet, and a hash of what the relay was made for

@@ -46,7 +46,7 @@ class Actions:
         if keys.SCHEDULING_GATE in info.gates:
             patch["spec"] = {"schedulingGates": gates_without(info.gates)}
         try:
-            pod = await self.front.patch(
+            await self.front.patch(
                 PODS, name, patch, ns, params={"fieldManager": "armada-bridge"}, uid=info.uid
             )
         except Exception as e:
@@ -54,12 +54,8 @@ class Actions:
                 "pod %s: decision not written (%s: %s); it is reconsidered", info.key, type(e).__name__, e
             )
             return False
-        gang = f" with gang {info.gang.key}" if info.gang else ""
-        await self.events.emit(
-            pod,
-            "ArmadaAdmitted",
-            f"admitted to remote cluster {cluster} (node {node}){gang}, queue {info.queue}",
-        )
+        # No Event: the decision is on the pod (`why`, `kubectl describe`), the front scheduler's
+        # `Scheduled` names its cluster, and an Event per admitted pod was a front write per pod.
         self.metrics.admitted.labels(queue=info.queue).inc()
         return True
 

@@ -195,7 +195,7 @@ class ClusterAgent:
         nodes = Informer(remote, NODES, name=f"{self.name}/nodes")
         namespaces = Informer(remote, NAMESPACES, name=f"{self.name}/namespaces")
         # Not the remote scheduler's `Scheduled`: the remote pod is pinned to the node the decision
-        # named, which the front pod's ArmadaAdmitted Event already names (a front write per pod).
+        # on the front pod already names (a front write per pod).
         events = Informer(
             remote,
             CORE_EVENTS,
@@ -238,7 +238,7 @@ class ClusterAgent:
         )
         self.relay_controller = relay_controller
         token_secrets = Informer(
-            remote, SECRETS, label_selector=keys.FRONT_UID, name=f"{self.name}/front-api-tokens"
+            remote, SECRETS, label_selector=keys.FRONT_API_TOKEN_LABEL, name=f"{self.name}/front-api-tokens"
         )
         tokens = FrontTokens(
             self.name,
@@ -246,7 +246,6 @@ class ClusterAgent:
             remote,
             token_secrets,
             front_pods,
-            remote_pods,
             pods,
             lambda: self.spec.front_api,
             self.on_remote_error,

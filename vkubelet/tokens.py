@@ -3,13 +3,16 @@ the front CA and the namespace, where in-cluster configuration reads them, and t
 KUBERNETES_SERVICE_HOST/PORT.
 
 For a front pod that mounts a ServiceAccount token (its `kube-api-access-*` volume, which the
-ServiceAccount admission adds unless the pod or its ServiceAccount opts out), the vkubelet asks the
-front apiserver for a token bound to the front pod (TokenRequest) while it creates the remote pod,
-keeps it in a remote Secret named after the front pod's UID (keys token, ca.crt, namespace) and
-owned by the remote pod, mounts that Secret where the front pod mounted its token, renews it at 80%
-of its lifetime (like the kubelet), issues it again if it goes missing, and deletes it with the pod
-(and the remote garbage collector does too, through the owner reference). The token dies with the
-front pod anyway: it is bound to it.
+ServiceAccount admission adds unless the pod or its ServiceAccount opts out), the remote pod mounts,
+where the front pod mounted its token, a remote Secret (keys token, ca.crt, namespace) of its
+ServiceAccount and the token's audiences, one per namespace for every pod of that ServiceAccount in
+the cluster: the first pod that needs it has the token requested from the front apiserver
+(TokenRequest) while the pod is created. The token is bound to the cluster's virtual node (it dies
+with the node, as when the cluster leaves), renewed at 80% of its lifetime (like the kubelet), issued
+again if the Secret goes missing, and the Secret is deleted once no live front pod of the cluster
+mounts it (the token itself stays valid until it expires: at most the RemoteCluster's
+`frontApi.tokenExpirationSeconds`). One token per ServiceAccount rather than per pod: a
+TokenRequest and a remote Secret per ServiceAccount, not per pod.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import asyncio
 import base64
 import copy
 import datetime as dt
+import hashlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -62,8 +66,15 @@ class Endpoint:
     port: int
 
 
-def secret_name(front_uid: str) -> str:
-    return f"{SECRET_PREFIX}{front_uid}"
+def service_account(front: Obj) -> str:
+    return str(front["spec"].get("serviceAccountName") or "default")
+
+
+def secret_name(service_account: str, audiences: Sequence[str]) -> str:
+    """The remote Secret of a ServiceAccount's front token for these audiences (pure): named by a
+    digest, as a ServiceAccount's name may be as long as a Secret's."""
+    digest = hashlib.sha256("\n".join([service_account, *sorted(audiences)]).encode()).hexdigest()
+    return f"{SECRET_PREFIX}{digest[:20]}"
 
 
 def token_volume(front: Obj) -> Obj | None:
@@ -72,6 +83,17 @@ def token_volume(front: Obj) -> Obj | None:
         if v.get("name", "").startswith(TOKEN_VOLUME_PREFIX) and "projected" in v:
             return dict(v)
     return None
+
+
+def secret_key(front: Obj) -> str | None:
+    """`namespace/name` of the token Secret the front pod mounts remotely (None: it mounts no
+    token; pure)."""
+    volume = token_volume(front)
+    if volume is None:
+        return None
+    return (
+        f"{front['metadata']['namespace']}/{secret_name(service_account(front), token_settings(volume)[0])}"
+    )
 
 
 def token_settings(volume: Obj) -> tuple[list[str], Obj]:
@@ -132,9 +154,10 @@ def with_front_api(body: Obj, front: Obj, secret: str, endpoint: Endpoint) -> Ob
     return out
 
 
-def token_secret(front: Obj, token: str, ca: str, refresh_at: dt.datetime) -> Obj:
-    """The remote Secret with the front API credentials of one pod (pure)."""
-    md = front["metadata"]
+def token_secret(
+    namespace: str, service_account: str, name: str, token: str, ca: str, refresh_at: dt.datetime
+) -> Obj:
+    """The remote Secret with the front API credentials of one ServiceAccount (pure)."""
 
     def b64(s: str) -> str:
         return base64.b64encode(s.encode()).decode()
@@ -143,13 +166,16 @@ def token_secret(front: Obj, token: str, ca: str, refresh_at: dt.datetime) -> Ob
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {
-            "name": secret_name(md["uid"]),
-            "namespace": md["namespace"],
-            "labels": {keys.MANAGED_BY_LABEL: keys.MANAGED_BY_VALUE, keys.FRONT_UID: md["uid"]},
-            "annotations": {keys.FRONT_API_REFRESH_AT: rfc3339(refresh_at)},
+            "name": name,
+            "namespace": namespace,
+            "labels": {keys.MANAGED_BY_LABEL: keys.MANAGED_BY_VALUE, keys.FRONT_API_TOKEN_LABEL: "true"},
+            "annotations": {
+                keys.FRONT_API_REFRESH_AT: rfc3339(refresh_at),
+                keys.FRONT_SERVICE_ACCOUNT: service_account,
+            },
         },
         "type": "Opaque",
-        "data": {"token": b64(token), "ca.crt": b64(ca), "namespace": b64(md["namespace"])},
+        "data": {"token": b64(token), "ca.crt": b64(ca), "namespace": b64(namespace)},
     }
 
 
@@ -165,12 +191,11 @@ def refresh_at(secret: Obj) -> dt.datetime | None:
 
 class Pods(Protocol):
     def front_pod(self, uid: str) -> Obj | None: ...
-    def remote_pod(self, uid: str) -> Obj | None: ...
-    def remote_namespaces(self) -> dict[str, str]: ...
 
 
 class FrontTokens:
-    """Issues, renews and deletes the front API Secrets of one remote cluster."""
+    """Issues, renews and deletes the front API Secrets of one remote cluster: one per namespace,
+    ServiceAccount and audiences that its live front pods mount, deleted when the last goes."""
 
     def __init__(
         self,
@@ -179,7 +204,6 @@ class FrontTokens:
         remote: Kube,
         secrets: Informer,
         front_pods: Informer,
-        remote_pods: Informer,
         pods: Pods,
         spec: Callable[[], FrontApi],
         on_error: Callable[[str], None],
@@ -193,43 +217,54 @@ class FrontTokens:
         self.on_error = on_error
         self.queue = WorkQueue(f"tokens/{cluster}")
         self._ca: dict[str, tuple[float, str]] = {}  # namespace -> (when read, front CA)
-        self._issuing: set[str] = set()  # keys of Secrets being created with their pods
+        self._issuing: set[str] = set()  # keys of Secrets being created beside a pod
+        self._users: dict[str, set[str]] = {}  # Secret key -> UIDs of the front pods that mount it
+        self._used: dict[str, str] = {}  # front pod UID -> the key of the Secret it mounts
         secrets.add_handler(lambda _kind, s: self.queue.add(_key(s)))
         front_pods.add_handler(self._on_front_pod)
-        remote_pods.add_handler(self._on_remote_pod)
 
     def _on_front_pod(self, kind: str, pod: Obj) -> None:
+        """Index who mounts what; a Secret whose last user goes is looked at (and deleted)."""
+        uid = pod["metadata"]["uid"]
         if kind == "DELETED" or _ending(pod):
-            md = pod["metadata"]
-            self.queue.add(f"{md['namespace']}/{secret_name(md['uid'])}")
+            key = self._used.pop(uid, None)
+            if key is not None:
+                users = self._users.get(key, set())
+                users.discard(uid)
+                if not users:
+                    self._users.pop(key, None)
+                    self.queue.add(key)
+            return
+        if uid not in self._used and (key := secret_key(pod)) is not None:
+            self._use(uid, key)
 
-    def _on_remote_pod(self, kind: str, pod: Obj) -> None:
-        """A new remote pod has its Secret, or is given it."""
-        uid = (pod["metadata"].get("labels") or {}).get(keys.FRONT_UID)
-        if kind == "ADDED" and uid:
-            self.queue.add(f"{pod['metadata']['namespace']}/{secret_name(uid)}")
+    def _use(self, uid: str, key: str) -> None:
+        self._used[uid] = key
+        self._users.setdefault(key, set()).add(uid)
 
     # ---------------------------------------------------------------- pod creation
     async def create(self, front: Obj, body: Obj, waiting: Callable[[Obj, str], Awaitable[None]]) -> Obj:
         """Create the remote pod `body` for `front`, with the front API when the RemoteCluster wants
-        it: its token is requested while the pod is created, then its Secret created owned by the
-        pod (one remote write, no round trip before the pod's). TokenUnavailable before anything is
-        created: the front CA is not published yet. A token refused after the pod was created is
-        said through `waiting` and issued again from the queue (the pod waits for its Secret)."""
+        it. The pod mounts its ServiceAccount's Secret; the first pod to need one has its token
+        requested while the pod is created, then the Secret created (no round trip before the
+        pod's). TokenUnavailable before anything is created: the front CA is not published yet. A
+        token refused after the pod was created is said through `waiting` and issued again from the
+        queue (the pod waits for its Secret)."""
         spec = self.spec()
-        endpoint = endpoint_for(spec, self.front.config.server)
-        volume = token_volume(front) if spec.enabled else None
-        md = front["metadata"]
-        name = secret_name(md["uid"])
-        if volume is None or self.secrets.get(name, md["namespace"]) is not None:
-            if spec.enabled:
-                body = with_front_api(body, front, name if volume is not None else "", endpoint)
+        if not spec.enabled:
             return await self.remote.create(PODS, body)
-        await self._front_ca(md["namespace"])
-        key = f"{md['namespace']}/{name}"
+        endpoint = endpoint_for(spec, self.front.config.server)
+        key = secret_key(front)
+        if key is None:
+            return await self.remote.create(PODS, with_front_api(body, front, "", endpoint))
+        ns, _, name = key.partition("/")
+        self._use(front["metadata"]["uid"], key)
+        if self.secrets.get(name, ns) is not None or key in self._issuing:
+            return await self.remote.create(PODS, with_front_api(body, front, name, endpoint))
+        await self._front_ca(ns)
         self._issuing.add(key)
         try:
-            issued = asyncio.ensure_future(self._issue(front, volume, spec))
+            issued = asyncio.ensure_future(self._issue(front, spec))
             try:
                 pod = await self.remote.create(PODS, with_front_api(body, front, name, endpoint))
             except BaseException:
@@ -237,7 +272,7 @@ class FrontTokens:
                 await asyncio.gather(issued, return_exceptions=True)  # its error is not ours to log
                 raise
             try:
-                await self._store(await issued, pod)
+                await self._store(await issued)
             except (ApiError, OSError, TimeoutError, TokenUnavailable) as e:
                 self.on_error("token")
                 log.warning("%s: front API token %s: %s", self.cluster, key, e)
@@ -247,32 +282,18 @@ class FrontTokens:
         finally:
             self._issuing.discard(key)
 
-    async def _provide(self, namespace: str, name: str) -> None:
-        """The Secret of a remote pod created without one (its token refused then, or the Secret
-        deleted since): issued now, unless the pod is on its way out or no longer wants it."""
-        if f"{namespace}/{name}" in self._issuing:
-            return  # being created with its pod
-        uid = name.removeprefix(SECRET_PREFIX)
-        front, remote = self.pods.front_pod(uid), self.pods.remote_pod(uid)
-        spec = self.spec()
-        if front is None or remote is None or not spec.enabled or _ending(front) or _ending(remote):
-            return
-        volume = token_volume(front)
-        if volume is not None:
-            await self._store(await self._issue(front, volume, spec), remote)
-            log.info("%s: front API token of %s/%s issued again", self.cluster, namespace, name)
-
-    async def _store(self, secret: Obj, pod: Obj) -> None:
-        """Create the token Secret, owned by the remote pod that mounts it (collected with it)."""
-        secret["metadata"]["ownerReferences"] = [_owner(pod)]
+    async def _store(self, secret: Obj) -> None:
         try:
             self.secrets.remember(await self.remote.create(SECRETS, secret))
         except ApiError as e:
             if not e.conflict:
                 raise
 
-    async def _issue(self, front: Obj, volume: Obj, spec: FrontApi) -> Obj:
+    async def _issue(self, front: Obj, spec: FrontApi) -> Obj:
+        """A token of the front pod's ServiceAccount, bound to this cluster's virtual node (it dies
+        with the node, or at its expiry), as the Secret that holds it."""
         md = front["metadata"]
+        volume = token_volume(front) or {}
         audiences, _ = token_settings(volume)
         seconds = spec.token_expiration_seconds
         request: Obj = {
@@ -280,12 +301,12 @@ class FrontTokens:
             "kind": "TokenRequest",
             "spec": {
                 "expirationSeconds": seconds,
-                "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": md["name"], "uid": md["uid"]},
+                "boundObjectRef": {"apiVersion": "v1", "kind": "Node", "name": self.cluster},
             },
         }
         if audiences:
             request["spec"]["audiences"] = audiences
-        sa = front["spec"].get("serviceAccountName") or "default"
+        sa = service_account(front)
         issued = now()
         try:
             answer = await self.front.request(
@@ -300,7 +321,8 @@ class FrontTokens:
         status = answer.get("status") or {}
         renew = issued + dt.timedelta(seconds=seconds * REFRESH_FRACTION)
         ca = await self._front_ca(md["namespace"])
-        return token_secret(front, str(status.get("token", "")), ca, renew)
+        name = secret_name(sa, audiences)
+        return token_secret(md["namespace"], sa, name, str(status.get("token", "")), ca, renew)
 
     async def _front_ca(self, namespace: str) -> str:
         """The front CA as the front's kubelet would mount it (kube-root-ca.crt of the namespace)."""
@@ -323,8 +345,8 @@ class FrontTokens:
             while True:
                 for s in self.secrets.items():
                     self.queue.add(_key(s))
-                for uid, namespace in self.pods.remote_namespaces().items():
-                    self.queue.add(f"{namespace}/{secret_name(uid)}")
+                for key in list(self._users):
+                    self.queue.add(key)
                 await asyncio.sleep(RESYNC_SECONDS)
 
         ticker = asyncio.create_task(resync(), name=f"{self.cluster}/tokens-resync")
@@ -342,36 +364,41 @@ class FrontTokens:
             log.warning("%s: front API token %s: %s", self.cluster, key, e)
             self.queue.retry(key)
 
+    def _a_user(self, key: str) -> Obj | None:
+        """A live front pod that mounts the Secret `key` (those gone meanwhile dropped)."""
+        for uid in list(self._users.get(key, ())):
+            pod = self.pods.front_pod(uid)
+            if pod is not None and not _ending(pod):
+                return pod
+            self._on_front_pod("DELETED", {"metadata": {"uid": uid}})
+        return None
+
     async def reconcile(self, key: str) -> None:
+        if key in self._issuing:
+            return  # being created beside a pod
         ns, _, name = key.partition("/")
         secret = self.secrets.get(name, ns)
+        user = self._a_user(key)
+        if user is None:
+            if secret is not None:
+                md = secret["metadata"]
+                await self.remote.delete(SECRETS, name, ns, body={"preconditions": {"uid": md["uid"]}})
+                self.secrets.cache.pop(key, None)
+                log.info("%s: front API token %s deleted (no pod mounts it)", self.cluster, key)
+            return
+        spec = self.spec()
         if secret is None:
-            await self._provide(ns, name)
+            if spec.enabled:
+                await self._store(await self._issue(user, spec))
+                log.info("%s: front API token %s issued again", self.cluster, key)
             return
-        md = secret["metadata"]
-        uid = (md.get("labels") or {}).get(keys.FRONT_UID, "")
-        front = self.pods.front_pod(uid)
-        if front is None or _ending(front):
-            await self.remote.delete(SECRETS, name, ns, body={"preconditions": {"uid": md["uid"]}})
-            self.secrets.cache.pop(key, None)
-            log.info("%s: front API token of %s deleted", self.cluster, key)
-            return
-        remote = self.pods.remote_pod(uid)
-        if remote is not None and not md.get("ownerReferences"):  # made before its pod (earlier versions)
-            patch = {
-                "metadata": {"ownerReferences": [_owner(remote)], "resourceVersion": md["resourceVersion"]}
-            }
-            await self._patch(name, ns, patch, md["uid"])
-            return  # the update brings us back
         due = refresh_at(secret)
         t = now()
         if due is not None and due > t:
             self.queue.add_after(key, min((due - t).total_seconds() + 0.5, RESYNC_SECONDS * 5))
             return
-        volume = token_volume(front)
-        if volume is None:
-            return
-        fresh = await self._issue(front, volume, self.spec())
+        fresh = await self._issue(user, spec)
+        md = secret["metadata"]
         patch = {
             "metadata": {
                 "annotations": fresh["metadata"]["annotations"],
@@ -379,21 +406,14 @@ class FrontTokens:
             },
             "data": fresh["data"],
         }
-        await self._patch(name, ns, patch, md["uid"])
-        log.info("%s: front API token of %s renewed", self.cluster, key)
-
-    async def _patch(self, name: str, namespace: str, patch: Obj, uid: str) -> None:
         try:
-            await self.remote.patch(SECRETS, name, patch, namespace, uid=uid)
+            await self.remote.patch(SECRETS, name, patch, ns, uid=md["uid"])
         except ApiError as e:
             if not (e.conflict or e.uid_mismatch):
                 raise
-            self.queue.add_after(f"{namespace}/{name}", 1.0)  # changed meanwhile: look again
-
-
-def _owner(pod: Obj) -> Obj:
-    md = pod["metadata"]
-    return {"apiVersion": "v1", "kind": "Pod", "name": md["name"], "uid": md["uid"]}
+            self.queue.add_after(key, 1.0)  # changed meanwhile: look again
+            return
+        log.info("%s: front API token %s renewed", self.cluster, key)
 
 
 def _ending(pod: Obj) -> bool:

@@ -1075,14 +1075,14 @@ def test_an_objects_priority_orders_its_pods_and_reprioritizing_it_reaches_them(
     client.cancel_jobs(queue=queue, job_set_id="block", job_id=blocking[0])
 
     def first_admitted() -> str | None:
-        """The JobSet whose pod the extender admitted first: its ArmadaAdmitted Event is the older
-        (resourceVersion: the front's order of writes; the admitted pod ends at once on KWOK, as a
-        Job's, and its room goes to the other)."""
+        """The JobSet whose pod the extender admitted first: its `Scheduled` Event (the front
+        scheduler's, once the admitted pod is bound) is the older (resourceVersion: the front's order
+        of writes; the admitted pod ends at once on KWOK, as a Job's, and its room goes to the other)."""
         admitted = sorted(
             (
                 e
                 for e in k8s.CoreV1Api(cluster_api(FRONT)).list_namespaced_event(namespace).items
-                if e.reason == "ArmadaAdmitted" and e.involved_object.name.startswith(("first-", "second-"))
+                if e.reason == "Scheduled" and e.involved_object.name.startswith(("first-", "second-"))
             ),
             key=lambda e: int(e.metadata.resource_version),
         )

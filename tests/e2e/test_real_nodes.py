@@ -194,8 +194,8 @@ def test_a_remote_pod_uses_the_front_api_with_its_own_token(
     assert c.status.phase == "Succeeded"
     assert (c.metadata.annotations or {}).get(keys.DECISION_SIGNATURE), c.metadata.annotations
     assert real.read_namespaced_pod_log("child", namespace) == "child ran\n"
-    events = real.list_namespaced_event(namespace, field_selector="involvedObject.name=child").items
-    assert any(e.reason == "ArmadaAdmitted" for e in events), [e.reason for e in events]
+    # Bound to the virtual node of the cluster its decision named.
+    assert c.spec.node_name == c.metadata.annotations.get(keys.ASSIGNED_CLUSTER), c.metadata.annotations
 
 
 def _host_view(env: Environment, network: PodNetwork, real: RealNodes) -> dict[str, Any]:

@@ -102,7 +102,7 @@ def test_pod_runs_remotely_with_constraints_restored(
     assert fp.status.qos_class == remote.status.qos_class
     # The remote pod's Events show on the front pod (one made here, as a remote kubelet would),
     # but for the remote scheduler's Scheduled, made before it: the pod was pinned to the node the
-    # decision named, which the front pod's ArmadaAdmitted names.
+    # decision named, which the front pod's decision (and the front scheduler's Scheduled) names.
     remote1.create_namespaced_event(
         namespace,
         {

@@ -1,5 +1,6 @@
-"""The front API inside remote pods: the front ServiceAccount's token, the front CA, the namespace and
-the front endpoint, renewed before expiry, deleted with the pod; opt-out and the RemoteCluster switch."""
+"""The front API inside remote pods: the front ServiceAccount's token (one Secret per ServiceAccount
+and cluster, shared by its pods), the front CA, the namespace and the front endpoint, renewed before
+expiry, deleted with the last pod that mounts it; opt-out and the RemoteCluster switch."""
 
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ Api = Callable[[str], k8s.ApiClient]
 MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
-def _secret(core: k8s.CoreV1Api, namespace: str, uid: str) -> Any:
+def _secret(core: k8s.CoreV1Api, namespace: str, service_account: str) -> Any:
     try:
-        return core.read_namespaced_secret(tokens.secret_name(uid), namespace)
+        return core.read_namespaced_secret(tokens.secret_name(service_account, []), namespace)
     except ApiException as e:
         if e.status == 404:
             return None
@@ -71,9 +72,7 @@ def test_remote_pod_sees_the_front_api(
     tmp_path: Path,
 ) -> None:
     run_bound(front, namespace, bound_pod("driver", "remote-1", serviceAccountName=worker_sa))
-    fpod = front.read_namespaced_pod("driver", namespace)
-    uid = fpod.metadata.uid
-    secret = wait_for("token Secret", lambda: _secret(remote1, namespace, uid), timeout=15)
+    secret = wait_for("token Secret", lambda: _secret(remote1, namespace, worker_sa), timeout=15)
 
     # What the remote pod sees: the Secret where the token was, the front endpoint, no remote token.
     rpod = remote1.read_namespaced_pod("driver", namespace)
@@ -86,18 +85,19 @@ def test_remote_pod_sees_the_front_api(
     server = vkubelet.front_api_server()
     assert f"https://{env['KUBERNETES_SERVICE_HOST']}:{env['KUBERNETES_SERVICE_PORT']}" == server
     assert _data(secret, "namespace") == namespace
-    owned = wait_for(
-        "Secret owned by the remote pod",
-        lambda: (s := _secret(remote1, namespace, uid)) is not None and s.metadata.owner_references and s,
-        timeout=15,
-    )
-    assert owned.metadata.owner_references[0].uid == rpod.metadata.uid
+    assert secret.metadata.annotations[keys.FRONT_SERVICE_ACCOUNT] == worker_sa
+    assert not secret.metadata.owner_references  # shared: it goes with the last pod that mounts it
 
-    # The token is the front ServiceAccount's, bound to the front pod.
+    # The token is the front ServiceAccount's, bound to the cluster's virtual node.
     user = _whoami(_client(vkubelet, secret, tmp_path))
     assert user.username == f"system:serviceaccount:{namespace}:{worker_sa}"
-    assert user.extra["authentication.kubernetes.io/pod-name"] == ["driver"]
-    assert user.extra["authentication.kubernetes.io/pod-uid"] == [uid]
+    assert user.extra["authentication.kubernetes.io/node-name"] == ["remote-1"]
+
+    # A second pod of the ServiceAccount in that cluster mounts the same Secret: no second token.
+    run_bound(front, namespace, bound_pod("driver-2", "remote-1", serviceAccountName=worker_sa))
+    second = remote1.read_namespaced_pod("driver-2", namespace)
+    assert any(v.secret and v.secret.secret_name == secret.metadata.name for v in second.spec.volumes)
+    assert _secret(remote1, namespace, worker_sa).metadata.uid == secret.metadata.uid
 
     # Renewed before it expires: make the renewal due now (as 80% of its lifetime would).
     old = _data(secret, "token")
@@ -107,7 +107,7 @@ def test_remote_pod_sees_the_front_api(
     )
     renewed = wait_for(
         "token renewed",
-        lambda: (s := _secret(remote1, namespace, uid)) is not None and _data(s, "token") != old and s,
+        lambda: (s := _secret(remote1, namespace, worker_sa)) is not None and _data(s, "token") != old and s,
         timeout=30,
     )
     due = dt.datetime.fromisoformat(
@@ -116,18 +116,17 @@ def test_remote_pod_sees_the_front_api(
     assert due > dt.datetime.now(dt.UTC)
     assert _whoami(_client(vkubelet, renewed, tmp_path)).username == user.username
 
-    # Deleted by someone: issued again, owned by the remote pod (a restarted container mounts it).
+    # Deleted by someone: issued again (a restarted container mounts it).
     remote1.delete_namespaced_secret(renewed.metadata.name, namespace)
     renewed = wait_for(
         "token Secret issued again",
         lambda: (
-            (s := _secret(remote1, namespace, uid)) is not None
+            (s := _secret(remote1, namespace, worker_sa)) is not None
             and s.metadata.uid != renewed.metadata.uid
             and s
         ),
         timeout=30,
     )
-    assert renewed.metadata.owner_references[0].uid == rpod.metadata.uid
     assert _whoami(_client(vkubelet, renewed, tmp_path)).username == user.username
 
     # Pods the remote pod creates with it are front pods, scheduled through the extender.
@@ -166,9 +165,12 @@ def test_remote_pod_sees_the_front_api(
     assert placed.spec.node_name in ("remote-1", "remote-2")
     assert (placed.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) == placed.spec.node_name
 
-    # Gone with the pod.
+    # Kept while a pod mounts it; gone with the last.
     front.delete_namespaced_pod("driver", namespace, grace_period_seconds=0)
-    wait_for("token Secret deleted", lambda: _secret(remote1, namespace, uid) is None, timeout=30)
+    wait_for("driver gone", lambda: "driver" not in phases(front, namespace), timeout=30)
+    assert _secret(remote1, namespace, worker_sa) is not None
+    front.delete_namespaced_pod("driver-2", namespace, grace_period_seconds=0)
+    wait_for("token Secret deleted", lambda: _secret(remote1, namespace, worker_sa) is None, timeout=30)
 
 
 def test_opted_out_pod_gets_no_token(
@@ -183,11 +185,10 @@ def test_opted_out_pod_gets_no_token(
         bound_pod("quiet", "remote-1", serviceAccountName=worker_sa, automountServiceAccountToken=False),
     )
     wait_for("pod Running", lambda: phases(front, namespace).get("quiet") == "Running", timeout=30)
-    uid = front.read_namespaced_pod("quiet", namespace).metadata.uid
     rpod = remote1.read_namespaced_pod("quiet", namespace)
     assert rpod.spec.automount_service_account_token is False
     assert not any(v.secret for v in rpod.spec.volumes or [])
-    assert _secret(remote1, namespace, uid) is None
+    assert _secret(remote1, namespace, worker_sa) is None
 
 
 @pytest.fixture
@@ -222,8 +223,7 @@ def test_remote_cluster_can_turn_it_off(
     front_api_off: None,
 ) -> None:
     run_bound(front, namespace, bound_pod("local", "remote-2", serviceAccountName=worker_sa))
-    uid = front.read_namespaced_pod("local", namespace).metadata.uid
     rpod = remote2.read_namespaced_pod("local", namespace)
     assert rpod.spec.automount_service_account_token is None
     assert not any(e.name == "KUBERNETES_SERVICE_HOST" for e in rpod.spec.containers[0].env or [])
-    assert _secret(remote2, namespace, uid) is None
+    assert _secret(remote2, namespace, worker_sa) is None

@@ -187,7 +187,7 @@ def event_reasons() -> set[str]:
 
 def test_event_reasons_are_read_from_the_code() -> None:
     reasons = event_reasons()
-    assert {"ArmadaWaiting", "ArmadaAdmitted", "Preempted", "NotAdmitted", "CleanupBlocked"} <= reasons
+    assert {"ArmadaWaiting", "ArmadaBound", "Preempted", "NotAdmitted", "CleanupBlocked"} <= reasons
     assert {"RemotePodDeleted", "RemotePodEvicted", "RemoteUnschedulable"} <= reasons
     assert len(reasons) > 15
 

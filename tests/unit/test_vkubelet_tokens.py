@@ -48,14 +48,13 @@ def front_pod(with_token: bool = True) -> dict[str, Any]:
 
 def test_remote_pod_mounts_the_front_token_where_the_front_pod_did() -> None:
     front = front_pod()
-    body = tokens.with_front_api(
-        remote_pod.remote_pod(front), front, tokens.secret_name("u-1"), tokens.Endpoint("10.0.0.1", 6443)
-    )
+    name = tokens.secret_name("spark", [])
+    body = tokens.with_front_api(remote_pod.remote_pod(front), front, name, tokens.Endpoint("10.0.0.1", 6443))
     spec = body["spec"]
     assert spec["automountServiceAccountToken"] is False
     assert {
         "name": "kube-api-access-x1",
-        "secret": {"secretName": "front-api-u-1", "defaultMode": 420},
+        "secret": {"secretName": name, "defaultMode": 420},
     } in spec["volumes"]
     assert {"name": "data", "emptyDir": {}} in spec["volumes"]
     for c in (*spec["containers"], *spec["initContainers"]):
@@ -90,16 +89,33 @@ def test_endpoint_declared_or_the_vkubelets_own() -> None:
 
 def test_token_secret() -> None:
     when = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
-    s = tokens.token_secret(front_pod(), "tok", "CA", when)
-    assert s["metadata"]["name"] == "front-api-u-1"
-    assert s["metadata"]["labels"][keys.FRONT_UID] == "u-1"
-    assert s["metadata"]["labels"][keys.MANAGED_BY_LABEL] == keys.MANAGED_BY_VALUE
+    s = tokens.token_secret("ns", "spark", "front-api-x", "tok", "CA", when)
+    assert s["metadata"]["name"] == "front-api-x" and s["metadata"]["namespace"] == "ns"
+    assert s["metadata"]["labels"] == {
+        keys.MANAGED_BY_LABEL: keys.MANAGED_BY_VALUE,
+        keys.FRONT_API_TOKEN_LABEL: "true",
+    }
+    assert s["metadata"]["annotations"][keys.FRONT_SERVICE_ACCOUNT] == "spark"
     assert {k: base64.b64decode(v).decode() for k, v in s["data"].items()} == {
         "token": "tok",
         "ca.crt": "CA",
         "namespace": "ns",
     }
     assert tokens.refresh_at(s) == when
+
+
+def test_one_secret_per_service_account_and_audiences() -> None:
+    """Pods of one ServiceAccount share its Secret; another ServiceAccount, or other audiences, do not."""
+    a, b = front_pod(), front_pod()
+    b["metadata"] = {**b["metadata"], "name": "other", "uid": "u-2"}
+    assert tokens.secret_key(a) == tokens.secret_key(b) == f"ns/{tokens.secret_name('spark', [])}"
+    b["spec"] = {**b["spec"], "serviceAccountName": "executor"}
+    assert tokens.secret_key(b) != tokens.secret_key(a)
+    assert tokens.secret_name("spark", ["vault"]) != tokens.secret_name("spark", [])
+    assert tokens.secret_name("spark", ["a", "b"]) == tokens.secret_name("spark", ["b", "a"])
+    long = tokens.secret_name("s" * 253, [])  # a ServiceAccount's name may be as long as a Secret's
+    assert len(long) <= 63 and long.startswith(tokens.SECRET_PREFIX)
+    assert tokens.secret_key(front_pod(with_token=False)) is None
 
 
 def test_audience_of_the_token_volume() -> None:
