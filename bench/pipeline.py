@@ -12,7 +12,9 @@ without the bridge. Reported, for both: throughput (pods over the wall time from
 to the last Running), per-pod latency (create -> Running) and per-gang latency (the gang's last
 member created -> all members Running), p50 and p99, and the ratios bridge/direct; the CPU each
 part of the environment spent per pod on each side (`bench/cpu.py`), and the ceilings it sets
-(`cpu.ceilings`: on these cores, and were the front side on machines of its own).
+(`cpu.ceilings`: on these cores, and were the front side on machines of its own); and a pod's
+profile on each side: CPU by process and the API servers' writes by verb and resource
+(`bench/writes.py`).
 
 Uses the running `armada-bridge dev up` environment; its remote pod slots must hold `--pods` (110
 per KWOK node: `dev up --nodes 25` holds 5,000). `--pods 600 --gang-share 0` is the small-pods
