@@ -16,7 +16,7 @@ import contextlib
 import itertools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,13 +88,11 @@ def process_key(group: str, name: str) -> str:
     return f"{FRONT if group == FRONT else REMOTES} {name}"
 
 
-def _less_idle(
-    out: dict[str, float], before: Sample, after: Sample, idle: dict[str, float] | None
-) -> dict[str, float]:
+def less_rest(out: dict[str, float], seconds: float, idle: Mapping[str, float] | None) -> dict[str, float]:
+    """`out` (key -> amount over `seconds`) less what each key spends at rest (`idle`, per second)."""
     if not idle:
         return out
-    elapsed = after.at - before.at
-    return {key: s - idle.get(key, 0.0) * elapsed for key, s in out.items()}
+    return {key: s - idle.get(key, 0.0) * seconds for key, s in out.items()}
 
 
 def spent(before: Sample, after: Sample, idle: dict[str, float] | None = None) -> dict[str, float]:
@@ -107,7 +105,7 @@ def spent(before: Sample, after: Sample, idle: dict[str, float] | None = None) -
     }
     out[MACHINE] = after.machine - before.machine
     out[OTHER] = out[MACHINE] - sum(v for k, v in out.items() if k != MACHINE)
-    return _less_idle(out, before, after, idle)
+    return less_rest(out, after.at - before.at, idle)
 
 
 def by_process(before: Sample, after: Sample, idle: dict[str, float] | None = None) -> dict[str, float]:
@@ -117,7 +115,7 @@ def by_process(before: Sample, after: Sample, idle: dict[str, float] | None = No
         for pid, cpu in pids.items():
             key = process_key(group, after.names[pid])
             out[key] = out.get(key, 0.0) + cpu - before.by_group.get(group, {}).get(pid, 0.0)
-    return _less_idle(out, before, after, idle)
+    return less_rest(out, after.at - before.at, idle)
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from armada_bridge.kube import Kube
+from bench.cpu import REMOTES, less_rest
 from devenv.names import FRONT
 
 WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY"})
-REMOTES = "remotes"
 ALL = "all writes"
 
 
@@ -65,9 +65,7 @@ def spent(before: Sample, after: Sample, idle: Mapping[str, float] | None = None
     for side, counts in after.by_side.items():
         for write, n in counts.items():
             out[f"{side} {write}"] = n - before.by_side[side].get(write, 0)
-    if idle:
-        elapsed = after.at - before.at
-        out = {k: v - idle.get(k, 0.0) * elapsed for k, v in out.items()}
+    out = less_rest(out, after.at - before.at, idle)
     for side in after.by_side:
         out[f"{side} {ALL}"] = sum(v for k, v in out.items() if k.startswith(f"{side} "))
     return out

@@ -227,20 +227,24 @@ class FrontTokens:
         """Index who mounts what; a Secret whose last user goes is looked at (and deleted)."""
         uid = pod["metadata"]["uid"]
         if kind == "DELETED" or _ending(pod):
-            key = self._used.pop(uid, None)
-            if key is not None:
-                users = self._users.get(key, set())
-                users.discard(uid)
-                if not users:
-                    self._users.pop(key, None)
-                    self.queue.add(key)
-            return
-        if uid not in self._used and (key := secret_key(pod)) is not None:
+            self._drop(uid)
+        elif uid not in self._used and (key := secret_key(pod)) is not None:
             self._use(uid, key)
 
     def _use(self, uid: str, key: str) -> None:
         self._used[uid] = key
         self._users.setdefault(key, set()).add(uid)
+
+    def _drop(self, uid: str) -> None:
+        """The pod no longer mounts its Secret; a Secret left without users is looked at."""
+        key = self._used.pop(uid, None)
+        if key is None:
+            return
+        users = self._users.get(key, set())
+        users.discard(uid)
+        if not users:
+            self._users.pop(key, None)
+            self.queue.add(key)
 
     # ---------------------------------------------------------------- pod creation
     async def create(self, front: Obj, body: Obj, waiting: Callable[[Obj, str], Awaitable[None]]) -> Obj:
@@ -370,7 +374,7 @@ class FrontTokens:
             pod = self.pods.front_pod(uid)
             if pod is not None and not _ending(pod):
                 return pod
-            self._on_front_pod("DELETED", {"metadata": {"uid": uid}})
+            self._drop(uid)
         return None
 
     async def reconcile(self, key: str) -> None:
