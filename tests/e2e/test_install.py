@@ -1,17 +1,19 @@
-"""The bridge installed as a cluster admin installs it: its image (hack/build-images.sh bridge) and
-its Helm chart, in an environment of its own whose front has no bridge on the host (`dev up
---without-bridge`) and a real node for the bridge's pods. The chart runs two extenders and two
-vkubelets there from the image, with certificates Helm makes (`self-signed`) and the remote
-cluster from its values; the front's kube-scheduler is then pointed at the extender's Service as
-docs/install.md tells for `scheduler.mode: extender`. Through that installation, as through `dev
-up`'s host processes: a gang, a real container's command, the demo's PyTorchJob and RayCluster
-from their operators. Then day 2: `helm upgrade` to a new image with gangs running, one queued and
+"""The bridge installed as a cluster admin installs it, in an environment of its own whose front
+has no bridge on the host (`dev up --without-bridge`) and a real node for the bridge's pods. First
+docs/guides/install.md as written (its ```` ```sh chart ```` blocks, and those of the other docs
+for an installed chart): its image (the one hack/build-images.sh bridge builds, under the guide's
+name as if pulled), its values and `helm install`, two extenders and two vkubelets from the image
+with certificates Helm makes, the front's kube-scheduler pointed at the extender's Service as step
+4 tells for `scheduler.mode: extender`, `clusters join`. Through that installation, as through `dev
+up`'s host processes: a gang, a real container's command, the demo's PyTorchJob and RayCluster from
+their operators. Then day 2: the guide's upgrade to a new image with gangs running, one queued and
 one submitted during the rollout (nothing lost, duplicated or orphaned, the Leases handed over);
-each leader pod killed (the other replica takes over); `helm uninstall` leaves nothing behind in
-either cluster (its pre-delete hook removes the RemoteCluster first). The chart in
-`second-scheduler` mode with cert-manager's certificates is a second test, and `kubectl apply -k
-manifests` (cert-manager's too) as docs/install.md tells, its smoke run and `kubectl delete -k
-manifests` a third: each passes or fails on its own, in the same environment."""
+each leader pod killed (the other replica takes over); the Armada API enabled and used; `clusters
+leave` and `helm uninstall` leave nothing behind in either cluster. The chart in `second-scheduler`
+mode with cert-manager's certificates and the remote cluster from its values (its pre-delete hook
+removes the RemoteCluster) is a second test, and `kubectl apply -k manifests` (cert-manager's too)
+as docs/install.md tells, its smoke run and `kubectl delete -k manifests` a third: each passes or
+fails on its own, in the same environment."""
 
 from __future__ import annotations
 
@@ -19,11 +21,12 @@ import base64
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +49,9 @@ from devenv.processes.environment import Environment
 from devenv.realnode import containerd
 from devenv.realnode.placement import on_a_real_node
 from devenv.versions import REPO_ROOT
-from tests.framework import REAL_NODE_ENVIRONMENTS
+from tests.framework import REAL_NODE_ENVIRONMENTS, doc_runs
 from tests.framework import helm_chart as chart
+from tests.framework.docs_blocks import Block, chart_blocks
 from tests.framework.kube import role_binding, wait_for
 
 CHART = REPO_ROOT / "manifests" / "helm" / "armada-bridge"
@@ -57,9 +61,12 @@ EXTENDER = "armada-bridge-extender"
 VKUBELET = "armada-bridge-vkubelet"
 ARMADA_API = "armada-bridge-armada-api"
 ARMADA_API_MANIFESTS = REPO_ROOT / "manifests" / "armada-api"
-REMOTE = "remote-1"
+REMOTE = "remote-1"  # the environment's remote cluster
 NODES = 2  # KWOK nodes of the remote cluster
 UPGRADED_TAG = "0.1.0-upgraded"
+#: docs/guides/install.md's names: the image as its admin pushed it, the remote cluster as joined.
+GUIDE_IMAGE = "registry.example.com/batch/armada-bridge"
+GUIDE_CLUSTER = "gpu-east"
 
 
 # The three ways of installing share one environment of their own; environments with real nodes
@@ -181,8 +188,9 @@ def _gang(core: k8s.CoreV1Api, name: str, size: int, cpu: str, namespace: str = 
     return names
 
 
-def _wait_running(core: k8s.CoreV1Api, names: list[str], what: str, namespace: str = "team") -> None:
+def _wait_running(f: Front, names: list[str], what: str, namespace: str = "team") -> None:
     """All of `names` Running on the remote cluster, admitted there by a signed decision."""
+    core = f.core
 
     def probe() -> bool:
         pods = [p for p in core.list_namespaced_pod(namespace).items if p.metadata.name in names]
@@ -191,13 +199,13 @@ def _wait_running(core: k8s.CoreV1Api, names: list[str], what: str, namespace: s
     wait_for(what, probe, timeout=180)
     for name in names:
         annotations = core.read_namespaced_pod(name, namespace).metadata.annotations or {}
-        assert annotations.get(keys.ASSIGNED_CLUSTER) == REMOTE, (name, annotations)
+        assert annotations.get(keys.ASSIGNED_CLUSTER) == f.cluster, (name, annotations)
         assert annotations.get(keys.DECISION_SIGNATURE), name
 
 
-def _placed(core: k8s.CoreV1Api) -> set[str]:
+def _placed(f: Front) -> set[str]:
     """The front pods bound to the remote cluster's virtual node, as namespace/name."""
-    pods = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={REMOTE}").items
+    pods = f.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={f.cluster}").items
     return {f"{p.metadata.namespace}/{p.metadata.name}" for p in pods}
 
 
@@ -210,13 +218,13 @@ def _remote_uids(remote: k8s.CoreV1Api) -> dict[str, str]:
     }
 
 
-def _one_remote_pod_each(core: k8s.CoreV1Api, remote: k8s.CoreV1Api, what: str) -> dict[str, str]:
+def _one_remote_pod_each(f: Front, what: str) -> dict[str, str]:
     """Every front pod on the virtual node has its remote pod and no remote pod is left without one
     (none duplicated, none orphaned); the remote pods' uids."""
 
     def probe() -> dict[str, str] | None:
-        uids = _remote_uids(remote)
-        return uids if set(uids) == _placed(core) else None
+        uids = _remote_uids(f.remote)
+        return uids if set(uids) == _placed(f) else None
 
     return wait_for(what, probe, timeout=120)
 
@@ -282,10 +290,12 @@ def _demo_operators(f: Front) -> None:
 
 
 class Front:
-    """The front's clients, the remote cluster's, and the environment."""
+    """The front's clients, the remote cluster's, and the environment; `cluster`: the remote
+    cluster's name in the front (its RemoteCluster and virtual node), as installed."""
 
     def __init__(self, env: Environment, api: k8s.ApiClient, remote_api: k8s.ApiClient) -> None:
         self.env, self.api = env, api
+        self.cluster = REMOTE
         self.core, self.apps = k8s.CoreV1Api(api), k8s.AppsV1Api(api)
         self.remote = k8s.CoreV1Api(remote_api)
 
@@ -299,19 +309,20 @@ def _install(f: Front, values_file: Path, mode: str, certificates: str = "self-s
         *("--set", f"scheduler.mode={mode}", "--set", f"certificates.mode={certificates}", "--wait"),
     )
     _running_from_the_image(f, mode)
+    _virtual_node_ready(f)
 
 
-def _running_from_the_image(f: Front, mode: str) -> None:
-    """Both Deployments' two replicas ready on the front's real node, from the bridge's image (and
-    the kube-scheduler's in second-scheduler mode); an extender holding the Lease; the virtual node
-    run by the installed vkubelet Ready."""
+def _running_from_the_image(f: Front, mode: str, image: str = runtime.NAME) -> None:
+    """Both Deployments' two replicas ready on the front's real node, from the bridge's image,
+    named `image` there (and the kube-scheduler's in second-scheduler mode); an extender holding
+    the Lease."""
     for name in (EXTENDER, VKUBELET):
         d = f.apps.read_namespaced_deployment(name, NAMESPACE)
         assert d.status.ready_replicas == 2, (name, d.status)
     containers = {
-        "extender": runtime.NAME,
-        "vkubelet": runtime.NAME,
-        "armada-api": runtime.NAME,
+        "extender": image,
+        "vkubelet": image,
+        "armada-api": image,
         "kube-scheduler": kube_scheduler.IMAGE,
     }
     for p in f.core.list_namespaced_pod(NAMESPACE).items:
@@ -324,15 +335,66 @@ def _running_from_the_image(f: Front, mode: str) -> None:
         lambda: _lease_holder(f.api, EXTENDER) in _pods_of(f.core, EXTENDER),
         timeout=60,
     )
+
+
+def _virtual_node_ready(f: Front) -> None:
     wait_for(
-        f"the virtual node {REMOTE}, run by the installed vkubelet, Ready",
+        f"the virtual node {f.cluster}, run by the installed vkubelet, Ready",
         lambda: any(
             c.type == "Ready" and c.status == "True"
-            for n in f.core.list_node(field_selector=f"metadata.name={REMOTE}").items
+            for n in f.core.list_node(field_selector=f"metadata.name={f.cluster}").items
             for c in n.status.conditions or []
         ),
         timeout=120,
     )
+
+
+def _as_pulled(f: Front, image: str) -> None:
+    """The bridge's image on the front's real node under the name `image`, as if pulled from the
+    admin's registry (there is none here)."""
+    real = f.env.real_nodes()
+    assert real is not None
+    containerd.ctr(real.dir / "front-real-0", "images", "tag", "--force", runtime.NAME, image)
+
+
+def _helm_upgrade(f: Front, tmp: Path) -> doc_runs.Run:
+    """`helm upgrade` of the release to UPGRADED_TAG with the values it has, begun."""
+    command = helm_command(
+        f.env,
+        *("upgrade", RELEASE, str(CHART), "-n", NAMESPACE, "--reuse-values", "--wait", "--timeout=6m"),
+        *("--set", f"image.tag={UPGRADED_TAG}"),
+    )
+    return doc_runs.Run(shlex.join(command), tmp, dict(os.environ), tmp / "helm-upgrade")
+
+
+class Admin:
+    """docs/guides/install.md's admin (and the other guides' commands for an installed chart): the
+    docs' ```` ```sh chart ```` blocks run as written, in a reader's directory with the guide's
+    files (`gpu-east-admin.yaml`: the remote cluster's admin kubeconfig, its API server where the
+    installed vkubelet reaches it) and `FRONT_API` the front API server as remote pods reach it."""
+
+    def __init__(self, f: Front, tmp: Path) -> None:
+        self.tmp = tmp
+        self.cwd, home = doc_runs.reader(tmp)
+        (self.cwd / f"{GUIDE_CLUSTER}-admin.yaml").write_text(_remote_kubeconfig(f.env, REMOTE))
+        front_api = f.env.front_api_server().split("//", 1)[1]
+        self.env = doc_runs.reader_env(
+            home, f.env.kubeconfig("front"), path=[binaries.helm().parent], FRONT_API=front_api
+        )
+        self.ran: list[Block] = []
+
+    def blocks(self, doc: str, section: str) -> list[Block]:
+        found = [b for b in chart_blocks() if b.path == REPO_ROOT / doc and b.section.startswith(section)]
+        assert found, f"no chart block in {doc} under {section!r}"
+        return found
+
+    def begin(self, doc: str, section: str) -> doc_runs.Run:
+        found = self.blocks(doc, section)
+        self.ran += found
+        return doc_runs.Run(doc_runs.script(found), self.cwd, self.env, self.tmp / f"run-{len(self.ran)}")
+
+    def run(self, doc: str, section: str, timeout: float = 600) -> None:
+        self.begin(doc, section).finish(timeout)
 
 
 def _described(f: Front, namespace: str, name: str) -> str:
@@ -363,7 +425,7 @@ def _work(f: Front, mode: str) -> None:
     pair = _gang(f.core, "pair", 2, "1")
     said = f"hello from a real container, through the bridge the chart installed in {mode} mode"
     f.core.create_namespaced_pod("team", real_pod("hello", ["sh", "-c", f"echo {said}"]))
-    _wait_running(f.core, pair, "the gang Running through the installed bridge")
+    _wait_running(f, pair, "the gang Running through the installed bridge")
     try:
         wait_for(
             "the real container done",
@@ -401,10 +463,12 @@ def _work(f: Front, mode: str) -> None:
     demo = [p for p in f.core.list_namespaced_pod("demo").items if p.spec.node_name]
     assert len(demo) == 4 + 3, [p.metadata.name for p in demo]
     for p in demo:
-        assert (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) == REMOTE, p.metadata.name
+        assert (p.metadata.annotations or {}).get(keys.ASSIGNED_CLUSTER) == f.cluster, p.metadata.name
 
 
-def _upgrade_under_load(f: Front) -> tuple[list[str], dict[str, str]]:
+def _upgrade_under_load(
+    f: Front, upgraded: str, upgrade: Callable[[], doc_runs.Run]
+) -> tuple[list[str], dict[str, str]]:
     """`helm upgrade` to a new image (the same one under a new tag, imported into the node as a
     release would be pulled) with gangs running, one queued (two pods of a whole node each while
     the others run) and one submitted during the rollout: every Deployment pod replaced, the Leases
@@ -421,29 +485,15 @@ def _upgrade_under_load(f: Front) -> tuple[list[str], dict[str, str]]:
         ),
         timeout=60,
     )
-    before = _one_remote_pod_each(f.core, f.remote, "one remote pod per placed front pod before the upgrade")
+    before = _one_remote_pod_each(f, "one remote pod per placed front pod before the upgrade")
     old_pods = set(_pods_of(f.core, EXTENDER)) | set(_pods_of(f.core, VKUBELET))
-    real = f.env.real_nodes()
-    assert real is not None
-    upgraded = f"{runtime.NAME.rsplit(':', 1)[0]}:{UPGRADED_TAG}"
-    containerd.ctr(real.dir / "front-real-0", "images", "tag", "--force", runtime.NAME, upgraded)
-    upgrade = subprocess.Popen(
-        helm_command(
-            f.env,
-            *("upgrade", RELEASE, str(CHART), "-n", NAMESPACE, "--reuse-values", "--wait", "--timeout=6m"),
-            *("--set", f"image.tag={UPGRADED_TAG}"),
-        ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    _as_pulled(f, upgraded)
+    run = upgrade()
     try:
         during = _gang(f.core, "during", 2, "1")
-        _, err = upgrade.communicate(timeout=420)
+        run.finish(timeout=660)
     finally:
-        if upgrade.poll() is None:
-            upgrade.kill()
-    assert upgrade.returncode == 0, err[-3000:]
+        run.stop()
     for name in (EXTENDER, VKUBELET):
         # helm --wait waits for the new pods, not for the old ones to finish terminating.
         pods = wait_for(
@@ -458,11 +508,11 @@ def _upgrade_under_load(f: Front) -> tuple[list[str], dict[str, str]]:
             lambda n=name: _lease_holder(f.api, n) in _pods_of(f.core, n),
             timeout=60,
         )
-    _wait_running(f.core, during, "the gang submitted during the upgrade Running, admitted whole once")
-    after = _one_remote_pod_each(f.core, f.remote, "one remote pod per placed front pod after the upgrade")
+    _wait_running(f, during, "the gang submitted during the upgrade Running, admitted whole once")
+    after = _one_remote_pod_each(f, "one remote pod per placed front pod after the upgrade")
     kept = {k: v for k, v in before.items() if k in after}
     assert {k: after[k] for k in kept} == kept, "remote pods made again across the upgrade"
-    placed = {k.split("/", 1)[1] for k in _placed(f.core)}
+    placed = {k.split("/", 1)[1] for k in _placed(f)}
     assert not set(whole) & placed, "the queued gang placed while others hold its room"
     return whole, after
 
@@ -471,12 +521,10 @@ def _failovers(f: Front, after: dict[str, str]) -> None:
     """Each leader's pod killed, one at a time: the other replica (or the replacement) takes over,
     admits and runs new gangs, and the running pods keep their remote pods."""
     _kill_leader(f.api, EXTENDER)
-    _wait_running(
-        f.core, _gang(f.core, "after-extender", 2, "1"), "a gang admitted by the new extender leader"
-    )
+    _wait_running(f, _gang(f.core, "after-extender", 2, "1"), "a gang admitted by the new extender leader")
     _kill_leader(f.api, VKUBELET)
-    _wait_running(f.core, _gang(f.core, "after-vkubelet", 2, "1"), "a gang run by the new vkubelet leader")
-    final = _one_remote_pod_each(f.core, f.remote, "one remote pod per placed front pod after the failovers")
+    _wait_running(f, _gang(f.core, "after-vkubelet", 2, "1"), "a gang run by the new vkubelet leader")
+    final = _one_remote_pod_each(f, "one remote pod per placed front pod after the failovers")
     assert {k: final[k] for k in after if k in final} == {k: after[k] for k in after if k in final}
 
 
@@ -486,17 +534,20 @@ def _free_room(f: Front, whole: list[str]) -> None:
     for p in f.core.list_namespaced_pod("team").items:
         if p.metadata.name not in whole:
             f.core.delete_namespaced_pod(p.metadata.name, "team")
-    _wait_running(f.core, whole, "the queued whole-node gang admitted once the room is free")
+    _wait_running(f, whole, "the queued whole-node gang admitted once the room is free")
 
 
-def _uninstall(f: Front, tmp: Path) -> None:
-    """`helm uninstall`: its pre-delete hook removes the RemoteCluster while the chart's vkubelet
-    still runs, so the remote pods are deleted before the vkubelet goes, and nothing is left
-    holding a finalizer."""
+def _uninstall(f: Front, tmp: Path, uninstall: Callable[[], None] | None = None) -> None:
+    """`helm uninstall` (or `uninstall`, the guide's): its pre-delete hook removes the RemoteCluster
+    while the chart's vkubelet still runs (or `clusters leave` did), so the remote pods are deleted
+    before the vkubelet goes, and nothing is left holding a finalizer."""
     assert _remote_uids(f.remote)
     made = tmp / "release.yaml"
     made.write_text(helm(f.env, "get", "manifest", RELEASE, "-n", NAMESPACE))
-    helm(f.env, "uninstall", RELEASE, "-n", NAMESPACE, "--wait")
+    if uninstall is None:
+        helm(f.env, "uninstall", RELEASE, "-n", NAMESPACE, "--wait")
+    else:
+        uninstall()
     assert not _remote_uids(f.remote), "remote pods left after helm uninstall"
     left = _kubectl(f.env, "get", "-f", str(made), "--ignore-not-found", "-o", "name")
     assert not left.strip(), f"objects of the release left after helm uninstall:\n{left}"
@@ -504,7 +555,7 @@ def _uninstall(f: Front, tmp: Path) -> None:
         k8s.ApiextensionsV1Api(f.api).read_custom_resource_definition(f"{crd}.{keys.GROUP}")
     crs = k8s.CustomObjectsApi(f.api).list_cluster_custom_object(keys.GROUP, "v1alpha1", "remoteclusters")
     assert not crs["items"], [rc["metadata"] for rc in crs["items"]]
-    assert REMOTE not in {n.metadata.name for n in f.core.list_node().items}
+    assert f.cluster not in {n.metadata.name for n in f.core.list_node().items}
     # The front pods that ran there failed, as on a lost node (their owners make new ones), and
     # kube-controller-manager's pod garbage collector deletes them, their node being gone.
     for namespace in ("team", "demo"):
@@ -540,15 +591,14 @@ def _nodes_as_an_admins(f: Front) -> Iterator[None]:
         _kubectl(f.env, "taint", "node", "front-real-0", f"{taint}", "--overwrite")
 
 
-def _submits_through_the_armada_api(f: Front, mode: str) -> None:
+def _submits_through_the_armada_api(f: Front, mode: str, image: str = runtime.NAME) -> None:
     """The installed Armada API's replicas run from the bridge's image on the front's real node,
     and `armada-client` submits a job through one of them over TLS (the certificates mode's
     certificate, its ca.crt trusted) as a team's ServiceAccount: a pod in the team's namespace and
     queue, run remotely."""
     _kubectl(f.env, "-n", NAMESPACE, "rollout", "status", f"deployment/{ARMADA_API}", "--timeout=300s")
     replicas = [p for p in _pods_of(f.core, ARMADA_API).values() if not p.metadata.deletion_timestamp]
-    upgraded = f"{runtime.NAME.rsplit(':', 1)[0]}:{UPGRADED_TAG}"  # the chart's, after its upgrade
-    assert {c.image for p in replicas for c in p.spec.containers} in ({runtime.NAME}, {upgraded}), replicas
+    assert {c.image for p in replicas for c in p.spec.containers} == {image}, replicas
     ca = base64.b64decode(f.core.read_namespaced_secret(f"{ARMADA_API}-tls", NAMESPACE).data["ca.crt"])
     account = f"submitter-{mode}"
     f.core.create_namespaced_service_account("team", {"metadata": {"name": account}})
@@ -619,6 +669,7 @@ def _kustomize(f: Front, tmp: Path) -> None:
     cluster_object = {"apiVersion": keys.API_VERSION, "kind": "RemoteCluster", "metadata": {"name": REMOTE}}
     _kubectl(f.env, "apply", "-f", "-", stdin=json.dumps(cluster_object))
     _running_from_the_image(f, "extender")
+    _virtual_node_ready(f)
     _demo_operators(f)
     _point_scheduler(f)
     _teams(f)
@@ -641,28 +692,48 @@ def _kustomize(f: Front, tmp: Path) -> None:
     _kubectl(f.env, "delete", "-k", manifests, "--wait=true", "--timeout=300s")
     left = _kubectl(f.env, "get", "-f", str(made), "--ignore-not-found", "-o", "name")
     assert not left.strip(), f"objects of the kustomization left after delete -k:\n{left}"
-    assert REMOTE not in {n.metadata.name for n in f.core.list_node().items}
+    assert f.cluster not in {n.metadata.name for n in f.core.list_node().items}
 
 
 @pytest.mark.timeout(1200)
-def test_chart_in_extender_mode_installs_works_upgrades_fails_over_and_uninstalls(
+def test_the_install_guide_as_written_extender_mode_upgraded_failed_over_uninstalled(
     front: Front, tmp_path: Path
 ) -> None:
-    """The chart with Helm's own certificates, the front's kube-scheduler pointed at the extender's
-    Service: worked, upgraded under load, each leader killed, Armada's API used, uninstalled."""
+    """docs/guides/install.md's commands as written, in extender mode with Helm's own
+    certificates: its image (as pulled), `helm install` with its values, the front's kube-scheduler
+    pointed at the extender's Service (step 4, this environment's way), `clusters join`; worked;
+    troubleshooting's commands for an installed chart; the guide's upgrade under load; each leader
+    killed; the Armada API enabled as docs/guides/from-armada.md tells and used; `clusters leave`
+    and `helm uninstall`. Every ```` ```sh chart ```` block of the docs runs here."""
     f = front
-    values_file = tmp_path / "values.yaml"
-    values_file.write_text(yaml.safe_dump(values(f.env)))
-    _install(f, values_file, "extender")
-    _demo_operators(f)
-    _point_scheduler(f)
-    _teams(f)
-    _work(f, "extender")
-    whole, after = _upgrade_under_load(f)
-    _failovers(f, after)
-    _free_room(f, whole)
-    _submits_through_the_armada_api(f, "chart")
-    _uninstall(f, tmp_path)
+    admin = Admin(f, tmp_path)
+    guide = "docs/guides/install.md"
+    with _nodes_as_an_admins(f):
+        _as_pulled(f, f"{GUIDE_IMAGE}:0.1.0")
+        admin.run(guide, "3. Helm")
+        _running_from_the_image(f, "extender", f"{GUIDE_IMAGE}:0.1.0")
+        _demo_operators(f)
+        _point_scheduler(f)
+        admin.run(guide, "5. Join")
+        f.cluster = GUIDE_CLUSTER
+        _virtual_node_ready(f)
+        _teams(f)
+        _work(f, "extender")
+        admin.run("docs/guides/troubleshooting.md", "A remote cluster")
+        admin.run("docs/guides/troubleshooting.md", "Pods are Pending with no decision")
+        upgraded = f"{GUIDE_IMAGE}:0.1.1"
+        whole, after = _upgrade_under_load(f, upgraded, lambda: admin.begin(guide, "9. Upgrade"))
+        _failovers(f, after)
+        _free_room(f, whole)
+        admin.run("docs/guides/from-armada.md", "2. Find the endpoint")
+        _submits_through_the_armada_api(f, "chart", upgraded)
+        _uninstall(f, tmp_path, lambda: admin.run(guide, "10. Uninstall"))
+    identity = f.remote.list_namespaced_service_account("kube-system").items
+    assert "armada-bridge-remote" not in {a.metadata.name for a in identity}, (
+        "`clusters leave` left the identity"
+    )
+    missed = [b.where for b in chart_blocks() if b not in admin.ran]
+    assert not missed, f"```sh chart``` blocks of the docs no test runs: {missed}"
 
 
 @pytest.mark.timeout(1200)
@@ -679,9 +750,10 @@ def test_chart_in_second_scheduler_mode_with_cert_managers_certificates(front: F
     _work(f, "second-scheduler")
     for p in f.core.list_namespaced_pod("team").items:
         assert p.spec.scheduler_name == "armada-bridge-scheduler", (p.metadata.name, p.spec.scheduler_name)
-    whole, _ = _upgrade_under_load(f)
+    upgraded = f"{runtime.NAME.rsplit(':', 1)[0]}:{UPGRADED_TAG}"
+    whole, _ = _upgrade_under_load(f, upgraded, lambda: _helm_upgrade(f, tmp_path))
     _free_room(f, whole)
-    _submits_through_the_armada_api(f, "chart-with-cert-manager")
+    _submits_through_the_armada_api(f, "chart-with-cert-manager", upgraded)
     _uninstall(f, tmp_path)
 
 

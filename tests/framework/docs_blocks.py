@@ -1,6 +1,8 @@
 """The shell in the docs: README.md's and docs/**/*.md's fenced blocks, those marked runnable
-(```` ```sh runnable ````, run as written against the dev environment by tests/e2e/test_docs.py)
-and the others (their `armada-bridge`, `kubectl armada` and `helm --set` lines checked by
+(```` ```sh runnable ```` or ```` ```python runnable ````, run as written against the dev
+environment by tests/e2e/test_docs.py), those marked chart (```` ```sh chart ````, an admin's
+commands run as written by tests/e2e/test_install.py where the chart is installed) and the others
+(their `armada-bridge`, `kubectl armada` and `helm --set` lines checked by
 tests/unit/test_docs_commands.py). Pure."""
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from devenv.versions import REPO_ROOT
 ROOT = REPO_ROOT
 SHELLS = ("sh", "bash", "shell", "console")
 RUNNABLE = "runnable"
+CHART = "chart"
+_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*$")
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*(\S*)\s*(.*)$")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
 _SUBSTITUTION = re.compile(r"\$\(([^()]*)\)")
@@ -27,12 +31,21 @@ class Block:
     path: Path
     line: int  # of its opening fence, from 1
     language: str
-    runnable: bool
+    tags: frozenset[str]  # the words after the language: RUNNABLE, CHART
+    section: str  # the heading it is under ("" before the first)
     text: str
 
     @property
     def where(self) -> str:
         return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def runnable(self) -> bool:
+        return RUNNABLE in self.tags
+
+    @property
+    def chart(self) -> bool:
+        return CHART in self.tags
 
 
 def doc_files() -> list[Path]:
@@ -43,10 +56,13 @@ def blocks(path: Path) -> list[Block]:
     """The fenced blocks of a Markdown file, in order."""
     out: list[Block] = []
     lines = path.read_text().splitlines()
+    section = ""
     i = 0
     while i < len(lines):
         m = _FENCE.match(lines[i])
         if not m:
+            if heading := _HEADING.match(lines[i]):
+                section = heading.group(1)
             i += 1
             continue
         indent, fence, language, rest = m.groups()
@@ -55,9 +71,14 @@ def blocks(path: Path) -> list[Block]:
         while j < len(lines) and not lines[j].strip().startswith(fence):
             body.append(lines[j][len(indent) :] if lines[j].startswith(indent) else lines[j])
             j += 1
-        out.append(Block(path, i + 1, language, RUNNABLE in rest.split(), "\n".join(body) + "\n"))
+        out.append(Block(path, i + 1, language, frozenset(rest.split()), section, "\n".join(body) + "\n"))
         i = j + 1
     return out
+
+
+def chart_blocks() -> list[Block]:
+    """Every block of the docs marked chart, in the docs' order."""
+    return [b for path in doc_files() for b in blocks(path) if b.chart]
 
 
 def shell_blocks() -> Iterator[Block]:
