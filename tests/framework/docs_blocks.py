@@ -60,6 +60,8 @@ def blocks(path: Path) -> list[Block]:
     i = 0
     while i < len(lines):
         m = _FENCE.match(lines[i])
+        if m and m.group(2).startswith("`") and "`" in m.group(3) + m.group(4):
+            m = None  # CommonMark: a backtick fence's info string has no backtick (inline code, then)
         if not m:
             if heading := _HEADING.match(lines[i]):
                 section = heading.group(1)

@@ -92,3 +92,18 @@ def test_the_checker_finds_what_is_wrong(tmp_path: Any) -> None:
     assert len(problems) == 3, problems
     assert "--no-such-flag" in problems[0] and "--nope" in problems[1] and "noSuchValue" in problems[2]
     assert problems[2].endswith("not in values.schema.json: noSuchValue")
+
+
+def test_blocks_carry_their_tags_and_section_and_inline_code_opens_none(tmp_path: Any) -> None:
+    doc = tmp_path / "x.md"
+    doc.write_text(
+        "# Guide\n\n## 3. Helm\n\n"
+        "```` ```sh chart ```` blocks run where the chart is installed:\n\n"
+        "```sh chart\nhelm install x chart\n```\n\n## 4. Python\n\n"
+        "```python runnable\nprint(1)\n```\n"
+    )
+    found = blocks(doc)
+    assert [(b.language, sorted(b.tags), b.section, b.chart, b.runnable) for b in found] == [
+        ("sh", ["chart"], "3. Helm", True, False),
+        ("python", ["runnable"], "4. Python", False, True),
+    ]
