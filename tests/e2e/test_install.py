@@ -51,7 +51,7 @@ from devenv.realnode.placement import on_a_real_node
 from devenv.versions import REPO_ROOT
 from tests.framework import REAL_NODE_ENVIRONMENTS, doc_runs
 from tests.framework import helm_chart as chart
-from tests.framework.docs_blocks import Block, chart_blocks
+from tests.framework.docs_blocks import Block, blocks, chart_blocks
 from tests.framework.kube import role_binding, wait_for
 
 CHART = REPO_ROOT / "manifests" / "helm" / "armada-bridge"
@@ -384,7 +384,7 @@ class Admin:
         self.ran: list[Block] = []
 
     def blocks(self, doc: str, section: str) -> list[Block]:
-        found = [b for b in chart_blocks() if b.path == REPO_ROOT / doc and b.section.startswith(section)]
+        found = [b for b in blocks(REPO_ROOT / doc) if b.chart and b.section.startswith(section)]
         assert found, f"no chart block in {doc} under {section!r}"
         return found
 
