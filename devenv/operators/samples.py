@@ -14,6 +14,14 @@ from armada_bridge.objects import Obj
 from devenv.operators.catalog import catalog
 from devenv.realnode.placement import on_a_real_node
 
+# What the containers of an API group's objects are given on the real nodes, where every cluster of
+# the environment shares two cores.
+_ENV_ON_THE_REAL_NODES: dict[str, list[dict[str, str]]] = {
+    # Ray's dashboard gives each of its modules' processes 30 s to start, then exits, and the head is
+    # never ready: a head starting beside other tests' pods here can take minutes.
+    "ray.io": [{"name": "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "value": "600"}],
+}
+
 
 def sample(operator: str, path: str) -> list[Obj]:
     """The documents of an operator project's own sample file, from its module."""
@@ -48,8 +56,10 @@ def adapt(
     """The sample changed only in namespace, sizes (CPU limited to `cpu_limit` when given, else to
     its request), the pods' queue label (none by default: they take their namespace's queue) and (for pods that run to completion on KWOK nodes) how long
     KWOK lets their containers run; with `real`, its pods ask for the real nodes, where their
-    containers really run (devenv.realnode.placement)."""
+    containers really run (devenv.realnode.placement), with the environment `_ENV_ON_THE_REAL_NODES`
+    gives their API group."""
     obj["metadata"]["namespace"] = namespace
+    group = str(obj.get("apiVersion", "")).partition("/")[0]
     for t in pod_templates(obj):
         md = t.setdefault("metadata", {})
         if queue is not None:
@@ -63,4 +73,7 @@ def adapt(
             }
         if real:
             on_a_real_node(t["spec"])
+            for c in t["spec"]["containers"]:
+                env = c.setdefault("env", [])
+                env += [e for e in _ENV_ON_THE_REAL_NODES.get(group, []) if e not in env]
     return obj

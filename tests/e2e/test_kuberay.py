@@ -131,7 +131,9 @@ def test_rayjob_is_submitted_to_the_remote_head_and_succeeds_on_real_nodes(
     assert len({cluster_of(p) for p in pods}) == 1, [(p.metadata.name, cluster_of(p)) for p in pods]
     assert len([p for p in pods if p.metadata.name.startswith(cluster)]) == 2
     # The submitter's log is the job's: the actor counted with the runtime environment's variable.
-    (sub,) = front_pods(cluster_api, namespace, f"batch.kubernetes.io/job-name={rj['metadata']['name']}")
+    # (KubeRay's submitter Job retries a failed `ray job submit` twice: one pod succeeded.)
+    submitters = front_pods(cluster_api, namespace, f"batch.kubernetes.io/job-name={rj['metadata']['name']}")
+    (sub,) = [p for p in submitters if p.status.phase == "Succeeded"]
     log = kubectl("logs", sub.metadata.name, "-n", namespace)
     assert "test_counter got 5" in log, log
     assert re.search(r"Job .rayjob-sample-\w+. succeeded", log), log
