@@ -43,7 +43,7 @@ from vkubelet.admission import PodAdmission
 from vkubelet.agent import ClusterAgent, NodeEndpoint
 from vkubelet.events import Recorder
 from vkubelet.metrics import METRICS
-from vkubelet.mirror import RESOURCES, FrontObjects
+from vkubelet.mirror import MIRRORABLE_SECRETS, RESOURCES, FrontObjects
 from vkubelet.node import NodeClient
 from vkubelet.relay_pods import RelaySettings, relay_token
 from vkubelet.relay_server import RelayTarget
@@ -403,7 +403,8 @@ class Manager:
         selector = f"{keys.MANAGED_BY_LABEL}={keys.MANAGED_BY_VALUE}"
         left = []
         for r in (PODS, *RESOURCES.values()):
-            listed = await remote.list(r, labelSelector=selector)
+            fields = {"fieldSelector": MIRRORABLE_SECRETS} if r is SECRETS else {}
+            listed = await remote.list(r, labelSelector=selector, **fields)
             for obj in listed.get("items") or []:
                 md = obj["metadata"]
                 what = f"{r.kind} {md['namespace']}/{md['name']}"

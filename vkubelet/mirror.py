@@ -38,7 +38,10 @@ RESOURCES: dict[str, Resource] = {
     deps.SERVICE: SERVICES,
 }
 _SKIPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+# Secrets of these types are never mirrored: a remote one is the remote cluster's own (the bridge's
+# identity there, made by `clusters join`, is one), never the vkubelet's to delete.
 _UNMIRRORABLE_SECRET_TYPES = ("kubernetes.io/service-account-token",)
+MIRRORABLE_SECRETS = ",".join(f"type!={t}" for t in _UNMIRRORABLE_SECRET_TYPES)  # a field selector
 
 
 def is_managed(obj: Obj) -> bool:

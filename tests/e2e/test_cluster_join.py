@@ -106,6 +106,8 @@ def test_a_cluster_joins_runs_a_pod_and_leaves_nothing_behind(
 
         left = _cli(dev_env, "leave", name, "--remote-kubeconfig", str(joinee.kubeconfig))
         assert left.returncode == 0, left.stdout + left.stderr
+        # The vkubelet's cleanup deleted what it made there, not its own credential: `leave` did.
+        assert f"deleted Secret kube-system/{cluster_join.TOKEN_SECRET}" in left.stdout, left.stdout
         wait_for(f"nothing of the bridge's left in {name}", lambda: _bridge_objects(remote) == [], timeout=60)
     custom = k8s.CustomObjectsApi(front)
     assert name not in [
