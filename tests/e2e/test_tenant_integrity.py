@@ -207,8 +207,11 @@ def test_a_tenant_cannot_write_the_bridges_keys_or_lift_its_gate(tenant: Tenant,
     )
 
 
-def test_a_binding_to_a_virtual_node_is_refused(tenant: Tenant, cluster_api: Api) -> None:
-    """Even for a tenant granted pods/binding (as for a scheduler of its own): not to a virtual node."""
+def test_a_binding_to_a_virtual_node_or_with_the_bridges_keys_is_refused(
+    tenant: Tenant, cluster_api: Api
+) -> None:
+    """Even for a tenant granted pods/binding (as for a scheduler of its own): not to a virtual node,
+    nor with the bridge's keys (a Binding's annotations are copied onto the pod)."""
     binds = [{"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}]
     grant(
         k8s.RbacAuthorizationV1Api(cluster_api(FRONT)),
@@ -218,14 +221,14 @@ def test_a_binding_to_a_virtual_node_is_refused(tenant: Tenant, cluster_api: Api
         "team",
         tenant.queued,
     )
-    for name in ("to-virtual", "to-front"):
+    for name in ("to-virtual", "to-front", "with-keys"):
         tenant.api.create_namespaced_pod(tenant.unqueued, pod(name, queue=None, scheduler=HOLD_SCHEDULER))
 
-    def bind(name: str, node: str) -> None:
+    def bind(name: str, node: str, annotations: dict[str, str] | None = None) -> None:
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": name},
+            "metadata": {"name": name, "annotations": annotations or {}},
             "target": {"kind": "Node", "name": node},
         }
         tenant.api.create_namespaced_pod_binding(name, tenant.unqueued, body, _preload_content=False)
@@ -242,6 +245,13 @@ def test_a_binding_to_a_virtual_node_is_refused(tenant: Tenant, cluster_api: Api
     wait_for("a binding to a front node", bound_to_front, timeout=30)  # the grant works
     message = _refused(bind, "to-virtual", "remote-1")
     assert "remote-1 is the virtual node of remote cluster remote-1" in message
+    forged = {keys.ASSIGNED_CLUSTER: "remote-1", keys.DECISION_SIGNATURE: "forged"}
+    message = _refused(bind, "with-keys", "front-node-0", forged)
+    assert "only the bridge may set or change" in message and keys.DECISION_SIGNATURE in message, message
+    with_keys = tenant.api.read_namespaced_pod("with-keys", tenant.unqueued)
+    assert not with_keys.spec.node_name and keys.DECISION_SIGNATURE not in (
+        with_keys.metadata.annotations or {}
+    )
     _no_remote_pods(cluster_api, tenant.unqueued)
 
 
