@@ -59,7 +59,10 @@ def ended(front: k8s.CoreV1Api, namespace: str, name: str, timeout: float = 90) 
     return wait_for(f"pod {name} ended", probe, timeout=timeout)
 
 
-def running(front: k8s.CoreV1Api, namespace: str, name: str, timeout: float = 90) -> Any:
+def running(front: k8s.CoreV1Api, namespace: str, name: str, timeout: float = 300) -> Any:
+    """The front pod Running: admitted, then started on a real node once it has room (the suite's
+    other real-node tests may hold it for minutes)."""
+
     def probe() -> Any:
         p = front.read_namespaced_pod(name, namespace)
         assert p.status.phase not in ("Succeeded", "Failed"), p.status

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s
@@ -259,8 +260,15 @@ def _succeeds_on_real_nodes(
 
 
 def _on_real_nodes(cluster_api: Api, cluster: str, namespace: str) -> None:
+    """Each remote pod bound to a real node (by the remote's scheduler, once the real node has room:
+    the suite's other real-node tests may still hold it)."""
     remote = k8s.CoreV1Api(cluster_api(cluster))
-    for p in remote_pods(cluster_api, cluster, namespace):
+
+    def bound() -> list[Any] | None:
+        pods = remote_pods(cluster_api, cluster, namespace)
+        return pods if pods and all(p.spec.node_name for p in pods) else None
+
+    for p in wait_for(f"the remote pods bound to nodes of {cluster}", bound, timeout=300):
         labels = remote.read_node(p.spec.node_name).metadata.labels or {}
         assert labels.get(keys.NODE_TYPE_LABEL) != keys.DEV_NODE_TYPE_VALUE, (
             p.metadata.name,
