@@ -64,7 +64,7 @@ def test_later_executors_and_autoscaled_workers_share_one_node_by_fair_share(
         app = spark_apps.elastic_app(
             namespace,
             "spark_elastic.py",
-            arguments=["24", "5", "60", GO],
+            arguments=["24", "5", "60", "--go", GO],
             queue=a,
             driver_cpu="200m",
             executor_cpu=ELASTIC_CPU,

@@ -20,7 +20,7 @@ from kubernetes.client.rest import ApiException
 
 from armada_bridge import keys
 from armada_bridge.objects import Obj
-from tests.framework.bridge import Api, cluster_of, front_pods, remote_pods, running_pods
+from tests.framework.bridge import Api, cluster_of, front_pods, remote_pods, running_pods, wait_running
 from tests.framework.kube import wait_for
 from tests.framework.operators import (
     IN_ITS_NAMESPACES_QUEUE,
@@ -142,15 +142,15 @@ def test_dynamic_allocation_executors_come_and_go_under_the_applications_queue_o
     done and the executors idle past their timeout, the driver releases them down to its minimum,
     and their pods leave the front and the remote cluster while the application still runs."""
     operators(OPERATOR)
-    app = elastic_app(namespace, "spark_elastic.py", queue=namespace)
+    # The stage runs again until 3 executors have joined: however slow they are to start on a busy
+    # machine, the backlog lasts until they run (else it could end first, and they with it).
+    app = elastic_app(
+        namespace, "spark_elastic.py", arguments=["16", "4", "45", "--peak", "3"], queue=namespace
+    )
     name = app["metadata"]["name"]
     apply(app)
 
-    peak = wait_for(
-        "more executors than the first, asked for by the running driver",
-        lambda: running if len(running := running_pods(cluster_api, namespace, EXECUTOR)) >= 3 else None,
-        timeout=240,
-    )
+    peak = wait_running(cluster_api, namespace, 3, EXECUTOR, timeout=240)  # more than the first
     (driver,) = front_pods(cluster_api, namespace, DRIVER)
     cluster = cluster_of(driver)
     for e in peak:

@@ -1,17 +1,23 @@
 """Run as a PySpark application with dynamic allocation: a stage of TASKS tasks that each wait
 SECONDS (a backlog: the driver asks for more executors, up to its maximum), then the driver idles
 IDLE seconds (its executors idle past their timeout: it releases them, down to its minimum), then a
-short last stage. Arguments: TASKS SECONDS IDLE [GO], default 16 4 45; with GO, a path, the first
-stage starts only once that file exists (the driver holds its first executor meanwhile)."""
+short last stage. Arguments: TASKS SECONDS IDLE [--go PATH] [--peak N], default 16 4 45. With
+--go, the first stage starts only once that file exists (the driver holds its first executor
+meanwhile). With --peak, the first stage runs again while fewer than N executors have joined (for at
+most 300 s): the backlog lasts until they come, however long they take to start."""
 
+import argparse
 import os
-import sys
 import time
 
 from pyspark.sql import SparkSession
 
-tasks, seconds, idle = (int(a) for a in sys.argv[1:4]) if len(sys.argv) > 3 else (16, 4, 45)
-go = sys.argv[4] if len(sys.argv) > 4 else None
+parser = argparse.ArgumentParser()
+parser.add_argument("numbers", type=int, nargs="*", default=[16, 4, 45])
+parser.add_argument("--go")
+parser.add_argument("--peak", type=int, default=0)
+args = parser.parse_args()
+tasks, seconds, idle = args.numbers
 
 
 def slow(x: int) -> int:
@@ -21,11 +27,22 @@ def slow(x: int) -> int:
 
 spark = SparkSession.builder.appName("elastic").getOrCreate()
 sc = spark.sparkContext
-if go:
-    print("waiting for", go, flush=True)
-    while not os.path.exists(go):
+
+
+def executors() -> int:
+    """Executors that have joined and not left (the driver's own block manager is listed too)."""
+    return int(sc._jsc.sc().getExecutorMemoryStatus().size()) - 1
+
+
+if args.go:
+    print("waiting for", args.go, flush=True)
+    while not os.path.exists(args.go):
         time.sleep(1)
-print("first stage:", sc.parallelize(range(tasks), tasks).map(slow).sum(), flush=True)
+deadline = time.monotonic() + 300
+first = sc.parallelize(range(tasks), tasks).map(slow).sum()
+while executors() < args.peak and time.monotonic() < deadline:
+    first = sc.parallelize(range(tasks), tasks).map(slow).sum()
+print("first stage:", first, "with", executors(), "executors", flush=True)
 time.sleep(idle)
 print("second stage:", sc.parallelize(range(4), 4).map(lambda x: x * 2).sum(), flush=True)
 spark.stop()
