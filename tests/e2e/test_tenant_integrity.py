@@ -286,8 +286,13 @@ def test_the_vkubelet_runs_only_pods_the_extender_admitted_there(tenant: Tenant,
             f"{name} refused", lambda ns=ns, name=name: _not_admitted(admin, ns, name), timeout=30
         )
         reasons[name] = failed.status.message
-        assert any(
-            e.startswith("NotAdmitted: not run in remote cluster") for e in events_for(cluster_api, ns, name)
+        wait_for(  # the Event follows the status it reports
+            f"{name}'s NotAdmitted Event",
+            lambda ns=ns, name=name: any(
+                e.startswith("NotAdmitted: not run in remote cluster")
+                for e in events_for(cluster_api, ns, name)
+            ),
+            timeout=30,
         )
     assert "never admitted it" in reasons["no-queue"]
     assert (
