@@ -62,8 +62,16 @@ KWOK_NODES_ONLY = [
     f"kwok-controller=manage-nodes-with-annotation-selector={keys.KWOK_NODE_ANNOTATION}={keys.KWOK_NODE_ANNOTATION_VALUE}",
 ]
 DEFAULT_REAL_NODES = 1
+# How long `up` waits for a control plane whose every process runs to answer before recreating it.
+SLOW_CONTROL_PLANE = 60.0
 # kube-apiserver reaches real nodes' kubelets (logs, exec) at their address: no DNS names them.
 KUBELETS_BY_ADDRESS = "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname"
+# One instance of each, and nothing here starts one again that exits: with leader election (their
+# default) a controller-manager or scheduler that cannot renew its lease in 10 s on a loaded machine
+# exits, and then namespaces are never deleted and `up` finds the cluster broken. (The front
+# scheduler's configuration file, manifests/scheduler/, says the same.)
+CONTROLLER_MANAGER_ALONE = "kube-controller-manager=leader-elect=false"
+SCHEDULER_ALONE = "kube-scheduler=leader-elect=false"
 
 
 @dataclass
@@ -191,6 +199,7 @@ class Environment(BaseEnvironment):
                         *KWOK_NODES_ONLY,
                         *vkubelet_setup.front_apiserver_args(self.clusters_dir() / FRONT),
                         KUBELETS_BY_ADDRESS,
+                        CONTROLLER_MANAGER_ALONE,
                         # Its Services' range, which the host reaches through its real node's router.
                         *([f"kube-apiserver=service-cluster-ip-range={services}"] if services else []),
                     ]
@@ -219,6 +228,8 @@ class Environment(BaseEnvironment):
                     KUBELETS_BY_ADDRESS,
                     f"kube-apiserver=kubelet-client-certificate={pki / 'admin.crt'}",
                     f"kube-apiserver=kubelet-client-key={pki / 'admin.key'}",
+                    CONTROLLER_MANAGER_ALONE,
+                    SCHEDULER_ALONE,
                 ]
             ),
             extra_config=[*vkubelet_setup.remote_kwok_config(self.state_dir), *remote_stages()],
@@ -363,6 +374,16 @@ class Environment(BaseEnvironment):
     def _control_plane(self, c: ControlPlane, ports: list[int]) -> None:
         """A cluster's control plane running: reused when healthy, else (re)made."""
         ok, detail = c.health()
+        pids = c.component_pids()
+        if not ok and pids and None not in pids.values():
+            # Every process runs: an API server slow to answer on a loaded machine is not broken,
+            # and recreating the cluster would lose every object in it. Given time first.
+            log(f"{c.name}: {detail}; every process runs, waiting for it")
+            try:
+                c.wait_healthy(SLOW_CONTROL_PLANE)
+                ok = True
+            except ClusterError as e:
+                detail = str(e)
         if ok:
             log(f"{c.name}: running, reused")
             return
