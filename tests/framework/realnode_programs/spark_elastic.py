@@ -39,9 +39,10 @@ if args.go:
     while not os.path.exists(args.go):
         time.sleep(1)
 deadline = time.monotonic() + 300
-first = sc.parallelize(range(tasks), tasks).map(slow).sum()
-while executors() < args.peak and time.monotonic() < deadline:
+while True:
     first = sc.parallelize(range(tasks), tasks).map(slow).sum()
+    if executors() >= args.peak or time.monotonic() >= deadline:
+        break
 print("first stage:", first, "with", executors(), "executors", flush=True)
 time.sleep(idle)
 print("second stage:", sc.parallelize(range(4), 4).map(lambda x: x * 2).sum(), flush=True)
