@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
@@ -233,8 +234,15 @@ def why(api: k8s.ApiClient, target: str, namespace: str, output: str = "") -> st
     kind, _, name = target.rpartition("/")
     if kind.lower() in ("", "pod", "pods", "po"):
         return _why_pod(api, name, namespace, output)
-    obj = _object(api, kind, name, namespace)
-    pods = _owned_pods(api, obj, namespace)
+    from kubernetes.dynamic import DynamicClient
+
+    # The API's kinds as served now: the dynamic client keeps what it discovers in a file, by default
+    # one in the temporary directory that later runs trust, where a kind installed since (an
+    # operator's CRD) is missing and one removed since is still named.
+    with tempfile.TemporaryDirectory(prefix="armada-bridge-") as private:
+        resources = DynamicClient(api, cache_file=os.path.join(private, "discovery.json")).resources
+        obj = _object(resources, kind, name, namespace)
+        pods = _owned_pods(api, resources, obj, namespace)
     stories = _stories(api, pods, namespace)
     what = f"{obj['kind'].lower()} {namespace}/{name}"
     return rendered({"object": what, "pods": stories}, output, lambda: _object_text(what, stories))
@@ -253,16 +261,15 @@ def _object_text(what: str, stories: list[overview.Story]) -> str:
     return "\n".join(lines)
 
 
-def _object(api: k8s.ApiClient, kind: str, name: str, namespace: str) -> dict[str, Any]:
+def _object(resources: Any, kind: str, name: str, namespace: str) -> dict[str, Any]:
     """The namespaced object `kind`/`name`, `kind` as kubectl takes it (kind, plural, singular or
-    short name, optionally `.group`)."""
-    from kubernetes.dynamic import DynamicClient
+    short name, optionally `.group`), found through a dynamic client's `resources`."""
     from kubernetes.dynamic.exceptions import NotFoundError
 
     want, _, group = kind.lower().partition(".")
     found = [
         r
-        for r in DynamicClient(api).resources.search()
+        for r in resources.search()
         if getattr(r, "namespaced", False)
         and want in {r.kind.lower(), r.name, (r.singular_name or "").lower(), *(r.short_names or [])}
         and "/" not in r.name
@@ -277,7 +284,9 @@ def _object(api: k8s.ApiClient, kind: str, name: str, namespace: str) -> dict[st
         raise NotFound(f"no {resource.kind} {namespace}/{name}") from None
 
 
-def _owned_pods(api: k8s.ApiClient, obj: Mapping[str, Any], namespace: str) -> list[dict[str, Any]]:
+def _owned_pods(
+    api: k8s.ApiClient, resources: Any, obj: Mapping[str, Any], namespace: str
+) -> list[dict[str, Any]]:
     """The pods of `namespace` that `obj` owns, directly or through owners of owners."""
     pods = [
         api.sanitize_for_serialization(p) for p in k8s.CoreV1Api(api).list_namespaced_pod(namespace).items
@@ -294,7 +303,7 @@ def _owned_pods(api: k8s.ApiClient, obj: Mapping[str, Any], namespace: str) -> l
         owned[uid] = False
         for ref in (objects.get(uid, {}).get("metadata") or {}).get("ownerReferences") or []:
             if ref.get("uid") not in objects and ref.get("uid") != root:
-                objects[ref["uid"]] = _owner(api, ref, namespace)
+                objects[ref["uid"]] = _owner(resources, ref, namespace)
             if owns(ref["uid"], depth + 1):
                 owned[uid] = True
                 break
@@ -303,13 +312,12 @@ def _owned_pods(api: k8s.ApiClient, obj: Mapping[str, Any], namespace: str) -> l
     return sorted((p for p in pods if owns(p["metadata"]["uid"])), key=lambda p: p["metadata"]["name"])
 
 
-def _owner(api: k8s.ApiClient, ref: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+def _owner(resources: Any, ref: Mapping[str, Any], namespace: str) -> dict[str, Any]:
     """An owner reference's object ({} where it cannot be read)."""
-    from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 
     try:
-        resource = DynamicClient(api).resources.get(api_version=ref["apiVersion"], kind=ref["kind"])
+        resource = resources.get(api_version=ref["apiVersion"], kind=ref["kind"])
         return dict(resource.get(name=ref["name"], namespace=namespace).to_dict())
     except (DynamicApiError, ResourceNotFoundError, KeyError):
         return {}

@@ -65,6 +65,52 @@ def test_views_tell_where_gangs_went_and_why_pods_wait(
     assert "not managed by armada-bridge" in _cli(dev_env, "why", "plain", "-n", namespace)
 
 
+def test_why_finds_a_kind_installed_since_its_last_run(
+    namespace: str, cluster_api: Api, dev_env: Environment
+) -> None:
+    """`why KIND/NAME` for a kind whose CRD came after the CLI's previous run (an operator installed
+    since, as a user does between two commands): what the client kept on disk of the API's kinds
+    from that run is read anew, not trusted."""
+    group = f"{namespace}.example.com"
+    kubeconfig = ["--kubeconfig", str(dev_env.kubeconfig(FRONT))]
+    before = _run([sys.executable, "-m", "cli.main"], "why", "job/none", "-n", namespace, *kubeconfig)
+    assert f"no Job {namespace}/none" in before.stderr, before  # that run kept the kinds served then
+    crds = k8s.ApiextensionsV1Api(cluster_api(FRONT))
+    crd = {
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+    crds.create_custom_resource_definition(crd)
+    try:
+        wait_for(  # as the CLI asks: the API's list of groups (a moment behind the CRD's Established)
+            "the kind served",
+            lambda: group in {g.name for g in k8s.ApisApi(cluster_api(FRONT)).get_api_versions().groups},
+            timeout=60,
+        )
+        widget = {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}}
+        k8s.CustomObjectsApi(cluster_api(FRONT)).create_namespaced_custom_object(
+            group, "v1", namespace, "widgets", widget
+        )
+        why = _run([sys.executable, "-m", "cli.main"], "why", "widget/w", "-n", namespace, *kubeconfig)
+        assert why.stdout.startswith(f"widget {namespace}/w: no pods (yet)"), why
+    finally:
+        crds.delete_custom_resource_definition(crd["metadata"]["name"])
+
+
 def test_demo_runs_and_cleans_up_after_itself(dev_env: Environment, cluster_api: Api) -> None:
     from devenv.demo import NAMESPACE, OPERATORS_NAMESPACE
 
