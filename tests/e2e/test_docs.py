@@ -57,7 +57,7 @@ def _remove(api: k8s.ApiClient, namespaces: set[str], queues: set[str]) -> None:
         time.sleep(2)
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1500)
 @pytest.mark.parametrize("doc", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
 def test_the_docs_runnable_blocks_run_as_written(
     doc: Path, dev_env: Environment, cluster_api: Api, operators: Any, tmp_path: Path
@@ -74,7 +74,7 @@ def test_the_docs_runnable_blocks_run_as_written(
     env = doc_runs.reader_env(home, dev_env.kubeconfig(FRONT), ARMADA_BRIDGE_STATE=str(dev_env.state_dir))
     run = doc_runs.Run(doc_runs.script(RUNNABLE[doc]), cwd, env, tmp_path)
     try:
-        run.finish(timeout=840)
+        run.finish(timeout=1440)
     finally:
         namespaces, queues = _made(api)
         _remove(api, namespaces & ours[0], queues & ours[1])
