@@ -8,7 +8,7 @@ import os
 import re
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -65,38 +65,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_order)
 
 
-def _exclusive(item: pytest.Item | None) -> bool:
-    """Whether `item` is a test against the environment that needs it alone."""
-    if item is None or _kind(item) not in ("integration", "e2e"):
-        return False
-    return item.get_closest_marker("exclusive") is not None
-
-
-# The room this process holds alone across consecutive exclusive tests (empty while it holds none):
-# each time it lets go, the shared tests come back in and the next exclusive test waits for them all
-# to end again.
-_kept: list[ExitStack] = []
-
-
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)  # around pytest-timeout's: waiting is not testing
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """A test against the environment holds its room from its fixtures' setup to their teardown:
-    shared, or alone for an `exclusive` one, which keeps it while the next test of its process is
-    exclusive too. A test on an environment of its own holds it shared too: not to be beside an
-    exclusive test, which may kill what it judges by its timing while the other environment loads
-    the cores."""
-    if _exclusive(item):
-        if not _kept:
-            stack = ExitStack()
-            stack.enter_context(room.held(default_state_dir(), exclusive=True))
-            _kept.append(stack)
-        try:
-            yield
-        finally:
-            if not _exclusive(nextitem):
-                _kept.pop().close()
-    elif _kind(item) in ("integration", "e2e"):
-        with room.held(default_state_dir(), exclusive=False):
+    shared, or alone for an `exclusive` one. A test on an environment of its own holds it shared
+    too: not to be beside an exclusive test, which may kill what it judges by its timing while the
+    other environment loads the cores."""
+    if _kind(item) in ("integration", "e2e"):
+        with room.held(default_state_dir(), exclusive=item.get_closest_marker("exclusive") is not None):
             yield
     else:
         yield
