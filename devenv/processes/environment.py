@@ -374,8 +374,7 @@ class Environment(BaseEnvironment):
     def _control_plane(self, c: ControlPlane, ports: list[int]) -> None:
         """A cluster's control plane running: reused when healthy, else (re)made."""
         ok, detail = c.health()
-        pids = c.component_pids()
-        if not ok and pids and None not in pids.values():
+        if not ok and (pids := c.component_pids()) and None not in pids.values():
             # Every process runs: an API server slow to answer on a loaded machine is not broken,
             # and recreating the cluster would lose every object in it. Given time first.
             log(f"{c.name}: {detail}; every process runs, waiting for it")

@@ -72,8 +72,8 @@ def test_why_finds_a_kind_installed_since_its_last_run(
     since, as a user does between two commands): what the client kept on disk of the API's kinds
     from that run is read anew, not trusted."""
     group = f"{namespace}.example.com"
-    kubeconfig = ["--kubeconfig", str(dev_env.kubeconfig(FRONT))]
-    before = _run([sys.executable, "-m", "cli.main"], "why", "job/none", "-n", namespace, *kubeconfig)
+    cli, kubeconfig = _commands()[0], ["--kubeconfig", str(dev_env.kubeconfig(FRONT))]
+    before = _run(cli, "why", "job/none", "-n", namespace, *kubeconfig)
     assert f"no Job {namespace}/none" in before.stderr, before  # that run kept the kinds served then
     crds = k8s.ApiextensionsV1Api(cluster_api(FRONT))
     crd = {
@@ -105,7 +105,7 @@ def test_why_finds_a_kind_installed_since_its_last_run(
         k8s.CustomObjectsApi(cluster_api(FRONT)).create_namespaced_custom_object(
             group, "v1", namespace, "widgets", widget
         )
-        why = _run([sys.executable, "-m", "cli.main"], "why", "widget/w", "-n", namespace, *kubeconfig)
+        why = _run(cli, "why", "widget/w", "-n", namespace, *kubeconfig)
         assert why.stdout.startswith(f"widget {namespace}/w: no pods (yet)"), why
     finally:
         crds.delete_custom_resource_definition(crd["metadata"]["name"])
