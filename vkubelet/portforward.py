@@ -18,6 +18,7 @@ import logging
 import aiohttp
 
 from armada_bridge.kube import Kube
+from vkubelet import duplex
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,10 @@ async def open_port(remote: Kube, namespace: str, pod: str, port: int) -> aiohtt
 
 async def _to_pod(reader: asyncio.StreamReader, ws: aiohttp.ClientWebSocketResponse) -> None:
     while data := await reader.read(CHUNK):
-        await ws.send_bytes(bytes([DATA]) + data)
+        try:
+            await ws.send_bytes(bytes([DATA]) + data)
+        except (ConnectionError, OSError) as e:
+            raise duplex.DestinationGone(str(e)) from e
     # No half-close in the protocol: the pod's answer may still come back for a while (a client that
     # closed altogether is found out at the next write to it).
     await asyncio.sleep(LINGER_SECONDS)
@@ -77,8 +81,7 @@ async def _from_pod(ws: aiohttp.ClientWebSocketResponse, writer: asyncio.StreamW
             prefixed.discard(channel)
             payload = payload[PORT_PREFIX:]
         if channel == DATA and payload:
-            writer.write(payload)
-            await writer.drain()
+            await duplex.write(writer, payload)
         elif channel == ERROR:
             error += payload
     return error.decode(errors="replace").strip()
@@ -87,20 +90,15 @@ async def _from_pod(ws: aiohttp.ClientWebSocketResponse, writer: asyncio.StreamW
 async def splice(
     ws: aiohttp.ClientWebSocketResponse, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> str:
-    """Carry bytes both ways between a client connection and the pod's port until either ends;
-    then close both. Returns what the remote side reported on its error channel ("" for none)."""
-    to_pod = asyncio.create_task(_to_pod(reader, ws))
-    from_pod = asyncio.create_task(_from_pod(ws, writer))
+    """Carry bytes both ways between a client connection and the pod's port until either ends
+    (duplex.both_ways says when the other copy still runs); then close both. Returns what the
+    remote side reported on its error channel ("" for none)."""
     try:
-        await asyncio.wait([to_pod, from_pod], return_when=asyncio.FIRST_COMPLETED)
+        _, error = await duplex.both_ways(_to_pod(reader, ws), _from_pod(ws, writer))
     finally:
-        for t in (to_pod, from_pod):
-            t.cancel()
-        results = await asyncio.gather(to_pod, from_pod, return_exceptions=True)
         await ws.close()
         writer.close()
         with contextlib.suppress(Exception):
             async with asyncio.timeout(5):
                 await writer.wait_closed()
-    error = results[1]
     return error if isinstance(error, str) else ""

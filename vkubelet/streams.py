@@ -14,7 +14,6 @@ status travel untouched end to end, between the front apiserver and the remote k
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import ssl
 from collections.abc import Iterable, Mapping
@@ -26,6 +25,7 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy, MultiMapping
 
 from armada_bridge.kube import Kube, KubeConfig
+from vkubelet import duplex
 
 log = logging.getLogger(__name__)
 
@@ -133,13 +133,11 @@ async def _open(config: KubeConfig) -> tuple[asyncio.StreamReader, asyncio.Strea
             else ssl.create_default_context()
         )
     async with asyncio.timeout(CONNECT_TIMEOUT):  # not wait_for: see lifecycle.wait_set
-        reader, writer = await asyncio.open_connection(
-            host, port, ssl=ctx, server_hostname=host if ctx else None, limit=MAX_HEAD
-        )
+        reader, writer = await duplex.open_connection(host, port, ssl_context=ctx, limit=MAX_HEAD)
     return reader, writer, u.netloc
 
 
-class _Hijacked(asyncio.StreamReaderProtocol):
+class _Hijacked(duplex.Ending):
     """Our protocol on a taken-over connection; its end is still reported to aiohttp's protocol,
     so aiohttp forgets the connection."""
 
@@ -166,34 +164,6 @@ def _hijack(request: web.Request) -> tuple[asyncio.StreamReader, asyncio.StreamW
     transport.set_protocol(protocol)
     protocol.connection_made(transport)
     return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
-
-
-async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-    while True:
-        data = await src.read(CHUNK)
-        if not data:
-            return
-        dst.write(data)
-        await dst.drain()
-
-
-async def splice(
-    a: tuple[asyncio.StreamReader, asyncio.StreamWriter], b: tuple[asyncio.StreamReader, asyncio.StreamWriter]
-) -> None:
-    """Copy both ways until either side ends (TLS has no half-close), then close both."""
-    tasks = [asyncio.create_task(_pipe(a[0], b[1])), asyncio.create_task(_pipe(b[0], a[1]))]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for _, w in (a, b):
-            w.close()
-        for _, w in (a, b):
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(5):
-                    await w.wait_closed()
 
 
 async def relay(
@@ -239,7 +209,7 @@ async def relay(
     front = _hijack(request)
     await resp.prepare(request)
     log.debug("%s %s/%s: relaying (%s)", kind, namespace, pod, head.headers.get("X-Stream-Protocol-Version"))
-    await splice(front, (r_reader, r_writer))
+    await duplex.splice(front, (r_reader, r_writer), CHUNK)
     return resp
 
 
