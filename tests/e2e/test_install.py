@@ -23,6 +23,7 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -591,15 +592,22 @@ def _nodes_as_an_admins(f: Front) -> Iterator[None]:
         _kubectl(f.env, "taint", "node", "front-real-0", f"{taint}", "--overwrite")
 
 
-def _submits_through_the_armada_api(f: Front, mode: str, image: str = runtime.NAME) -> None:
+def _submits_through_the_armada_api(
+    f: Front, mode: str, image: str = runtime.NAME, through: tuple[str, bytes] | None = None
+) -> None:
     """The installed Armada API's replicas run from the bridge's image on the front's real node,
     and `armada-client` submits a job through one of them over TLS (the certificates mode's
     certificate, its ca.crt trusted) as a team's ServiceAccount: a pod in the team's namespace and
-    queue, run remotely."""
+    queue, run remotely. `through`: the address and CA a reader's port-forward gives (else a
+    replica's pod address, the Secret's CA)."""
     _kubectl(f.env, "-n", NAMESPACE, "rollout", "status", f"deployment/{ARMADA_API}", "--timeout=300s")
     replicas = [p for p in _pods_of(f.core, ARMADA_API).values() if not p.metadata.deletion_timestamp]
     assert {c.image for p in replicas for c in p.spec.containers} == {image}, replicas
     ca = base64.b64decode(f.core.read_namespaced_secret(f"{ARMADA_API}-tls", NAMESPACE).data["ca.crt"])
+    # The pod's address (this host reaches the pod network); the certificate names the Service.
+    target = f"{replicas[0].status.pod_ip}:50051"
+    if through:
+        target, ca = through
     account = f"submitter-{mode}"
     f.core.create_namespaced_service_account("team", {"metadata": {"name": account}})
     k8s.RbacAuthorizationV1Api(f.api).create_namespaced_role_binding(
@@ -611,8 +619,6 @@ def _submits_through_the_armada_api(f: Front, mode: str, image: str = runtime.NA
     creds = grpc.composite_channel_credentials(
         grpc.ssl_channel_credentials(root_certificates=ca), grpc.access_token_call_credentials(token)
     )
-    # The pod's address (this host reaches the pod network); the certificate names the Service.
-    target = f"{replicas[0].status.pod_ip}:50051"
     override = [("grpc.ssl_target_name_override", f"{ARMADA_API}.{NAMESPACE}.svc")]
     # A real container on the remote cluster's real node (the KWOK nodes may be full of gangs by
     # now), its output read back through the front.
@@ -649,6 +655,27 @@ def _submits_through_the_armada_api(f: Front, mode: str, image: str = runtime.NA
         lambda: not f.core.list_namespaced_pod("team", label_selector=selector).items,
         timeout=60,
     )
+
+
+@contextlib.contextmanager
+def _port_forward(admin: Admin) -> Iterator[tuple[str, bytes]]:
+    """docs/guides/from-armada.md's port-forward to the installed Armada API, as a reader runs it
+    (the CA written to armada-api-ca.crt, then `kubectl port-forward` on local port 8051): the
+    address and CA it gives, while it runs."""
+    forward = admin.begin("docs/guides/from-armada.md", "From your machine")
+    ca = admin.cwd / "armada-api-ca.crt"
+
+    def listening() -> bool:
+        assert forward.shell.poll() is None, f"the port-forward ended: {forward.err.read_text()[-2000:]}"
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", 8051), timeout=1):
+            return ca.stat().st_size > 0
+        return False
+
+    try:
+        wait_for("the reader's port-forward listening, the CA written", listening, timeout=60)
+        yield "127.0.0.1:8051", ca.read_bytes()
+    finally:
+        forward.stop()
 
 
 def _kustomize(f: Front, tmp: Path) -> None:
@@ -726,7 +753,8 @@ def test_the_install_guide_as_written_extender_mode_upgraded_failed_over_uninsta
         _failovers(f, after)
         _free_room(f, whole)
         admin.run("docs/guides/from-armada.md", "2. Find the endpoint")
-        _submits_through_the_armada_api(f, "chart", upgraded)
+        with _port_forward(admin) as through:
+            _submits_through_the_armada_api(f, "chart", upgraded, through)
         _uninstall(f, tmp_path, lambda: admin.run(guide, "10. Uninstall"))
     identity = f.remote.list_namespaced_service_account("kube-system").items
     assert "armada-bridge-remote" not in {a.metadata.name for a in identity}, (
